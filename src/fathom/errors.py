@@ -1,0 +1,34 @@
+"""User-facing errors: the CLI prints their message as one line and exits non-zero."""
+
+
+class FathomError(Exception):
+    """A problem with the user's input or environment; the message names the problem and the fix."""
+
+
+class SpecError(FathomError):
+    """An invalid run specification (lengths, depths, samples, names)."""
+
+
+class TokenizerError(FathomError):
+    """A tokenizer that cannot be found, loaded or used."""
+
+
+class CorpusError(FathomError):
+    """A haystack corpus that cannot be found, read or used."""
+
+
+class PromptError(FathomError):
+    """A prompt that cannot be built honestly (too short a length, a missed target)."""
+
+
+class RunFolderError(FathomError):
+    """A run folder that cannot be used for this spec."""
+
+
+class MissingExtraError(FathomError):
+    """An optional heavy dependency is not installed."""
+
+    def __init__(self, module: str, extra: str) -> None:
+        super().__init__(
+            f"{module} is not installed; install it with: pip install 'fathom-eval[{extra}]'"
+        )
