@@ -29,6 +29,4 @@ class MissingExtraError(FathomError):
     """An optional heavy dependency is not installed."""
 
     def __init__(self, module: str, extra: str) -> None:
-        super().__init__(
-            f"{module} is not installed; install it with: pip install 'fathom-eval[{extra}]'"
-        )
+        super().__init__(f"{module} is not installed; install it with: pip install 'fathom-eval[{extra}]'")

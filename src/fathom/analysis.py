@@ -1,0 +1,188 @@
+"""Turn sample records into accuracy tables, effective length and a lost-in-the-middle index.
+
+Pure functions over ``SampleRecord``: no I/O, so reports, plots and tests share one source of numbers.
+Samples whose ``error`` is set never reached a grade; they are counted per cell but are not data points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fathom.records import SampleRecord
+
+Z_95 = 1.959964
+
+# Depth bands for the lost-in-the-middle index: the edges a model tends to find and the middle it tends
+# to miss. Depths between the bands (e.g. 0.2, 0.8) belong to neither, so the contrast stays sharp.
+EDGE_LOW, EDGE_HIGH = 0.1, 0.9
+MIDDLE_LOW, MIDDLE_HIGH = 0.3, 0.7
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """Accuracy at one (length, depth); ``mean`` is None when no sample there was scored."""
+
+    length: int
+    depth: float
+    n: int
+    errors: int
+    mean: float | None
+    ci_low: float
+    ci_high: float
+    beyond_window: bool
+
+
+@dataclass(frozen=True)
+class LengthStats:
+    """Accuracy at one length, pooled over depths; ``mean`` is None when nothing there was scored."""
+
+    length: int
+    n: int
+    errors: int
+    mean: float | None
+    ci_low: float
+    ci_high: float
+    beyond_window: bool
+
+
+def wilson_interval(successes: float, n: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval for ``successes`` out of ``n``; fractional successes are allowed.
+
+    Wilson rather than the normal approximation because cells are small (k of 5-20) and accuracy sits
+    near 0 or 1, where the normal interval collapses to zero width or leaves [0, 1].
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if n == 0:
+        return 0.0, 1.0
+    # Clamped: a sum of float scores can drift a hair outside [0, n].
+    p = min(1.0, max(0.0, successes / n))
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _stats(scores: Sequence[float]) -> tuple[float | None, float, float]:
+    """Mean and Wilson interval of graded scores, treating a score in [0, 1] as fractional success."""
+    total = math.fsum(scores)
+    low, high = wilson_interval(total, len(scores))
+    return (total / len(scores) if scores else None), low, high
+
+
+def _pool(cells: Iterable[CellStats]) -> tuple[float, int]:
+    """Summed score and count of the cells' scored samples: each sample weighs the same, not each cell."""
+    scored = [(c.mean, c.n) for c in cells if c.mean is not None]
+    return math.fsum(mean * n for mean, n in scored), sum(n for _, n in scored)
+
+
+def cell_table(records: Iterable[SampleRecord]) -> list[CellStats]:
+    """One row per (length, depth), sorted by length then depth."""
+    groups: defaultdict[tuple[int, float], list[SampleRecord]] = defaultdict(list)
+    for record in records:
+        groups[record.length, record.depth].append(record)
+    cells = []
+    for (length, depth), group in sorted(groups.items()):
+        scores = [r.score for r in group if r.error is None]
+        mean, low, high = _stats(scores)
+        cells.append(
+            CellStats(
+                length=length,
+                depth=depth,
+                n=len(scores),
+                errors=len(group) - len(scores),
+                mean=mean,
+                ci_low=low,
+                ci_high=high,
+                beyond_window=any(r.beyond_window for r in group),
+            )
+        )
+    return cells
+
+
+def length_table(cells: Iterable[CellStats]) -> list[LengthStats]:
+    """One row per length, pooling the scored samples of its cells."""
+    by_length: defaultdict[int, list[CellStats]] = defaultdict(list)
+    for cell in cells:
+        by_length[cell.length].append(cell)
+    rows = []
+    for length, group in sorted(by_length.items()):
+        total, n = _pool(group)
+        low, high = wilson_interval(total, n)
+        rows.append(
+            LengthStats(
+                length=length,
+                n=n,
+                errors=sum(c.errors for c in group),
+                mean=total / n if n else None,
+                ci_low=low,
+                ci_high=high,
+                beyond_window=any(c.beyond_window for c in group),
+            )
+        )
+    return rows
+
+
+def effective_length(
+    lengths_stats: Iterable[LengthStats], threshold: float = 0.85, use_lower_bound: bool = False
+) -> int | None:
+    """The longest length whose score, and every shorter length's, is at least ``threshold``.
+
+    It stops at the first failing length even if longer ones recover: a model that misses at 16k
+    cannot be trusted at 32k because it happened to pass there. A length with nothing scored fails,
+    since it gives no evidence. ``use_lower_bound`` judges by the Wilson lower bound instead of the
+    mean, so a pass must survive sampling noise.
+    """
+    best = None
+    for row in sorted(lengths_stats, key=lambda r: r.length):
+        score = row.ci_low if use_lower_bound else row.mean
+        if row.n == 0 or score is None or score < threshold:
+            break
+        best = row.length
+    return best
+
+
+def _pooled_mean(cells: Iterable[CellStats]) -> float | None:
+    total, n = _pool(cells)
+    return total / n if n else None
+
+
+def lost_in_the_middle_index(cells: Sequence[CellStats]) -> float | None:
+    """Edge-depth accuracy minus middle-depth accuracy over all lengths; positive: the middle is worse."""
+    edges = _pooled_mean(c for c in cells if c.depth <= EDGE_LOW or c.depth >= EDGE_HIGH)
+    middle = _pooled_mean(c for c in cells if MIDDLE_LOW <= c.depth <= MIDDLE_HIGH)
+    if edges is None or middle is None:
+        return None
+    return edges - middle
+
+
+def _error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
+    """Errors counted by kind, the part before the first ':' (e.g. "timeout: after 600s" -> "timeout")."""
+    kinds = Counter(r.error.split(":", 1)[0].strip() for r in records if r.error is not None)
+    return dict(sorted(kinds.items()))
+
+
+def summarize(records: Iterable[SampleRecord], threshold: float = 0.85) -> dict[str, Any]:
+    """Everything a report needs, as plain JSON-ready values."""
+    rows = list(records)
+    cells = cell_table(rows)
+    lengths = length_table(cells)
+    return {
+        "cells": [dataclasses.asdict(c) for c in cells],
+        "lengths": [dataclasses.asdict(row) for row in lengths],
+        "effective_length": {
+            "threshold": threshold,
+            "mean": effective_length(lengths, threshold),
+            "lower_bound": effective_length(lengths, threshold, use_lower_bound=True),
+        },
+        "lost_in_the_middle_index": lost_in_the_middle_index(cells),
+        "samples": len(rows),
+        "errors": sum(1 for r in rows if r.error is not None),
+        "error_kinds": _error_kinds(rows),
+    }

@@ -1,0 +1,1 @@
+"""Backends: simulated archetypes now; real models behind the same protocol."""

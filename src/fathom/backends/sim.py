@@ -1,0 +1,160 @@
+"""Simulated models: the five long-context archetypes, for runs without a model.
+
+A simulated model really reads its prompt. It looks for the sentence that holds the question's key
+before the question itself, and answers with that sentence as it finds it there. Whether it
+"succeeds" is drawn from the archetype's profile p(length, depth), seeded by the prompt. A prompt
+builder that drops or mangles the needle therefore fails even on ``sim:perfect``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fathom.backends.base import Request
+from fathom.errors import SpecError
+from fathom.records import Completion
+from fathom.tokenizers import Tokenizer
+from fathom.units import parse_count
+
+NOT_FOUND = "I could not find the answer in the document."
+Profile = Callable[[int, float, dict[str, float]], float]
+
+
+def _ramp(length: int, window: float) -> float:
+    """0 at 1k tokens rising to 1 at the window, on a log scale."""
+    return min(1.0, max(0.0, math.log2(length / 1024) / math.log2(window / 1024)))
+
+
+def _cliff(length: int, depth: float, p: dict[str, float]) -> float:
+    return p["accuracy"] if length <= p["window"] else p["floor"]
+
+
+def _lost_in_the_middle(length: int, depth: float, p: dict[str, float]) -> float:
+    # U-shape over depth that deepens with length: edges stay sharp, the middle fades.
+    return 1.0 - p["dip"] * 4 * depth * (1 - depth) * _ramp(length, p["window"])
+
+
+def _pi_decay(length: int, depth: float, p: dict[str, float]) -> float:
+    return float(1.0 / (1.0 + (length / p["half"]) ** p["slope"]))
+
+
+def _yarn(length: int, depth: float, p: dict[str, float]) -> float:
+    if length <= p["window"]:
+        return p["accuracy"]
+    return max(0.0, p["accuracy"] - p["slope"] * math.log2(length / p["window"]))
+
+
+@dataclass(frozen=True)
+class Archetype:
+    profile: Profile
+    defaults: dict[str, float]
+    has_window: bool
+
+
+ARCHETYPES = {
+    "perfect": Archetype(lambda _l, _d, _p: 1.0, {}, has_window=False),
+    "cliff": Archetype(_cliff, {"window": 8192, "accuracy": 0.98, "floor": 0.02}, has_window=True),
+    "lost-in-the-middle": Archetype(_lost_in_the_middle, {"window": 131072, "dip": 0.7}, True),
+    "pi-decay": Archetype(_pi_decay, {"half": 32768, "slope": 2.0}, has_window=False),
+    "yarn": Archetype(_yarn, {"window": 65536, "accuracy": 0.97, "slope": 0.15}, has_window=True),
+}
+_INTEGER_PARAMS = {"window", "half"}
+
+
+class SimulatedBackend:
+    """``sim:ARCHETYPE?param=value&...``; ``seed`` varies the draws, ``input=text`` takes text and
+    ``delay`` (seconds per request) stands in for a model's latency."""
+
+    max_prompt_tokens: int | None = None
+
+    def __init__(self, spec: str, tokenizer: Tokenizer) -> None:
+        archetype_name, _, query = spec.partition("?")
+        if archetype_name not in ARCHETYPES:
+            known = ", ".join(f"sim:{name}" for name in ARCHETYPES)
+            raise SpecError(f"unknown simulated model 'sim:{archetype_name}': use one of {known}")
+        self.archetype = ARCHETYPES[archetype_name]
+        self.name = f"sim:{archetype_name}"
+        self.tokenizer = tokenizer
+        self.params = dict(self.archetype.defaults)
+        self.seed, self.accepts_ids, self.delay = 0, True, 0.0
+        for key, value in parse_qsl(query, keep_blank_values=True):
+            self._set(key, value)
+        has_window = self.archetype.has_window
+        self.trained_window = int(self.params["window"]) if has_window else None
+
+    def _set(self, key: str, value: str) -> None:
+        if key == "seed" and value.isdigit():
+            self.seed = int(value)
+        elif key == "delay":
+            self.delay = _float(key, value)
+        elif key == "input" and value in {"ids", "text"}:
+            self.accepts_ids = value == "ids"
+        elif key in self.params:
+            self.params[key] = parse_count(value) if key in _INTEGER_PARAMS else _float(key, value)
+        else:
+            options = ", ".join([*self.params, "seed", "delay", "input=ids|text"])
+            raise SpecError(f"{self.name} has no setting '{key}={value}': its settings are {options}")
+
+    def settings(self) -> dict[str, Any]:
+        # delay changes no answer, so it stays out of the run's identity.
+        return {"params": self.params, "seed": self.seed, "input": "ids" if self.accepts_ids else "text"}
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        return [self._answer(request) for request in requests]
+
+    def _answer(self, request: Request) -> Completion:
+        start = time.perf_counter()
+        time.sleep(self.delay)
+        text = request.text if request.text is not None else self.tokenizer.decode(request.ids.tolist())
+        found = _find_fact(text, request.query_keys)
+        output = NOT_FOUND
+        if found is not None:
+            sentence, depth = found
+            chance = self.archetype.profile(len(request.ids), depth, self.params)
+            if self._draw(request) < chance:
+                output = sentence
+        return Completion(
+            text=output,
+            prompt_tokens=len(request.ids),
+            completion_tokens=len(self.tokenizer.encode(output)),
+            finish_reason="stop",
+            latency_s=time.perf_counter() - start,
+        )
+
+    def _draw(self, request: Request) -> float:
+        digest = hashlib.sha256(f"{self.seed}|".encode() + request.ids.tobytes()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _float(key: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise SpecError(f"simulated model setting '{key}' needs a number, not '{value}'") from None
+
+
+def _find_fact(text: str, keys: Sequence[str]) -> tuple[str, float] | None:
+    """The sentence holding a key before the question's own mention of it, and its relative depth.
+
+    The last mention of the key is the question; an earlier one is the fact in the document.
+    """
+    for key in keys:
+        question_at = text.rfind(key)
+        fact_at = text.find(key, 0, max(question_at, 0))
+        if fact_at < 0:
+            continue
+        begin = max(text.rfind(". ", 0, fact_at) + 2, text.rfind("\n", 0, fact_at) + 1)
+        end = text.find(".", fact_at + len(key))
+        end = len(text) if end < 0 else end + 1
+        # A full stop inside a number or identifier does not end the sentence.
+        while end < len(text) and not text[end].isspace():
+            next_stop = text.find(".", end)
+            end = len(text) if next_stop < 0 else next_stop + 1
+        return text[begin:end].strip(), fact_at / max(question_at, 1)
+    return None

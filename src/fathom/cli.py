@@ -1,0 +1,109 @@
+"""The ``fathom`` command: parse, call the library, print. Errors are one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fathom.errors import FathomError
+from fathom.spec import RunSpec, parse_depths, parse_lengths
+from fathom.units import format_count
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fathom", description="How much of a long context can a model use?")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run a sweep (resumes when its run folder exists)")
+    run.add_argument("task", help="task name, e.g. niah")
+    run.add_argument("--model", required=True, help="backend:model, e.g. sim:cliff?window=8k")
+    run.add_argument("--tokenizer", default="cl100k_base", help="char, cl100k_base, o200k_base, hf:PATH, ...")
+    run.add_argument("--lengths", default="1k,2k,4k,8k", help="context lengths, e.g. 1k,2k,4k (k = 1024)")
+    run.add_argument("--depths", default="11", help="a count of even depths (11) or fractions (0,0.5,1)")
+    run.add_argument("--samples", type=int, default=3, help="samples per cell, each with its own needle")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--corpus", default="prose", help="prose, essays, noise, repeat, or dir:PATH")
+    run.add_argument("--needle", default="number", help="number, words, uuid, fact or sf")
+    run.add_argument(
+        "--template", default="auto", help="auto, tokenizer, none, plain, chatml, llama3, or a file"
+    )
+    run.add_argument("--system-prompt", default=None)
+    run.add_argument("--scoring", default="contains", help="contains, exact, all or any")
+    run.add_argument("--max-new-tokens", type=int, default=32)
+    run.add_argument("--out", type=Path, default=Path("runs"), help="where new run folders go")
+    run.add_argument("--run-dir", type=Path, default=None, help="this exact run folder")
+    run.add_argument("--no-progress", action="store_true")
+
+    report = commands.add_parser("report", help="re-derive summary.json and heatmap.png from a run's records")
+    report.add_argument("run_dir", type=Path)
+    report.add_argument("--threshold", type=float, default=0.85)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> None:
+    from fathom.runner import default_run_dir, run
+
+    spec = RunSpec(
+        task=args.task,
+        model=args.model,
+        tokenizer=args.tokenizer,
+        lengths=parse_lengths(args.lengths),
+        depths=parse_depths(args.depths),
+        samples=args.samples,
+        seed=args.seed,
+        corpus=args.corpus,
+        needle=args.needle,
+        template=args.template,
+        system_prompt=args.system_prompt,
+        scoring=args.scoring,
+        max_new_tokens=args.max_new_tokens,
+    )
+    run_dir = args.run_dir or default_run_dir(spec, args.out)
+    result = run(spec, run_dir, show_progress=not args.no_progress)
+    print(f"run folder: {result.folder}")
+    print(f"samples written: {result.written}, already done: {result.skipped}, errors: {result.errors}")
+    _print_summary(result.folder)
+
+
+def _print_summary(folder: Path) -> None:
+    import json
+
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    effective = summary["effective_length"]
+    for row in summary["lengths"]:
+        mean = "n/a" if row["mean"] is None else f"{row['mean']:.1%}"
+        print(f"  {format_count(row['length']):>6}: {mean}  (n={row['n']}, errors={row['errors']})")
+    shown = {
+        k: format_count(v) if isinstance(v, int) else "none" for k, v in effective.items() if k != "threshold"
+    }
+    print(f"effective length at {effective['threshold']}: {shown}")
+    lim = summary["lost_in_the_middle_index"]
+    print(f"lost-in-the-middle index: {'n/a' if lim is None else f'{lim:+.3f}'}")
+
+
+def _report(args: argparse.Namespace) -> None:
+    from fathom.report import report
+
+    report(args.run_dir, args.threshold)
+    print(f"wrote {args.run_dir / 'summary.json'} and {args.run_dir / 'heatmap.png'}")
+    _print_summary(args.run_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        {"run": _run, "report": _report}[args.command](args)
+    except FathomError as exc:
+        print(f"fathom: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "fathom: interrupted; finished samples are saved, run the same command to resume", file=sys.stderr
+        )
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""A corpus tokenised once per tokenizer, with its sentence boundaries, cached on disk.
+
+Every prompt is then built by slicing this array and splicing in the needle's ids: the corpus is
+never re-read or re-tokenised per cell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fathom.haystack.corpora import Corpus
+from fathom.tokenizers import Tokenizer
+
+INDEX_VERSION = 1
+_ENDS_SENTENCE = re.compile(r"[.!?][\"'\u201d\u2019)]?$")
+
+Ids = NDArray[np.int32]
+Positions = NDArray[np.int64]
+
+
+def cache_dir() -> Path:
+    """Where tokenised corpora live: $FATHOM_CACHE_DIR, else ~/.cache/fathom."""
+    default = Path.home() / ".cache" / "fathom"
+    return Path(os.environ.get("FATHOM_CACHE_DIR", default)) / "corpora"
+
+
+@dataclass(frozen=True, eq=False)
+class TokenizedCorpus:
+    """One unit of a corpus as ids (it starts at a sentence boundary) and its sentence starts."""
+
+    ids: Ids
+    boundaries: Positions  # sorted token indices at which a sentence starts; 0 is one
+    corpus_sha256: str
+    tokenizer_identity: str
+
+    def window(self, n: int) -> tuple[Ids, Positions]:
+        """The first ``n`` tokens of the corpus repeated as often as needed, and the sentence
+        boundaries strictly inside them."""
+        unit = len(self.ids)
+        repeats = -(-n // unit)
+        ids = np.tile(self.ids, repeats)[:n]
+        starts = (self.boundaries[None, :] + unit * np.arange(repeats)[:, None]).ravel()
+        return ids, starts[(starts > 0) & (starts < n)]
+
+
+def sentence_starts(tokenizer: Tokenizer, ids: Ids) -> Positions:
+    """Token indices where a token opening with whitespace follows one that ends a sentence.
+
+    Each distinct token is decoded once, so this is linear in the corpus with a small constant.
+    """
+    unique = np.unique(ids)
+    texts = [tokenizer.decode([int(t)]) for t in unique]
+    opens = np.array([t[:1].isspace() for t in texts], dtype=bool)
+    closes = np.array([bool(_ENDS_SENTENCE.search(t)) for t in texts], dtype=bool)
+    position = np.searchsorted(unique, ids)
+    follows_end = closes[position[:-1]] & opens[position[1:]]
+    starts = np.flatnonzero(follows_end).astype(np.int64) + 1
+    return np.concatenate([np.zeros(1, dtype=np.int64), starts])
+
+
+def _build(corpus: Corpus, tokenizer: Tokenizer) -> TokenizedCorpus:
+    # The leading space makes every repetition of the unit start like any other sentence.
+    ids = np.asarray(tokenizer.encode(" " + corpus.text), dtype=np.int32)
+    return TokenizedCorpus(ids, sentence_starts(tokenizer, ids), corpus.sha256, tokenizer.identity)
+
+
+def _cache_path(corpus: Corpus, tokenizer: Tokenizer) -> Path:
+    name = f"v{INDEX_VERSION}-{corpus.sha256[:16]}-{tokenizer.identity[:16]}.npz"
+    return cache_dir() / name
+
+
+_MEMORY: dict[tuple[str, str], TokenizedCorpus] = {}
+
+
+def tokenize_corpus(corpus: Corpus, tokenizer: Tokenizer) -> TokenizedCorpus:
+    """The tokenised corpus, from memory, from the disk cache, or built once and cached."""
+    key = (corpus.sha256, tokenizer.identity)
+    if key in _MEMORY:
+        return _MEMORY[key]
+    path = _cache_path(corpus, tokenizer)
+    try:
+        with np.load(path) as data:
+            indexed = TokenizedCorpus(data["ids"], data["boundaries"], *key)
+    except (OSError, KeyError, ValueError):
+        indexed = _build(corpus, tokenizer)
+        _save(path, indexed)
+    _MEMORY[key] = indexed
+    return indexed
+
+
+def _save(path: Path, indexed: TokenizedCorpus) -> None:
+    """Write atomically: a run killed mid-write must not leave a corrupt cache behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, ids=indexed.ids, boundaries=indexed.boundaries)
+        os.replace(tmp, path)
+    except OSError:
+        # The cache only saves time; failing to write it must not fail the run.
+        Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,100 @@
+"""The records of a run: frozen dataclasses with a versioned JSON form.
+
+A run folder holds a manifest and an append-only JSONL of ``SampleRecord``; everything else
+(summaries, plots, reports) is derived from them, so these types are the project's contract.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+RECORD_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the sweep: a task at a context length and needle depth, and a sample index."""
+
+    task: str
+    length: int
+    depth: float
+    sample: int
+
+    @property
+    def id(self) -> str:
+        # Stable across runs and processes: resume matches finished samples by this id.
+        return f"{self.task}|L{self.length}|D{self.depth:.4f}|S{self.sample}"
+
+
+@dataclass(frozen=True)
+class Needle:
+    """A fact hidden in the haystack, the question only it answers, and the answers that count."""
+
+    kind: str
+    text: str  # the sentence placed in the haystack, with its leading space
+    question: str
+    answers: tuple[str, ...]
+    key: str  # the phrase the question asks about; it appears in both question and text
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a backend returned for one request."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    latency_s: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Score:
+    """A deterministic grade in [0, 1] and the references it found in the output."""
+
+    value: float
+    matched: tuple[str, ...]
+    method: str
+
+
+@dataclass(frozen=True)
+class SampleRecord:
+    """One line of samples.jsonl: everything needed to analyse a sample without its prompt."""
+
+    sample_id: str
+    task: str
+    length: int
+    depth: float
+    sample: int
+    seed: int
+    prompt_sha256: str
+    target_tokens: int
+    actual_tokens: int
+    needle_kind: str
+    needle_token_offset: int  # where the needle starts in the final prompt, in tokens
+    needle_depth: float  # actual depth of the needle inside the haystack, 0..1
+    question: str
+    answers: tuple[str, ...]
+    output: str
+    finish_reason: str
+    score: float
+    matched: tuple[str, ...]
+    scoring: str
+    latency_s: float
+    beyond_window: bool  # the prompt is longer than the model's trained window
+    error: str | None = None
+    schema: int = field(default=RECORD_SCHEMA)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SampleRecord:
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        for key in ("answers", "matched"):
+            values[key] = tuple(values.get(key, ()))
+        return cls(**values)

@@ -1,0 +1,63 @@
+"""One registry for tasks and backends, by name; factories import their modules lazily.
+
+Third-party packages add their own through the entry-point groups ``fathom.tasks`` and
+``fathom.backends`` (each entry point loads a factory with the signature below).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from fathom.backends.base import Backend
+from fathom.errors import SpecError
+from fathom.spec import RunSpec
+from fathom.tasks.base import Task
+from fathom.tokenizers import Tokenizer
+
+TaskFactory = Callable[[RunSpec, Tokenizer], Task]
+BackendFactory = Callable[[str, Tokenizer], Backend]  # (the part after "prefix:", tokenizer)
+
+
+def _niah(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    from fathom.tasks.niah import NiahTask
+
+    return NiahTask(spec, tokenizer)
+
+
+def _sim(rest: str, tokenizer: Tokenizer) -> Backend:
+    from fathom.backends.sim import SimulatedBackend
+
+    return SimulatedBackend(rest, tokenizer)
+
+
+TASKS: dict[str, TaskFactory] = {"niah": _niah}
+BACKENDS: dict[str, BackendFactory] = {"sim": _sim}
+
+
+def _plugins(group: str) -> dict[str, Callable[..., Any]]:
+    return {ep.name: ep.load() for ep in entry_points(group=group)}
+
+
+def task_names() -> list[str]:
+    return sorted({*TASKS, *(ep.name for ep in entry_points(group="fathom.tasks"))})
+
+
+def create_task(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    factory = TASKS.get(spec.task) or _plugins("fathom.tasks").get(spec.task)
+    if factory is None:
+        raise SpecError(f"unknown task '{spec.task}': use one of {', '.join(task_names())}")
+    task: Task = factory(spec, tokenizer)
+    return task
+
+
+def create_backend(model: str, tokenizer: Tokenizer) -> Backend:
+    """A backend from ``prefix:rest``, e.g. ``sim:cliff?window=8k``."""
+    prefix, found, rest = model.partition(":")
+    factory = BACKENDS.get(prefix) or _plugins("fathom.backends").get(prefix)
+    if not found or factory is None:
+        known = ", ".join(f"{name}:..." for name in sorted(BACKENDS))
+        raise SpecError(f"unknown model '{model}': name it as backend:model, with backend one of {known}")
+    backend: Backend = factory(rest, tokenizer)
+    return backend

@@ -1,0 +1,204 @@
+"""A run: plan the cells, skip the finished ones, build, generate, score, append, derive.
+
+Every finished sample is on disk before the next batch starts, so a crashed or killed run resumes
+where it stopped by running the same command again.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import fathom
+from fathom.backends.base import Backend, Request
+from fathom.prompts import length_tolerance
+from fathom.records import Cell, Completion, SampleRecord
+from fathom.registry import create_backend, create_task
+from fathom.report import derive
+from fathom.scoring import check_method, score
+from fathom.spec import RunSpec
+from fathom.store import RunFolder
+from fathom.tasks.base import Sample, Task
+from fathom.tokenizers import Tokenizer, load_tokenizer
+
+MANIFEST_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RunResult:
+    folder: Path
+    written: int
+    skipped: int
+    errors: int
+
+
+def default_run_dir(spec: RunSpec, root: Path) -> Path:
+    """A folder name that the same spec always maps to, so re-running a command resumes it."""
+    model = re.sub(r"[^A-Za-z0-9]+", "-", spec.model).strip("-")[:48]
+    return root / f"{spec.task}-{model}-{spec.sha256[:8]}"
+
+
+def run(spec: RunSpec, run_dir: Path, batch_size: int = 16, show_progress: bool = True) -> RunResult:
+    check_method(spec.scoring)
+    tokenizer = load_tokenizer(spec.tokenizer)
+    backend = create_backend(spec.model, tokenizer)
+    task = create_task(spec, tokenizer)
+    folder = RunFolder(run_dir)
+    folder.start(manifest(spec, tokenizer, task, backend))
+    done = folder.finished_ids()
+    todo = [cell for cell in task.cells() if cell.id not in done]
+    _check_shortest(task, todo)
+    from fathom.progress import Progress
+
+    progress = Progress(len(todo), f"{spec.task} {spec.model}", enabled=show_progress)
+    errors = 0
+    with folder:
+        for batch in _batches(todo, batch_size):
+            for record in _run_batch(spec, tokenizer, backend, task, batch):
+                folder.append(record)
+                errors += record.error is not None
+            progress.advance(len(batch))
+    progress.finish()
+    derive(folder)
+    return RunResult(run_dir, len(todo), len(done), errors)
+
+
+def _check_shortest(task: Task, todo: Sequence[Cell]) -> None:
+    """Build every prompt of the shortest length first: a length below the prompt's own overhead
+    fails here, before any sample is generated."""
+    if todo:
+        shortest = min(cell.length for cell in todo)
+        for cell in todo:
+            if cell.length == shortest:
+                task.prepare(cell)
+
+
+def _batches(cells: Sequence[Cell], size: int) -> Iterator[Sequence[Cell]]:
+    for start in range(0, len(cells), size):
+        yield cells[start : start + size]
+
+
+def _run_batch(
+    spec: RunSpec, tokenizer: Tokenizer, backend: Backend, task: Task, cells: Sequence[Cell]
+) -> list[SampleRecord]:
+    samples = [task.prepare(cell) for cell in cells]
+    requests, counts, refusals = [], [], []
+    for sample in samples:
+        request, actual, refusal = _request(spec, tokenizer, backend, sample)
+        requests.append(request)
+        counts.append(actual)
+        refusals.append(refusal)
+    to_send = [r for r, refusal in zip(requests, refusals, strict=True) if refusal is None]
+    answers = iter(backend.generate(to_send) if to_send else [])
+    records = []
+    for sample, actual, refusal in zip(samples, counts, refusals, strict=True):
+        completion = next(answers) if refusal is None else _failed(refusal, actual)
+        records.append(_record(spec, backend, sample, actual, completion))
+    return records
+
+
+def _request(
+    spec: RunSpec, tokenizer: Tokenizer, backend: Backend, sample: Sample
+) -> tuple[Request, int, str | None]:
+    """The request for a sample, its verified token count, and why it must not be sent, if so."""
+    prompt = sample.prompt
+    text, actual = None, len(prompt.ids)
+    if not backend.accepts_ids:
+        # Text backends re-tokenise: count the text the way they will see it.
+        text = tokenizer.decode(prompt.ids.tolist())
+        actual = len(tokenizer.encode_with_specials(text))
+    refusal = None
+    if abs(actual - prompt.target_tokens) > length_tolerance(prompt.target_tokens):
+        refusal = f"length_mismatch: {actual} tokens for a target of {prompt.target_tokens}"
+    elif backend.max_prompt_tokens is not None and actual + spec.max_new_tokens > backend.max_prompt_tokens:
+        refusal = (
+            f"too_long: {actual} prompt tokens + {spec.max_new_tokens} new exceed the backend's "
+            f"limit of {backend.max_prompt_tokens}"
+        )
+    keys = (sample.needle.key,)
+    return Request(sample.cell.id, prompt.ids, text, spec.max_new_tokens, keys), actual, refusal
+
+
+def _failed(reason: str, prompt_tokens: int) -> Completion:
+    return Completion("", prompt_tokens, 0, "error", 0.0, error=reason)
+
+
+def _record(
+    spec: RunSpec, backend: Backend, sample: Sample, actual: int, completion: Completion
+) -> SampleRecord:
+    cell, prompt, needle = sample.cell, sample.prompt, sample.needle
+    graded = score(spec.scoring, completion.text, needle.answers)
+    window = backend.trained_window
+    return SampleRecord(
+        sample_id=cell.id,
+        task=cell.task,
+        length=cell.length,
+        depth=cell.depth,
+        sample=cell.sample,
+        seed=spec.seed,
+        prompt_sha256=prompt.sha256,
+        target_tokens=prompt.target_tokens,
+        actual_tokens=actual,
+        needle_kind=needle.kind,
+        needle_token_offset=prompt.needle_token_offset,
+        needle_depth=round(prompt.needle_depth, 6),
+        question=needle.question,
+        answers=needle.answers,
+        output=completion.text,
+        finish_reason=completion.finish_reason,
+        score=graded.value if completion.error is None else 0.0,
+        matched=graded.matched,
+        scoring=graded.method,
+        latency_s=round(completion.latency_s, 6),
+        beyond_window=window is not None and actual > window,
+        error=completion.error,
+    )
+
+
+def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend) -> dict[str, Any]:
+    """The resolved run: ``identity`` decides the prompts and answers and must match to resume."""
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "identity": {
+            "spec": spec.to_json(),
+            "tokenizer": {"name": tokenizer.name, "sha256": tokenizer.identity},
+            "task": task.identity(),
+            "backend": {"name": backend.name, "settings": backend.settings()},
+        },
+        "backend": {
+            "accepts_ids": backend.accepts_ids,
+            "trained_window": backend.trained_window,
+            "max_prompt_tokens": backend.max_prompt_tokens,
+        },
+        "environment": {
+            "fathom_version": fathom.__version__,
+            "git_sha": _git_sha(),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "host": socket.gethostname(),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+    }
+
+
+def _git_sha() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(fathom.__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None

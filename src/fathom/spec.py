@@ -1,0 +1,82 @@
+"""The run specification, validated at the boundary so bad input fails before any work."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from fathom.errors import SpecError
+from fathom.units import parse_count
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that decides which prompts are built and how they are answered and graded."""
+
+    task: str
+    model: str
+    tokenizer: str
+    lengths: tuple[int, ...]
+    depths: tuple[float, ...]
+    samples: int
+    seed: int = 0
+    corpus: str = "prose"
+    needle: str = "number"
+    template: str = "auto"
+    system_prompt: str | None = None
+    scoring: str = "contains"
+    max_new_tokens: int = 32
+
+    def __post_init__(self) -> None:
+        if not self.lengths:
+            raise SpecError("no lengths given: pass e.g. --lengths 1k,2k,4k")
+        if any(n <= 0 for n in self.lengths):
+            raise SpecError(f"lengths must be positive token counts, got {list(self.lengths)}")
+        if not self.depths:
+            raise SpecError("no depths given: pass a count (--depths 11) or a list (--depths 0,0.5,1)")
+        if any(not 0.0 <= d <= 1.0 for d in self.depths):
+            raise SpecError(f"depths must lie in [0, 1] (0 = start, 1 = end), got {list(self.depths)}")
+        if self.samples < 1:
+            raise SpecError(f"samples must be at least 1 (3 or more for intervals), got {self.samples}")
+        if self.max_new_tokens < 1:
+            raise SpecError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunSpec:
+        values = dict(data)
+        values["lengths"] = tuple(values["lengths"])
+        values["depths"] = tuple(values["depths"])
+        return cls(**values)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
+
+
+def parse_lengths(text: str) -> tuple[int, ...]:
+    """``"1k,2k,4k"`` -> (1024, 2048, 4096); sorted, duplicates removed."""
+    parts = [p for p in text.split(",") if p.strip()]
+    return tuple(sorted({parse_count(p) for p in parts}))
+
+
+def parse_depths(text: str) -> tuple[float, ...]:
+    """A count of evenly spaced depths (``"11"`` -> 0, 0.1, ..., 1) or a list (``"0,0.5,1"``)."""
+    text = text.strip()
+    if text.isdigit():
+        count = int(text)
+        if count < 1:
+            raise SpecError("--depths needs at least 1 depth")
+        if count == 1:
+            return (0.5,)
+        return tuple(round(i / (count - 1), 6) for i in range(count))
+    try:
+        values = {float(p) for p in text.split(",") if p.strip()}
+    except ValueError:
+        raise SpecError(f"cannot read depths '{text}': write a count (11) or fractions (0,0.5,1)") from None
+    return tuple(sorted(values))

@@ -1,0 +1,1 @@
+"""Tasks: what a cell is and how it becomes a prompt."""

@@ -1,0 +1,66 @@
+"""Needle in a haystack: one needle at a chosen depth of a haystack of a chosen length."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from fathom.haystack import load_corpus, tokenize_corpus
+from fathom.needles import make_needle, needle_rng
+from fathom.prompts import PromptBuilder, PromptText
+from fathom.records import Cell
+from fathom.spec import RunSpec
+from fathom.tasks.base import Sample
+from fathom.templates import resolve_template
+from fathom.tokenizers import Tokenizer
+
+# Bump when anything below or in the needle generators changes the prompts.
+NIAH_VERSION = 1
+NIAH_TEXT = PromptText(
+    before=(
+        "Below is a long document. Somewhere in it is a sentence that answers the question that "
+        "follows the document. Read the whole document carefully.\n\n<document>\n"
+    ),
+    # The closing tag opens with a space: a newline would merge with a full stop ending the
+    # haystack in BPE vocabularies (".\n" is one token), and the count would drift.
+    after=" </document>\n\nQuestion: {question}\nAnswer in one short sentence, using only the document.",
+    answer_prefix="Answer:",
+)
+
+
+class NiahTask:
+    name = "niah"
+
+    def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
+        self.spec = spec
+        self.corpus = load_corpus(spec.corpus)
+        self.template = resolve_template(spec.template, tokenizer)
+        text = PromptText(NIAH_TEXT.before, NIAH_TEXT.after, NIAH_TEXT.answer_prefix, spec.system_prompt)
+        self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
+
+    def cells(self) -> list[Cell]:
+        # Length-major, then depth: consecutive prompts share the haystack up to the earlier needle.
+        spec = self.spec
+        return [
+            Cell(self.name, length, depth, index)
+            for length in spec.lengths
+            for depth in spec.depths
+            for index in range(spec.samples)
+        ]
+
+    def prepare(self, cell: Cell) -> Sample:
+        rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.depth, cell.sample)
+        needle = make_needle(self.spec.needle, rng)
+        return Sample(cell, self.builder.build(cell.length, cell.depth, needle), needle)
+
+    def identity(self) -> dict[str, Any]:
+        text = repr(NIAH_TEXT).encode()
+        return {
+            "task": self.name,
+            "version": NIAH_VERSION,
+            "corpus": self.corpus.name,
+            "corpus_sha256": self.corpus.sha256,
+            "template": self.template.name,
+            "template_sha256": self.template.sha256,
+            "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
+        }

@@ -1,0 +1,104 @@
+"""Chat templates: the model's own Jinja template, or a named plain one.
+
+A template is rendered once per prompt shape with a marker where the haystack goes; the text before
+and after the marker is what wraps the haystack. Template tokens are part of the prompt and count
+towards its length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from fathom.errors import SpecError
+from fathom.tokenizers import Tokenizer
+
+CONTEXT_MARKER = "\u27e6fathom-context\u27e7"
+
+NAMED_TEMPLATES = {
+    # No chat markup at all: completion-style prompts for base models.
+    "none": (
+        # Newlines as expressions: trim_blocks would eat one right after a block tag.
+        "{% for m in messages %}{{ m['content'] }}{% if not loop.last %}{{ '\\n\\n' }}{% endif %}"
+        "{% endfor %}{% if add_generation_prompt %}{{ '\\n\\n' }}{% endif %}"
+    ),
+    "plain": (
+        "{% for m in messages %}{% if m['role'] == 'system' %}{{ m['content'] }}\n\n"
+        "{% elif m['role'] == 'user' %}User: {{ m['content'] }}\n\n"
+        "{% else %}Assistant: {{ m['content'] }}\n\n{% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}Assistant: {% endif %}"
+    ),
+    "chatml": (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    ),
+    "llama3": (
+        "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
+        "{{ m['content'] | trim }}<|eot_id|>{% endfor %}"
+        "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ChatTemplate:
+    name: str
+    source: str  # Jinja text
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
+
+    def wrap(self, tokenizer: Tokenizer, system: str | None, user: str) -> tuple[str, str]:
+        """The template text before and after the marker in ``user``, with a generation prompt."""
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": user})
+        rendered = self._render(messages, tokenizer)
+        head, found, tail = rendered.partition(CONTEXT_MARKER)
+        if not found:
+            raise SpecError(f"chat template '{self.name}' drops the user's message; choose another template")
+        return head, tail
+
+    def _render(self, messages: list[dict[str, str]], tokenizer: Tokenizer) -> str:
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals["raise_exception"] = _raise
+        try:
+            template = env.from_string(self.source)
+            return template.render(
+                messages=messages,
+                add_generation_prompt=True,
+                bos_token=tokenizer.bos_token or "",
+                eos_token=tokenizer.eos_token or "",
+            )
+        except TemplateError as exc:
+            raise SpecError(f"chat template '{self.name}' failed to render: {exc}") from None
+
+
+def _raise(message: str) -> Any:
+    raise TemplateError(message)
+
+
+def resolve_template(name: str, tokenizer: Tokenizer) -> ChatTemplate:
+    """``auto`` (the tokenizer's own template, else ``none``), ``tokenizer``, a named template, or
+    the path of a Jinja file."""
+    if name == "auto":
+        name = "tokenizer" if tokenizer.chat_template else "none"
+    if name == "tokenizer":
+        if not tokenizer.chat_template:
+            raise SpecError(
+                f"tokenizer '{tokenizer.name}' has no chat template; use --template none, plain, "
+                "chatml or llama3, or a path to a Jinja file"
+            )
+        return ChatTemplate(f"tokenizer:{tokenizer.name}", tokenizer.chat_template)
+    if name in NAMED_TEMPLATES:
+        return ChatTemplate(name, NAMED_TEMPLATES[name])
+    path = Path(name)
+    if path.is_file():
+        return ChatTemplate(f"file:{path}", path.read_text(encoding="utf-8"))
+    known = ", ".join(["auto", "tokenizer", *NAMED_TEMPLATES])
+    raise SpecError(f"unknown chat template '{name}': use one of {known}, or a path to a Jinja file")

@@ -1,0 +1,230 @@
+"""Tests for fathom.analysis: intervals, grouping, effective length, lost-in-the-middle, summary."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fathom.analysis import (
+    CellStats,
+    LengthStats,
+    cell_table,
+    effective_length,
+    length_table,
+    lost_in_the_middle_index,
+    summarize,
+    wilson_interval,
+)
+from fathom.records import SampleRecord
+
+
+def record(
+    length: int = 1024,
+    depth: float = 0.5,
+    score: float = 1.0,
+    error: str | None = None,
+    beyond_window: bool = False,
+    sample: int = 0,
+) -> SampleRecord:
+    return SampleRecord(
+        sample_id=f"niah|L{length}|D{depth:.4f}|S{sample}",
+        task="niah",
+        length=length,
+        depth=depth,
+        sample=sample,
+        seed=0,
+        prompt_sha256="0" * 64,
+        target_tokens=length,
+        actual_tokens=length,
+        needle_kind="number",
+        needle_token_offset=int(length * depth),
+        needle_depth=depth,
+        question="What is the magic number?",
+        answers=("42",),
+        output="42" if score else "",
+        finish_reason="stop",
+        score=score,
+        matched=("42",) if score else (),
+        scoring="contains",
+        latency_s=0.1,
+        beyond_window=beyond_window,
+        error=error,
+    )
+
+
+def length_row(length: int, mean: float, n: int = 20, low: float | None = None) -> LengthStats:
+    ci_low = mean if low is None else low
+    return LengthStats(length, n, 0, mean, ci_low, 1.0, False)
+
+
+def cell(depth: float, mean: float, n: int = 10, length: int = 1024) -> CellStats:
+    return CellStats(length, depth, n, 0, mean, 0.0, 1.0, False)
+
+
+# Reference values from the closed form, computed by hand with z = 1.959964.
+@pytest.mark.parametrize(
+    ("successes", "n", "expected"),
+    [
+        (8, 10, (0.4902, 0.9433)),
+        (0, 3, (0.0, 0.5615)),
+        (3, 3, (0.4385, 1.0)),
+        (5, 10, (0.2366, 0.7634)),
+    ],
+)
+def test_wilson_matches_hand_computed_values(successes: int, n: int, expected: tuple[float, float]) -> None:
+    assert wilson_interval(successes, n) == pytest.approx(expected, abs=1e-4)
+
+
+def test_wilson_without_samples_is_the_whole_range() -> None:
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_wilson_rejects_negative_n() -> None:
+    with pytest.raises(ValueError):
+        wilson_interval(0, -1)
+
+
+@given(n=st.integers(1, 500), frac=st.floats(0.0, 1.0))
+def test_wilson_contains_the_estimate_and_stays_in_range(n: int, frac: float) -> None:
+    low, high = wilson_interval(frac * n, n)
+    assert 0.0 <= low <= frac + 1e-9
+    assert frac - 1e-9 <= high <= 1.0
+
+
+def test_cells_group_sort_and_exclude_errors() -> None:
+    records = [
+        record(2048, 0.5, 0.0),
+        record(1024, 0.9, 1.0),
+        record(1024, 0.1, 1.0, sample=0),
+        record(1024, 0.1, 0.5, sample=1),
+        record(1024, 0.1, 0.0, error="timeout: 600s", sample=2),
+    ]
+    cells = cell_table(records)
+    assert [(c.length, c.depth) for c in cells] == [(1024, 0.1), (1024, 0.9), (2048, 0.5)]
+    first = cells[0]
+    assert (first.n, first.errors, first.mean) == (2, 1, pytest.approx(0.75))
+    assert (first.ci_low, first.ci_high) == pytest.approx(wilson_interval(1.5, 2))
+
+
+def test_cell_with_only_errors_has_no_mean() -> None:
+    (only,) = cell_table([record(error="http: 500"), record(error="http: 502", sample=1)])
+    assert (only.n, only.errors, only.mean) == (0, 2, None)
+    assert (only.ci_low, only.ci_high) == (0.0, 1.0)
+
+
+def test_beyond_window_is_any_sample() -> None:
+    (only,) = cell_table([record(beyond_window=False), record(beyond_window=True, sample=1)])
+    assert only.beyond_window
+
+
+def test_length_table_pools_samples_not_cells() -> None:
+    records = [record(depth=0.0, score=1.0, sample=i) for i in range(3)] + [record(depth=1.0, score=0.0)]
+    (row,) = length_table(cell_table(records))
+    assert (row.length, row.n, row.mean) == (1024, 4, pytest.approx(0.75))
+    assert (row.ci_low, row.ci_high) == pytest.approx(wilson_interval(3, 4))
+
+
+def test_effective_length_monotone_decline() -> None:
+    rows = [length_row(1024, 1.0), length_row(2048, 0.9), length_row(4096, 0.6), length_row(8192, 0.2)]
+    assert effective_length(rows) == 2048
+    assert effective_length(rows, threshold=0.5) == 4096
+
+
+def test_effective_length_stops_at_a_dip_despite_recovery() -> None:
+    rows = [length_row(1024, 1.0), length_row(2048, 0.5), length_row(4096, 0.95)]
+    assert effective_length(rows) == 1024
+
+
+def test_effective_length_none_when_shortest_fails() -> None:
+    assert effective_length([length_row(1024, 0.5), length_row(2048, 1.0)]) is None
+    assert effective_length([]) is None
+
+
+def test_effective_length_ignores_input_order() -> None:
+    rows = [length_row(4096, 0.2), length_row(1024, 1.0), length_row(2048, 0.9)]
+    assert effective_length(rows) == 2048
+
+
+def test_effective_length_fails_a_length_with_nothing_scored() -> None:
+    empty = LengthStats(2048, 0, 3, None, 0.0, 1.0, False)
+    assert effective_length([length_row(1024, 1.0), empty, length_row(4096, 1.0)]) == 1024
+
+
+def test_lower_bound_variant_is_stricter() -> None:
+    records = [
+        record(length, 0.5, 1.0 if i < hits else 0.0, sample=i)
+        for length, hits in ((1024, 10), (2048, 9), (4096, 10))
+        for i in range(10)
+    ]
+    rows = length_table(cell_table(records))
+    assert effective_length(rows, 0.85) == 4096
+    # 10/10 has a lower bound of 0.72, so nothing passes at 0.85 by the bound.
+    assert effective_length(rows, 0.85, use_lower_bound=True) is None
+    assert effective_length(rows, 0.7, use_lower_bound=True) == 1024
+
+
+def test_lost_in_the_middle_is_positive_for_a_u_shape() -> None:
+    cells = [cell(0.0, 1.0), cell(0.1, 0.9), cell(0.5, 0.3), cell(0.7, 0.5), cell(1.0, 1.0)]
+    index = lost_in_the_middle_index(cells)
+    assert index == pytest.approx((1.0 + 0.9 + 1.0) / 3 - (0.3 + 0.5) / 2)
+    assert index is not None and index > 0
+
+
+def test_lost_in_the_middle_is_negative_when_edges_are_worse() -> None:
+    index = lost_in_the_middle_index([cell(0.0, 0.2), cell(0.5, 1.0), cell(1.0, 0.4)])
+    assert index == pytest.approx(0.3 - 1.0)
+
+
+def test_lost_in_the_middle_weights_by_n_and_skips_the_gaps() -> None:
+    cells = [cell(0.0, 1.0, n=30), cell(1.0, 0.0, n=10), cell(0.2, 0.0), cell(0.5, 0.5)]
+    assert lost_in_the_middle_index(cells) == pytest.approx(0.75 - 0.5)
+
+
+def test_lost_in_the_middle_needs_both_groups() -> None:
+    assert lost_in_the_middle_index([cell(0.0, 1.0), cell(1.0, 1.0)]) is None
+    assert lost_in_the_middle_index([cell(0.5, 1.0)]) is None
+    empty_middle = CellStats(1024, 0.5, 0, 2, None, 0.0, 1.0, False)
+    assert lost_in_the_middle_index([cell(0.0, 1.0), empty_middle]) is None
+
+
+def test_summarize_is_json_ready_and_counts_errors() -> None:
+    records = [
+        record(1024, 0.0, 1.0),
+        record(1024, 0.5, 1.0),
+        record(1024, 1.0, 1.0),
+        record(2048, 0.0, 1.0),
+        record(2048, 0.5, 0.0),
+        record(2048, 0.5, 0.0, error="timeout: after 600s", sample=1),
+        record(2048, 1.0, 0.0, error="http: 500", sample=1),
+        record(2048, 1.0, 0.0, error="timeout: after 600s", sample=2, beyond_window=True),
+    ]
+    summary = summarize(records, threshold=0.9)
+    assert json.loads(json.dumps(summary, allow_nan=False)) == summary
+    assert summary["samples"] == 8
+    assert summary["errors"] == 3
+    assert summary["error_kinds"] == {"http": 1, "timeout": 2}
+    assert summary["effective_length"] == {"threshold": 0.9, "mean": 1024, "lower_bound": None}
+    assert summary["lost_in_the_middle_index"] == pytest.approx(1.0 - 0.5)
+    assert len(summary["cells"]) == 6
+    assert summary["cells"][-1] == {
+        "length": 2048,
+        "depth": 1.0,
+        "n": 0,
+        "errors": 2,
+        "mean": None,
+        "ci_low": 0.0,
+        "ci_high": 1.0,
+        "beyond_window": True,
+    }
+    assert [row["n"] for row in summary["lengths"]] == [3, 2]
+
+
+def test_summarize_of_nothing() -> None:
+    summary = summarize([])
+    assert summary["cells"] == [] and summary["lengths"] == []
+    assert summary["effective_length"]["mean"] is None
+    assert summary["lost_in_the_middle_index"] is None
+    assert (summary["samples"], summary["errors"], summary["error_kinds"]) == (0, 0, {})

@@ -1,0 +1,205 @@
+"""The command line end to end on simulated models: run, resume, kill, report, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fathom.cli import main
+
+SWEEP = ["--tokenizer", "cl100k_base", "--lengths", "1k,2k,4k,8k", "--depths", "5", "--samples", "3"]
+
+
+def cli(*args: str | Path) -> int:
+    return main([str(a) for a in args])
+
+
+def lines(folder: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+
+
+def test_run_writes_the_folder_and_a_rerun_resumes_without_duplicates(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = runs / "cliff"
+    assert (
+        cli("run", "niah", "--model", "sim:cliff?window=2k", *SWEEP, "--run-dir", folder, "--no-progress")
+        == 0
+    )
+    records = lines(folder)
+    assert len(records) == 4 * 5 * 3
+    assert {p.name for p in folder.iterdir()} >= {
+        "manifest.json",
+        "samples.jsonl",
+        "summary.json",
+        "heatmap.png",
+    }
+    summary = json.loads((folder / "summary.json").read_text())
+    by_length = {row["length"]: row["mean"] for row in summary["lengths"]}
+    assert by_length[1024] > 0.85 and by_length[2048] > 0.85
+    assert by_length[4096] < 0.2 and by_length[8192] < 0.2
+    assert summary["effective_length"]["mean"] == 2048
+    assert all(r["actual_tokens"] == r["target_tokens"] for r in records)
+    assert all(r["beyond_window"] == (r["length"] > 2048) for r in records)
+
+    capsys.readouterr()
+    assert (
+        cli("run", "niah", "--model", "sim:cliff?window=2k", *SWEEP, "--run-dir", folder, "--no-progress")
+        == 0
+    )
+    assert "samples written: 0, already done: 60" in capsys.readouterr().out
+    assert lines(folder) == records
+
+
+def test_text_input_is_verified_by_re_encoding(runs: Path) -> None:
+    folder = runs / "text"
+    assert (
+        cli("run", "niah", "--model", "sim:perfect?input=text", *SWEEP, "--run-dir", folder, "--no-progress")
+        == 0
+    )
+    records = lines(folder)
+    assert all(r["score"] == 1.0 and r["error"] is None for r in records)
+    assert all(r["actual_tokens"] == r["target_tokens"] for r in records)
+
+
+def test_default_folder_is_derived_from_the_spec(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = [*"run niah --model sim:perfect --tokenizer char --lengths 2k --depths 3 --samples 1".split(),
+            "--out", runs, "--no-progress"]  # fmt: skip
+    assert cli(*args) == 0
+    assert cli(*args) == 0
+    folders = list(runs.iterdir())
+    assert len(folders) == 1 and folders[0].name.startswith("niah-sim-perfect-")
+    assert "already done: 3" in capsys.readouterr().out
+
+
+def test_a_killed_run_loses_nothing_and_resumes(runs: Path) -> None:
+    folder = runs / "killed"
+    options = "--tokenizer char --corpus noise --lengths 1k,2k --depths 11 --samples 3 --no-progress"
+    args = [sys.executable, "-m", "fathom.cli", "run", "niah", "--model", "sim:yarn?delay=0.05",
+            *options.split(), "--run-dir", str(folder)]  # fmt: skip
+    process = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy()
+    )
+    samples = folder / "samples.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (
+        not samples.exists() or len(samples.read_text().splitlines()) < 20
+    ):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    written = samples.read_text().splitlines()
+    assert 20 <= len(written) < 66, "the run should have been killed part-way"
+
+    assert subprocess.run(args, check=False).returncode == 0
+    ids = [r["sample_id"] for r in lines(folder)]
+    assert len(ids) == len(set(ids)) == 66
+    assert lines(folder)[: len(written) - 1] == [json.loads(x) for x in written[:-1]]
+
+
+def test_report_rederives_summary_and_heatmap(runs: Path) -> None:
+    folder = runs / "rep"
+    options = "--model sim:perfect --tokenizer char --lengths 1k --depths 2 --samples 1 --no-progress"
+    assert cli("run", "niah", *options.split(), "--run-dir", folder) == 0
+    (folder / "summary.json").unlink()
+    (folder / "heatmap.png").unlink()
+    assert cli("report", folder) == 0
+    assert json.loads((folder / "summary.json").read_text())["samples"] == 2
+    assert (folder / "heatmap.png").stat().st_size > 1000
+
+
+BAD_INPUTS = [
+    (["--model", "gpt5"], "unknown model 'gpt5'"),
+    (["--model", "sim:psychic"], "unknown simulated model"),
+    (["--tokenizer", "nope"], "unknown tokenizer 'nope'"),
+    (["--corpus", "nowhere"], "unknown corpus 'nowhere'"),
+    (["--lengths", "0"], "positive"),
+    (["--lengths", "100"], "below this prompt's fixed overhead"),
+    (["--depths", "0,1.5"], r"\[0, 1\]"),
+    (["--samples", "0"], "at least 1"),
+    (["--needle", "pin"], "unknown needle kind"),
+    (["--scoring", "vibes"], "unknown scoring"),
+    (["--template", "fancy"], "unknown chat template"),
+]
+
+
+@pytest.mark.parametrize(("extra", "message"), BAD_INPUTS)
+def test_bad_input_is_one_clear_line_and_exit_2(
+    runs: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    base = {
+        "--model": "sim:perfect",
+        "--tokenizer": "char",
+        "--lengths": "1k",
+        "--depths": "3",
+        "--samples": "1",
+    }
+    options = dict(base)
+    options.update(dict(zip(extra[::2], extra[1::2], strict=True)))
+    args = [x for pair in options.items() for x in pair]
+    assert cli("run", "niah", *args, "--out", runs, "--no-progress") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fathom: error: ") and "\n" not in err
+    import re
+
+    assert re.search(message, err)
+
+
+def test_unknown_task_and_empty_corpus_folder(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = [
+        "--model",
+        "sim:perfect",
+        "--tokenizer",
+        "char",
+        "--lengths",
+        "1k",
+        "--out",
+        runs,
+        "--no-progress",
+    ]
+    assert cli("run", "ruler9", *common) == 2
+    assert "unknown task 'ruler9'" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli("run", "niah", *common, "--corpus", f"dir:{empty}") == 2
+    assert "holds no non-empty .txt" in capsys.readouterr().err
+    (empty / "blank.txt").write_text("   \n")
+    assert cli("run", "niah", *common, "--corpus", f"dir:{empty}") == 2
+    assert "holds no non-empty .txt" in capsys.readouterr().err
+
+
+def test_a_folder_of_another_spec_is_refused_and_kept(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = runs / "mine"
+    common = [
+        *"--tokenizer char --lengths 1k --depths 2 --samples 1 --no-progress".split(),
+        "--run-dir",
+        folder,
+    ]
+    assert cli("run", "niah", "--model", "sim:perfect", *common) == 0
+    before = (folder / "samples.jsonl").read_text()
+    assert cli("run", "niah", "--model", "sim:cliff", *common) == 2
+    err = capsys.readouterr().err
+    assert "holds a different run" in err and "--run-dir" in err
+    assert (folder / "samples.jsonl").read_text() == before
+
+
+def test_user_corpus_folder_is_read_sorted_and_hashed(runs: Path, tmp_path: Path) -> None:
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "b.txt").write_text("Second file here. It has two sentences.")
+    (texts / "a.txt").write_text("First file here.\n\nIt is short. Very short indeed!")
+    folder = runs / "user"
+    options = "--model sim:perfect --tokenizer char --lengths 1k --depths 3 --samples 2 --no-progress"
+    assert cli("run", "niah", *options.split(), "--corpus", f"dir:{texts}", "--run-dir", folder) == 0
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["identity"]["task"]["corpus"] == f"dir:{texts}"
+    assert all(r["score"] == 1.0 for r in lines(folder))

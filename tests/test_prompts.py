@@ -1,0 +1,113 @@
+"""Exact prompt lengths, needles placed once near their depth, and splice stability."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fathom.errors import PromptError
+from fathom.haystack import load_corpus, tokenize_corpus
+from fathom.needles import make_needle, needle_rng
+from fathom.prompts import PromptBuilder, length_tolerance
+from fathom.tasks.niah import NIAH_TEXT
+from fathom.templates import resolve_template
+from fathom.tokenizers import Tokenizer, load_tokenizer
+
+
+def builder(tokenizer: Tokenizer, corpus: str = "noise", template: str = "none") -> PromptBuilder:
+    indexed = tokenize_corpus(load_corpus(corpus), tokenizer)
+    return PromptBuilder(tokenizer, resolve_template(template, tokenizer), NIAH_TEXT, indexed)
+
+
+CHAR = load_tokenizer("char")
+CHAR_BUILDERS = {name: builder(CHAR, name) for name in ("noise", "repeat", "prose")}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    corpus=st.sampled_from(sorted(CHAR_BUILDERS)),
+    extra=st.integers(min_value=0, max_value=40_000),
+    depth=st.floats(min_value=0.0, max_value=1.0),
+    kind=st.sampled_from(["number", "words", "uuid", "fact", "sf"]),
+    seed=st.integers(min_value=0, max_value=10**6),
+)
+def test_every_prompt_hits_its_length_holds_its_needle_once_near_its_depth(
+    corpus: str, extra: int, depth: float, kind: str, seed: int
+) -> None:
+    build = CHAR_BUILDERS[corpus]
+    needle = make_needle(kind, needle_rng(seed))
+    length = build.overhead(needle) + extra
+    prompt = build.build(length, depth, needle)
+    text = CHAR.decode(prompt.ids.tolist())
+
+    assert len(prompt.ids) == length == prompt.target_tokens
+    assert text.count(needle.text) == 1
+    assert text.index(needle.text) == prompt.needle_token_offset  # one char is one token here
+    # Within one sentence of the asked depth: no boundary lies between the target and the cut.
+    starts = np.append(build.corpus.boundaries, len(build.corpus.ids))
+    longest_sentence = int(np.diff(starts).max())
+    target = depth * prompt.haystack_tokens
+    assert abs(prompt.needle_depth * prompt.haystack_tokens - target) <= longest_sentence
+    head, _ = build.frame(needle.question)
+    assert text.startswith(CHAR.decode(head.tolist()))
+    assert text.endswith(
+        needle.question + "\nAnswer in one short sentence, using only the document.\n\nAnswer:"
+    )
+
+
+def test_depth_zero_and_one_put_the_needle_at_the_edges_of_the_haystack() -> None:
+    build = CHAR_BUILDERS["prose"]
+    needle = make_needle("number", needle_rng(3))
+    first = build.build(5000, 0.0, needle)
+    last = build.build(5000, 1.0, needle)
+    assert first.needle_depth == 0.0 and last.needle_depth == 1.0
+    head, _ = build.frame(needle.question)
+    assert first.needle_token_offset == len(head)
+
+
+def test_needle_lands_at_a_sentence_boundary() -> None:
+    build = CHAR_BUILDERS["prose"]
+    needle = make_needle("fact", needle_rng(11))
+    prompt = build.build(20_000, 0.37, needle)
+    text = CHAR.decode(prompt.ids.tolist())
+    before = text[: prompt.needle_token_offset]
+    assert before.rstrip().endswith((".", "!", "?", '."', '?"', '!"', ".'", ".)", "\u201d", "\u2019"))
+
+
+def test_length_below_the_overhead_names_the_minimum() -> None:
+    build = CHAR_BUILDERS["noise"]
+    needle = make_needle("number", needle_rng(0))
+    overhead = build.overhead(needle)
+    assert build.build(overhead, 0.5, needle).haystack_tokens == 0
+    with pytest.raises(PromptError, match=f"at least {overhead}"):
+        build.build(overhead - 1, 0.5, needle)
+
+
+def test_lengths_beyond_the_corpus_repeat_it() -> None:
+    build = CHAR_BUILDERS["repeat"]
+    needle = make_needle("number", needle_rng(0))
+    prompt = build.build(50_000, 0.5, needle)
+    assert len(prompt.ids) == 50_000
+
+
+def test_tolerance_is_half_a_percent_or_eight_tokens() -> None:
+    assert length_tolerance(1000) == 8
+    assert length_tolerance(128 * 1024) == 656
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("template", ["none", "chatml", "plain"])
+@pytest.mark.parametrize("corpus", ["prose", "noise"])
+def test_spliced_ids_equal_the_encoding_of_the_final_text(name: str, template: str, corpus: str) -> None:
+    """Splicing at sentence boundaries and template seams is stable: re-encoding the text gives
+    back the very ids that were built, so text backends see exactly the counted prompt."""
+    tokenizer = load_tokenizer(name)
+    build = builder(tokenizer, corpus, template)
+    for index, (length, depth) in enumerate([(1024, 0.0), (3000, 0.33), (8192, 0.5), (16384, 1.0)]):
+        needle = make_needle(["number", "words", "uuid", "fact"][index], needle_rng(index))
+        prompt = build.build(length, depth, needle)
+        text = tokenizer.decode(prompt.ids.tolist())
+        assert tokenizer.encode_with_specials(text) == prompt.ids.tolist()
+        assert text.count(needle.text) == 1
