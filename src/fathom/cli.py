@@ -74,10 +74,8 @@ def _print_summary(folder: Path) -> None:
     for row in summary["lengths"]:
         mean = "n/a" if row["mean"] is None else f"{row['mean']:.1%}"
         print(f"  {format_count(row['length']):>6}: {mean}  (n={row['n']}, errors={row['errors']})")
-    shown = {
-        k: format_count(v) if isinstance(v, int) else "none" for k, v in effective.items() if k != "threshold"
-    }
-    print(f"effective length at {effective['threshold']}: {shown}")
+    mean, low = (format_count(v) if v else "none" for v in (effective["mean"], effective["lower_bound"]))
+    print(f"effective length (score >= {effective['threshold']}): {mean}; on the 95% lower bound: {low}")
     lim = summary["lost_in_the_middle_index"]
     print(f"lost-in-the-middle index: {'n/a' if lim is None else f'{lim:+.3f}'}")
 

@@ -87,7 +87,14 @@ def _label_axes(ax: Axes, cells: Sequence[CellStats]) -> None:
     ax.set_ylabel("needle depth")
 
 
-def plot_heatmap(cells: Sequence[CellStats], path: Path, title: str, wide_interval: float = 0.5) -> None:
+# At k=3 a unanimous cell (3/3 or 0/3) has a Wilson width of 0.56 and a split one (2/3) of 0.73:
+# 0.6 marks the cells whose samples disagree, not every cell of a small-k run.
+WIDE_INTERVAL = 0.6
+
+
+def plot_heatmap(
+    cells: Sequence[CellStats], path: Path, title: str, wide_interval: float = WIDE_INTERVAL
+) -> None:
     """Save a PNG heatmap of mean accuracy by context length (columns) and needle depth (rows)."""
     import matplotlib
 
