@@ -22,3 +22,37 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture
 def runs(tmp_path: Path) -> Path:
     return tmp_path / "runs"
+
+
+HF_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@pytest.fixture(scope="session")
+def hf_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local model folder as transformers writes it: a byte-level BPE trained here on the
+    bundled prose (no hub), with a ChatML chat template in tokenizer_config.json."""
+    import json
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from fathom.haystack import load_corpus
+
+    folder = tmp_path_factory.mktemp("hf-model")
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=3000,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    text = load_corpus("prose").text[:400_000]
+    tokenizer.train_from_iterator([text[i : i + 2000] for i in range(0, len(text), 2000)], trainer)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    config = {"chat_template": HF_CHAT_TEMPLATE, "eos_token": "<|im_end|>", "bos_token": None}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    return folder

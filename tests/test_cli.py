@@ -203,3 +203,14 @@ def test_user_corpus_folder_is_read_sorted_and_hashed(runs: Path, tmp_path: Path
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["identity"]["task"]["corpus"] == f"dir:{texts}"
     assert all(r["score"] == 1.0 for r in lines(folder))
+
+
+def test_a_local_model_folder_brings_its_tokenizer_and_chat_template(runs: Path, hf_model_dir: Path) -> None:
+    folder = runs / "hf"
+    options = "--model sim:perfect?input=text --lengths 1k,3k --depths 3 --samples 2 --no-progress"
+    assert cli("run", "niah", *options.split(), "--tokenizer", f"hf:{hf_model_dir}", "--run-dir", folder) == 0
+    identity = json.loads((folder / "manifest.json").read_text())["identity"]
+    assert identity["task"]["template"] == f"tokenizer:hf:{hf_model_dir}"
+    records = lines(folder)
+    assert len(records) == 12
+    assert all(r["score"] == 1.0 and r["actual_tokens"] == r["target_tokens"] for r in records)

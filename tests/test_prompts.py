@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -111,3 +113,16 @@ def test_spliced_ids_equal_the_encoding_of_the_final_text(name: str, template: s
         text = tokenizer.decode(prompt.ids.tolist())
         assert tokenizer.encode_with_specials(text) == prompt.ids.tolist()
         assert text.count(needle.text) == 1
+
+
+def test_hf_tokenizer_with_its_own_chat_template_splices_stably(hf_model_dir: Path) -> None:
+    tokenizer = load_tokenizer(f"hf:{hf_model_dir}")
+    build = builder(tokenizer, "prose", "auto")
+    assert build.template.name.startswith("tokenizer:")
+    for index, (length, depth) in enumerate([(1024, 0.0), (4096, 0.5), (9000, 1.0)]):
+        needle = make_needle("fact", needle_rng(index))
+        prompt = build.build(length, depth, needle)
+        text = tokenizer.decode(prompt.ids.tolist())
+        assert text.startswith("<|im_start|>user\nBelow is a long document.")
+        assert text.endswith("<|im_end|>\n<|im_start|>assistant\nAnswer:")
+        assert tokenizer.encode_with_specials(text) == prompt.ids.tolist()

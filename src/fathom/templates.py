@@ -7,12 +7,14 @@ towards its length.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jinja2 import TemplateError
+from jinja2 import Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from fathom.errors import SpecError
@@ -65,11 +67,8 @@ class ChatTemplate:
         return head, tail
 
     def _render(self, messages: list[dict[str, str]], tokenizer: Tokenizer) -> str:
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        env.globals["raise_exception"] = _raise
         try:
-            template = env.from_string(self.source)
-            return template.render(
+            return _compile(self.source).render(
                 messages=messages,
                 add_generation_prompt=True,
                 bos_token=tokenizer.bos_token or "",
@@ -81,6 +80,16 @@ class ChatTemplate:
 
 def _raise(message: str) -> Any:
     raise TemplateError(message)
+
+
+@functools.lru_cache(maxsize=16)
+def _compile(source: str) -> Template:
+    """Compile once per template text: every prompt of a run renders the same template."""
+    # The settings transformers uses for chat templates, so the same text renders the same way.
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = _raise
+    env.filters["tojson"] = lambda value, indent=None: json.dumps(value, ensure_ascii=False, indent=indent)
+    return env.from_string(source)
 
 
 def resolve_template(name: str, tokenizer: Tokenizer) -> ChatTemplate:
