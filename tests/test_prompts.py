@@ -14,7 +14,7 @@ from fathom.haystack import load_corpus, tokenize_corpus
 from fathom.needles import make_needle, needle_rng
 from fathom.prompts import PromptBuilder, length_tolerance
 from fathom.tasks.niah import NIAH_TEXT
-from fathom.templates import resolve_template
+from fathom.templates import CONTEXT_MARKER, resolve_template
 from fathom.tokenizers import Tokenizer, load_tokenizer
 
 
@@ -126,3 +126,14 @@ def test_hf_tokenizer_with_its_own_chat_template_splices_stably(hf_model_dir: Pa
         assert text.startswith("<|im_start|>user\nBelow is a long document.")
         assert text.endswith("<|im_end|>\n<|im_start|>assistant\nAnswer:")
         assert tokenizer.encode_with_specials(text) == prompt.ids.tolist()
+
+
+def test_the_chat_form_is_the_same_prompt_as_messages() -> None:
+    tokenizer = load_tokenizer("cl100k_base")
+    build = builder(tokenizer, "prose", "chatml")
+    needle = make_needle("words", needle_rng(5))
+    prompt = build.build(4096, 0.4, needle)
+    chat = build.chat(prompt, needle)
+    assert chat.prefill == "Answer:" and chat.user.count(needle.text) == 1
+    head, tail = build.template.wrap(tokenizer, chat.system, chat.user + CONTEXT_MARKER)
+    assert head + tail + chat.prefill == tokenizer.decode(prompt.ids.tolist())

@@ -28,7 +28,7 @@ BUILDER = PromptBuilder(
 def ask(model: str, prompt_ids: np.ndarray, needle: Needle, as_text: bool = False) -> str:
     backend = SimulatedBackend(model, TOKENIZER)
     text = TOKENIZER.decode(prompt_ids.tolist()) if as_text else None
-    request = Request("s", prompt_ids, text, 32, (needle.key,))
+    request = Request("s", prompt_ids, 32, text=text, query_keys=(needle.key,))
     return backend.generate([request])[0].text
 
 

@@ -18,7 +18,11 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a sweep (resumes when its run folder exists)")
     run.add_argument("task", help="task name, e.g. niah")
     run.add_argument("--model", required=True, help="backend:model, e.g. sim:cliff?window=8k")
-    run.add_argument("--tokenizer", default="cl100k_base", help="char, cl100k_base, o200k_base, hf:PATH, ...")
+    run.add_argument(
+        "--tokenizer",
+        default="auto",
+        help="auto (the model's own), char, cl100k_base, o200k_base, hf:PATH, ...",
+    )
     run.add_argument("--lengths", default="1k,2k,4k,8k", help="context lengths, e.g. 1k,2k,4k (k = 1024)")
     run.add_argument("--depths", default="11", help="a count of even depths (11) or fractions (0,0.5,1)")
     run.add_argument("--samples", type=int, default=3, help="samples per cell, each with its own needle")

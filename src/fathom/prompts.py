@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fathom.backends.base import ChatPrompt
 from fathom.errors import PromptError
 from fathom.haystack.index import Ids, TokenizedCorpus
 from fathom.records import Needle
@@ -42,6 +43,7 @@ class Prompt:
 
     ids: Ids
     target_tokens: int
+    head_tokens: int  # template and instruction before the haystack
     haystack_tokens: int  # corpus tokens around the needle
     needle_token_offset: int  # first needle token, counted in the whole prompt
     needle_tokens: int
@@ -93,11 +95,19 @@ class PromptBuilder:
         return Prompt(
             ids=ids,
             target_tokens=length,
+            head_tokens=len(head),
             haystack_tokens=budget,
             needle_token_offset=len(head) + cut,
             needle_tokens=len(needle_ids),
             needle_depth=cut / budget if budget else 0.0,
         )
+
+    def chat(self, prompt: Prompt, needle: Needle) -> ChatPrompt:
+        """The same prompt as messages, for backends whose server applies the chat template."""
+        end = prompt.head_tokens + prompt.haystack_tokens + prompt.needle_tokens
+        context = self.tokenizer.decode(prompt.ids[prompt.head_tokens : end].tolist())
+        user = self.text.before + context + self.text.after.format(question=needle.question)
+        return ChatPrompt(self.text.system, user, self.text.answer_prefix)
 
 
 def _ids(values: list[int]) -> Ids:

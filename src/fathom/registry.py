@@ -17,7 +17,8 @@ from fathom.tasks.base import Task
 from fathom.tokenizers import Tokenizer
 
 TaskFactory = Callable[[RunSpec, Tokenizer], Task]
-BackendFactory = Callable[[str, Tokenizer], Backend]  # (the part after "prefix:", tokenizer)
+# (the part after "prefix:", the tokenizer the user named or "auto")
+BackendFactory = Callable[[str, str], Backend]
 
 
 def _niah(spec: RunSpec, tokenizer: Tokenizer) -> Task:
@@ -26,10 +27,12 @@ def _niah(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     return NiahTask(spec, tokenizer)
 
 
-def _sim(rest: str, tokenizer: Tokenizer) -> Backend:
+def _sim(rest: str, tokenizer: str) -> Backend:
     from fathom.backends.sim import SimulatedBackend
+    from fathom.tokenizers import load_tokenizer
 
-    return SimulatedBackend(rest, tokenizer)
+    # A simulated model has no vocabulary of its own: it counts with the one named, cl100k by default.
+    return SimulatedBackend(rest, load_tokenizer("cl100k_base" if tokenizer == "auto" else tokenizer))
 
 
 TASKS: dict[str, TaskFactory] = {"niah": _niah}
@@ -52,7 +55,7 @@ def create_task(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     return task
 
 
-def create_backend(model: str, tokenizer: Tokenizer) -> Backend:
+def create_backend(model: str, tokenizer: str) -> Backend:
     """A backend from ``prefix:rest``, e.g. ``sim:cliff?window=8k``."""
     prefix, found, rest = model.partition(":")
     factory = BACKENDS.get(prefix) or _plugins("fathom.backends").get(prefix)

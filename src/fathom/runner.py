@@ -19,6 +19,7 @@ from typing import Any
 
 import fathom
 from fathom.backends.base import Backend, Request
+from fathom.progress import Progress
 from fathom.prompts import length_tolerance
 from fathom.records import Cell, Completion, SampleRecord
 from fathom.registry import create_backend, create_task
@@ -27,7 +28,7 @@ from fathom.scoring import check_method, score
 from fathom.spec import RunSpec
 from fathom.store import RunFolder
 from fathom.tasks.base import Sample, Task
-from fathom.tokenizers import Tokenizer, load_tokenizer
+from fathom.tokenizers import Tokenizer
 
 MANIFEST_SCHEMA = 1
 
@@ -48,21 +49,19 @@ def default_run_dir(spec: RunSpec, root: Path) -> Path:
 
 def run(spec: RunSpec, run_dir: Path, batch_size: int = 16, show_progress: bool = True) -> RunResult:
     check_method(spec.scoring)
-    tokenizer = load_tokenizer(spec.tokenizer)
-    backend = create_backend(spec.model, tokenizer)
+    backend = create_backend(spec.model, spec.tokenizer)
+    tokenizer = backend.tokenizer
     task = create_task(spec, tokenizer)
     folder = RunFolder(run_dir)
     folder.start(manifest(spec, tokenizer, task, backend))
     done = folder.finished_ids()
     todo = [cell for cell in task.cells() if cell.id not in done]
     _check_shortest(task, todo)
-    from fathom.progress import Progress
-
     progress = Progress(len(todo), f"{spec.task} {spec.model}", enabled=show_progress)
     errors = 0
     with folder:
         for batch in _batches(todo, batch_size):
-            for record in _run_batch(spec, tokenizer, backend, task, batch):
+            for record in _run_batch(spec, backend, task, batch):
                 folder.append(record)
                 errors += record.error is not None
             progress.advance(len(batch))
@@ -86,13 +85,11 @@ def _batches(cells: Sequence[Cell], size: int) -> Iterator[Sequence[Cell]]:
         yield cells[start : start + size]
 
 
-def _run_batch(
-    spec: RunSpec, tokenizer: Tokenizer, backend: Backend, task: Task, cells: Sequence[Cell]
-) -> list[SampleRecord]:
+def _run_batch(spec: RunSpec, backend: Backend, task: Task, cells: Sequence[Cell]) -> list[SampleRecord]:
     samples = [task.prepare(cell) for cell in cells]
     requests, counts, refusals = [], [], []
     for sample in samples:
-        request, actual, refusal = _request(spec, tokenizer, backend, sample)
+        request, actual, refusal = _request(spec, backend, task, sample)
         requests.append(request)
         counts.append(actual)
         refusals.append(refusal)
@@ -105,16 +102,16 @@ def _run_batch(
     return records
 
 
-def _request(
-    spec: RunSpec, tokenizer: Tokenizer, backend: Backend, sample: Sample
-) -> tuple[Request, int, str | None]:
+def _request(spec: RunSpec, backend: Backend, task: Task, sample: Sample) -> tuple[Request, int, str | None]:
     """The request for a sample, its verified token count, and why it must not be sent, if so."""
-    prompt = sample.prompt
-    text, actual = None, len(prompt.ids)
-    if not backend.accepts_ids:
+    prompt, tokenizer = sample.prompt, backend.tokenizer
+    text, chat, actual = None, None, len(prompt.ids)
+    if backend.input == "text":
         # Text backends re-tokenise: count the text the way they will see it.
         text = tokenizer.decode(prompt.ids.tolist())
         actual = len(tokenizer.encode_with_specials(text))
+    elif backend.input == "chat":
+        chat = task.chat(sample)
     refusal = None
     if abs(actual - prompt.target_tokens) > length_tolerance(prompt.target_tokens):
         refusal = f"length_mismatch: {actual} tokens for a target of {prompt.target_tokens}"
@@ -124,7 +121,8 @@ def _request(
             f"limit of {backend.max_prompt_tokens}"
         )
     keys = (sample.needle.key,)
-    return Request(sample.cell.id, prompt.ids, text, spec.max_new_tokens, keys), actual, refusal
+    request = Request(sample.cell.id, prompt.ids, spec.max_new_tokens, text, chat, query_keys=keys)
+    return request, actual, refusal
 
 
 def _failed(reason: str, prompt_tokens: int) -> Completion:
@@ -174,7 +172,8 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend) 
             "backend": {"name": backend.name, "settings": backend.settings()},
         },
         "backend": {
-            "accepts_ids": backend.accepts_ids,
+            "input": backend.input,
+            "exact_lengths": backend.exact_lengths,
             "trained_window": backend.trained_window,
             "max_prompt_tokens": backend.max_prompt_tokens,
         },

@@ -18,7 +18,7 @@ class RunSpec:
 
     task: str
     model: str
-    tokenizer: str
+    tokenizer: str  # a tokenizer name, or "auto": the model's own (cl100k_base for simulated models)
     lengths: tuple[int, ...]
     depths: tuple[float, ...]
     samples: int

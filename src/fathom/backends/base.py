@@ -4,35 +4,58 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from fathom.haystack.index import Ids
 from fathom.records import Completion
+from fathom.tokenizers import Tokenizer
+
+# What a backend consumes: exact token ids, the prompt's text (re-tokenised by the backend), or chat
+# messages that the backend's server puts into its own template.
+InputKind = Literal["ids", "text", "chat"]
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    """The prompt as messages, for chat endpoints; ``prefill`` opens the assistant's answer where
+    the backend supports it (the answer prefix)."""
+
+    system: str | None
+    user: str
+    prefill: str
 
 
 @dataclass(frozen=True, eq=False)
 class Request:
-    """One prompt to complete, greedily.
+    """One prompt to complete, greedily, with at least one new token.
 
-    ``ids`` is the exact prompt; ``text`` is set for backends that take text. ``query_keys`` are the
-    phrases the question asks about: simulated models use them to find the needle in the prompt,
-    real backends ignore them (the question is in the prompt itself).
+    ``ids`` is always the exact prompt; ``text`` is set for text backends and ``chat`` for chat
+    backends. ``query_keys`` are the phrases the question asks about: simulated models use them to
+    find the needle in the prompt, real backends ignore them (the question is in the prompt).
     """
 
     sample_id: str
     ids: Ids
-    text: str | None
     max_new_tokens: int
+    text: str | None = None
+    chat: ChatPrompt | None = None
+    stop: tuple[str, ...] = ()
     query_keys: tuple[str, ...] = ()
 
 
 class Backend(Protocol):
-    """A model behind one interface. ``accepts_ids`` backends receive ids, the others text."""
+    """A model behind one interface.
+
+    ``tokenizer`` counts every prompt: the model's own where the backend has one, else the one the
+    user named. ``exact_lengths`` is False when that tokenizer may not be the model's.
+    """
 
     name: str
-    accepts_ids: bool
+    input: InputKind
+    tokenizer: Tokenizer
+    exact_lengths: bool
     trained_window: int | None  # the context the model was trained for, if known
-    max_prompt_tokens: int | None  # the longest prompt it accepts; longer is an error, never cut
+    max_prompt_tokens: int | None  # the longest prompt + new tokens it accepts; longer is refused
 
     def settings(self) -> dict[str, Any]:
         """Everything that changes outputs, for the manifest."""

@@ -13,10 +13,10 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl
 
-from fathom.backends.base import Request
+from fathom.backends.base import InputKind, Request
 from fathom.errors import SpecError
 from fathom.records import Completion
 from fathom.tokenizers import Tokenizer
@@ -82,7 +82,9 @@ class SimulatedBackend:
         self.name = f"sim:{archetype_name}"
         self.tokenizer = tokenizer
         self.params = dict(self.archetype.defaults)
-        self.seed, self.accepts_ids, self.delay = 0, True, 0.0
+        self.seed, self.delay = 0, 0.0
+        self.input: InputKind = "ids"
+        self.exact_lengths = True
         for key, value in parse_qsl(query, keep_blank_values=True):
             self._set(key, value)
         has_window = self.archetype.has_window
@@ -93,17 +95,17 @@ class SimulatedBackend:
             self.seed = int(value)
         elif key == "delay":
             self.delay = _float(key, value)
-        elif key == "input" and value in {"ids", "text"}:
-            self.accepts_ids = value == "ids"
+        elif key == "input" and value in {"ids", "text", "chat"}:
+            self.input = cast(InputKind, value)
         elif key in self.params:
             self.params[key] = parse_count(value) if key in _INTEGER_PARAMS else _float(key, value)
         else:
-            options = ", ".join([*self.params, "seed", "delay", "input=ids|text"])
+            options = ", ".join([*self.params, "seed", "delay", "input=ids|text|chat"])
             raise SpecError(f"{self.name} has no setting '{key}={value}': its settings are {options}")
 
     def settings(self) -> dict[str, Any]:
         # delay changes no answer, so it stays out of the run's identity.
-        return {"params": self.params, "seed": self.seed, "input": "ids" if self.accepts_ids else "text"}
+        return {"params": self.params, "seed": self.seed, "input": self.input}
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return [self._answer(request) for request in requests]
@@ -111,7 +113,7 @@ class SimulatedBackend:
     def _answer(self, request: Request) -> Completion:
         start = time.perf_counter()
         time.sleep(self.delay)
-        text = request.text if request.text is not None else self.tokenizer.decode(request.ids.tolist())
+        text = _visible_text(request, self.tokenizer)
         found = _find_fact(text, request.query_keys)
         output = NOT_FOUND
         if found is not None:
@@ -130,6 +132,15 @@ class SimulatedBackend:
     def _draw(self, request: Request) -> float:
         digest = hashlib.sha256(f"{self.seed}|".encode() + request.ids.tobytes()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _visible_text(request: Request, tokenizer: Tokenizer) -> str:
+    """What the model reads: the chat messages, the text, or the decoded ids."""
+    if request.chat is not None:
+        return "\n".join([request.chat.system or "", request.chat.user, request.chat.prefill])
+    if request.text is not None:
+        return request.text
+    return tokenizer.decode(request.ids.tolist())
 
 
 def _float(key: str, value: str) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fathom.backends.base import ChatPrompt
 from fathom.prompts import Prompt
 from fathom.records import Cell, Needle
 
@@ -26,6 +27,10 @@ class Task(Protocol):
         ...
 
     def prepare(self, cell: Cell) -> Sample: ...
+
+    def chat(self, sample: Sample) -> ChatPrompt:
+        """The sample's prompt as chat messages, for backends that apply their own template."""
+        ...
 
     def identity(self) -> dict[str, Any]:
         """What, beside the spec and tokenizer, decides the prompts (versions, corpus and template

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from fathom.backends.base import ChatPrompt
 from fathom.haystack import load_corpus, tokenize_corpus
 from fathom.needles import make_needle, needle_rng
 from fathom.prompts import PromptBuilder, PromptText
@@ -52,6 +53,9 @@ class NiahTask:
         rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.depth, cell.sample)
         needle = make_needle(self.spec.needle, rng)
         return Sample(cell, self.builder.build(cell.length, cell.depth, needle), needle)
+
+    def chat(self, sample: Sample) -> ChatPrompt:
+        return self.builder.chat(sample.prompt, sample.needle)
 
     def identity(self) -> dict[str, Any]:
         text = repr(NIAH_TEXT).encode()
