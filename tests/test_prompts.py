@@ -137,3 +137,22 @@ def test_the_chat_form_is_the_same_prompt_as_messages() -> None:
     assert chat.prefill == "Answer:" and chat.user.count(needle.text) == 1
     head, tail = build.template.wrap(tokenizer, chat.system, chat.user + CONTEXT_MARKER)
     assert head + tail + chat.prefill == tokenizer.decode(prompt.ids.tolist())
+
+
+def test_a_tokenizer_that_adds_bos_gets_it_once_at_the_start(tmp_path: Path, hf_model_dir: Path) -> None:
+    import json
+    import shutil
+
+    shutil.copy(hf_model_dir / "tokenizer.json", tmp_path / "tokenizer.json")
+    config = {"bos_token": "<|endoftext|>", "add_bos_token": True}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    tokenizer = load_tokenizer(f"hf:{tmp_path}")
+    assert tokenizer.bos_id is not None
+    prompt = builder(tokenizer, "noise", "none").build(2000, 0.5, make_needle("number", needle_rng(0)))
+    assert len(prompt.ids) == 2000
+    assert prompt.ids[0] == tokenizer.bos_id and list(prompt.ids).count(tokenizer.bos_id) == 1
+    # A template that writes BOS itself does not get a second one.
+    (tmp_path / "t.jinja").write_text("{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    templated = builder(tokenizer, "noise", str(tmp_path / "t.jinja"))
+    prompt = templated.build(2000, 0.5, make_needle("number", needle_rng(0)))
+    assert list(prompt.ids).count(tokenizer.bos_id) == 1

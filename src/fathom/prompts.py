@@ -70,7 +70,11 @@ class PromptBuilder:
         user = self.text.before + CONTEXT_MARKER + self.text.after.format(question=question)
         head, tail = self.template.wrap(self.tokenizer, self.text.system, user)
         encode = self.tokenizer.encode_with_specials
-        return _ids(encode(head)), _ids(encode(tail + self.text.answer_prefix))
+        head_ids = encode(head)
+        bos = self.tokenizer.bos_id
+        if bos is not None and head_ids[:1] != [bos]:
+            head_ids.insert(0, bos)
+        return _ids(head_ids), _ids(encode(tail + self.text.answer_prefix))
 
     def overhead(self, needle: Needle) -> int:
         """Tokens of the prompt that are not haystack: template, instruction, question, needle."""

@@ -35,8 +35,38 @@ def _sim(rest: str, tokenizer: str) -> Backend:
     return SimulatedBackend(rest, load_tokenizer("cl100k_base" if tokenizer == "auto" else tokenizer))
 
 
+def _llamacpp(rest: str, tokenizer: str) -> Backend:
+    from fathom.backends.llamacpp import LlamaCppBackend
+
+    return LlamaCppBackend(rest, tokenizer)
+
+
+def _transformers(rest: str, tokenizer: str) -> Backend:
+    from fathom.backends.hf import TransformersBackend
+
+    return TransformersBackend(rest, tokenizer)
+
+
+def _openai(rest: str, tokenizer: str) -> Backend:
+    from fathom.backends.openai import OpenAIBackend
+
+    return OpenAIBackend(rest, tokenizer)
+
+
+def _vllm(rest: str, tokenizer: str) -> Backend:
+    from fathom.backends.vllm import VllmBackend
+
+    return VllmBackend(rest, tokenizer)
+
+
 TASKS: dict[str, TaskFactory] = {"niah": _niah}
-BACKENDS: dict[str, BackendFactory] = {"sim": _sim}
+BACKENDS: dict[str, BackendFactory] = {
+    "sim": _sim,
+    "llamacpp": _llamacpp,
+    "hf": _transformers,
+    "openai": _openai,
+    "vllm": _vllm,
+}
 
 
 def _plugins(group: str) -> dict[str, Callable[..., Any]]:

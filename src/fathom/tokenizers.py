@@ -38,6 +38,9 @@ class Tokenizer(Protocol):
     chat_template: str | None  # a Jinja chat template shipped with the tokenizer, if any
     bos_token: str | None
     eos_token: str | None
+    # The id the model's own encoder puts before every prompt (llama.cpp's add_bos, a config's
+    # add_bos_token); prompts get it when their template text does not already start with it.
+    bos_id: int | None
 
     @property
     def identity(self) -> str:
@@ -76,6 +79,7 @@ class CharTokenizer:
         self.chat_template: str | None = None
         self.bos_token: str | None = None
         self.eos_token: str | None = None
+        self.bos_id: int | None = None
 
     @property
     def identity(self) -> str:
@@ -103,6 +107,7 @@ class TiktokenTokenizer:
         # tiktoken vocabularies declare no BOS/EOS roles; templates that want them name them.
         self.bos_token: str | None = None
         self.eos_token: str | None = None
+        self.bos_id: int | None = None
         self.encoding = encoding
         self._identity = identity
 
@@ -245,8 +250,10 @@ class HFTokenizer:
         self.chat_template = _chat_template(config)
         self.bos_token = _token_text(config.get("bos_token"))
         self.eos_token = _token_text(config.get("eos_token"))
+        adds_bos = bool(config.get("add_bos_token")) and self.bos_token is not None
+        self.bos_id = self._templated.token_to_id(self.bos_token) if adds_bos and self.bos_token else None
         # BOS/EOS are included because templates render them into the prompt's ids.
-        extras = (self.chat_template or "", self.bos_token or "", self.eos_token or "")
+        extras = (self.chat_template or "", self.bos_token or "", self.eos_token or "", str(self.bos_id))
         self._identity = _digest(raw, *extras)
 
     @property

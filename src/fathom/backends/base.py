@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+from urllib.parse import parse_qsl
 
 from fathom.haystack.index import Ids
 from fathom.records import Completion
@@ -41,6 +42,12 @@ class Request:
     chat: ChatPrompt | None = None
     stop: tuple[str, ...] = ()
     query_keys: tuple[str, ...] = ()
+
+
+def split_options(rest: str) -> tuple[str, dict[str, str]]:
+    """``"PATH?n_ctx=8k&threads=2"`` -> ``("PATH", {"n_ctx": "8k", "threads": "2"})``."""
+    target, _, query = rest.partition("?")
+    return target, dict(parse_qsl(query, keep_blank_values=True))
 
 
 class Backend(Protocol):

