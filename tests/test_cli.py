@@ -213,3 +213,23 @@ def test_a_local_model_folder_brings_its_tokenizer_and_chat_template(runs: Path,
     records = lines(folder)
     assert len(records) == 12
     assert all(r["score"] == 1.0 and r["actual_tokens"] == r["target_tokens"] for r in records)
+
+
+def test_resume_retries_backend_errors_and_counts_each_sample_once(runs: Path) -> None:
+    folder = runs / "retry"
+    options = "--model sim:perfect --tokenizer char --lengths 1k,2k --depths 3 --samples 2 --no-progress"
+    assert cli("run", "niah", *options.split(), "--run-dir", folder) == 0
+    first = lines(folder)
+    # As if a server had failed on three samples and a prompt had missed its length on one.
+    failed = [dict(r, error="backend_error: HTTP 503", score=0.0, output="") for r in first[:3]]
+    final = dict(first[3], error="length_mismatch: 990 tokens for a target of 1024", score=0.0)
+    kept = [*failed, final, *first[4:]]
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+
+    assert cli("run", "niah", *options.split(), "--run-dir", folder) == 0
+    raw = lines(folder)
+    assert len(raw) == len(first) + 3  # the failed attempts stay on record, append-only
+    assert [r["sample_id"] for r in raw[-3:]] == [r["sample_id"] for r in failed]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["samples"] == len(first) and summary["errors"] == 1
+    assert summary["error_kinds"] == {"length_mismatch": 1}

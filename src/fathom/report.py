@@ -17,7 +17,7 @@ HEATMAP = "heatmap.png"
 def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
     """Write summary.json and heatmap.png from the records; return the summary."""
     manifest = folder.read_manifest()
-    records = folder.records()
+    records = folder.latest()
     if not records:
         raise RunFolderError(f"run folder '{folder.path}' has no sample records yet: run it first")
     summary = summarize(records, threshold=threshold)

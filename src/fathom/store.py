@@ -14,6 +14,13 @@ from fathom.records import SampleRecord
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 TORN = "samples.torn"  # an incomplete last line left by a kill, kept for inspection
+# Errors that another attempt may not repeat (a server that timed out or failed): resuming retries
+# these samples. Other errors (a prompt that missed its length, one too long) are final.
+RETRIED_ERRORS = ("backend_error",)
+
+
+def is_final(record: SampleRecord) -> bool:
+    return record.error is None or not record.error.startswith(RETRIED_ERRORS)
 
 
 class RunFolder:
@@ -84,8 +91,16 @@ class RunFolder:
                 raise RunFolderError(f"{self.samples_path} line {number} is not a record: {exc}") from None
         return records
 
+    def latest(self) -> list[SampleRecord]:
+        """One record per sample: the last one written. A retried sample keeps its failed
+        attempt in samples.jsonl (append-only), but only its latest record counts."""
+        latest: dict[str, SampleRecord] = {}
+        for record in self.records():
+            latest[record.sample_id] = record
+        return list(latest.values())
+
     def finished_ids(self) -> set[str]:
-        return {record.sample_id for record in self.records()}
+        return {record.sample_id for record in self.latest() if is_final(record)}
 
     def append(self, record: SampleRecord) -> None:
         if self._handle is None:
