@@ -233,3 +233,15 @@ def test_resume_retries_backend_errors_and_counts_each_sample_once(runs: Path) -
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["samples"] == len(first) and summary["errors"] == 1
     assert summary["error_kinds"] == {"length_mismatch": 1}
+
+
+def test_models_lists_installed_small_models_and_backends(capsys: pytest.CaptureFixture[str]) -> None:
+    from fathom.models import LOCAL_MODELS
+
+    assert cli("models") == 0
+    out = capsys.readouterr().out
+    for model in LOCAL_MODELS:
+        path = model.locate()
+        assert model.shorthand in out
+        assert (f"installed: {path}" if path else "not installed") in out
+    assert "sim:cliff" in out and "backends: llamacpp:" in out

@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="re-derive summary.json and heatmap.png from a run's records")
     report.add_argument("run_dir", type=Path)
     report.add_argument("--threshold", type=float, default=0.85)
+
+    commands.add_parser("models", help="list the small real models installed, and the simulated ones")
     return parser
 
 
@@ -92,10 +94,24 @@ def _report(args: argparse.Namespace) -> None:
     _print_summary(args.run_dir)
 
 
+def _models(args: argparse.Namespace) -> None:
+    from fathom.backends.sim import ARCHETYPES
+    from fathom.models import BACKEND_PACKAGES, LOCAL_MODELS, backend_status
+
+    for model in LOCAL_MODELS:
+        path = model.locate()
+        where = f"installed: {path}" if path else f"not installed ({model.install})"
+        print(f"{model.shorthand:<14} {model.description}; {where}")
+        if path:
+            print(f"{'':<14} use as llamacpp:{model.shorthand} or hf:{model.shorthand}")
+    print(f"{'sim:*':<14} simulated: {', '.join(f'sim:{name}' for name in ARCHETYPES)}")
+    print("backends: " + "; ".join(f"{name}: {backend_status(name)}" for name in BACKEND_PACKAGES))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        {"run": _run, "report": _report}[args.command](args)
+        {"run": _run, "report": _report, "models": _models}[args.command](args)
     except FathomError as exc:
         print(f"fathom: error: {exc}", file=sys.stderr)
         return 2

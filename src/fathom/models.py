@@ -45,6 +45,22 @@ LOCAL_MODELS = (
 )  # fmt: skip
 
 
+# Each real backend, the packages it imports, and the extra that installs them.
+BACKEND_PACKAGES = {
+    "llamacpp": (("llama_cpp",), "llamacpp"),
+    "hf": (("torch", "transformers", "gguf"), "hf"),
+    "vllm": (("vllm",), "vllm"),
+    "openai": ((), ""),
+}
+
+
+def backend_status(backend: str) -> str:
+    """'ready', or what to install for it."""
+    packages, extra = BACKEND_PACKAGES[backend]
+    missing = [p for p in packages if package_dir(p) is None]
+    return f"needs pip install 'fathom-eval[{extra}]'" if missing else "ready"
+
+
 def local_model_path(shorthand: str) -> Path:
     """The file of an installed small model, or a SpecError that says how to install it."""
     for model in LOCAL_MODELS:
