@@ -38,25 +38,29 @@ def _sim(rest: str, tokenizer: str) -> Backend:
 def _llamacpp(rest: str, tokenizer: str) -> Backend:
     from fathom.backends.llamacpp import LlamaCppBackend
 
-    return LlamaCppBackend(rest, tokenizer)
+    backend: Backend = LlamaCppBackend(rest, tokenizer)
+    return backend
 
 
 def _transformers(rest: str, tokenizer: str) -> Backend:
     from fathom.backends.hf import TransformersBackend
 
-    return TransformersBackend(rest, tokenizer)
+    backend: Backend = TransformersBackend(rest, tokenizer)
+    return backend
 
 
 def _openai(rest: str, tokenizer: str) -> Backend:
     from fathom.backends.openai import OpenAIBackend
 
-    return OpenAIBackend(rest, tokenizer)
+    backend: Backend = OpenAIBackend(rest, tokenizer)
+    return backend
 
 
 def _vllm(rest: str, tokenizer: str) -> Backend:
     from fathom.backends.vllm import VllmBackend
 
-    return VllmBackend(rest, tokenizer)
+    backend: Backend = VllmBackend(rest, tokenizer)
+    return backend
 
 
 TASKS: dict[str, TaskFactory] = {"niah": _niah}
