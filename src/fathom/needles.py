@@ -7,10 +7,12 @@ not just match the question's wording. k samples of a cell get k different needl
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from fathom.errors import SpecError
 from fathom.records import Needle
@@ -74,40 +76,39 @@ def _name(rng: random.Random, syllables: int) -> str:
     return "".join(parts).capitalize()
 
 
-def _number(rng: random.Random) -> Needle:
-    key = _word_key(rng)
-    value = str(rng.randint(1_000_000, 9_999_999))
-    return Needle(
-        kind="number",
-        text=f" One of the special magic numbers for {key} is: {value}.",
-        question=f"Which number was given as the special magic number for {key}?",
-        answers=(value,),
-        key=key,
-    )
+@dataclass(frozen=True)
+class KeyedNeedle:
+    """A needle keyed by a random adjective-noun pair; ``text`` and ``question`` name {key} and
+    ``text`` names {value}."""
+
+    text: str
+    question: str
+    value: Callable[[random.Random], str]
+
+    def draw(self, kind: str, rng: random.Random) -> Needle:
+        key = _word_key(rng)  # drawn before the value: the order fixes every seeded needle
+        value = self.value(rng)
+        text = self.text.format(key=key, value=value)
+        return Needle(kind, text, self.question.format(key=key), (value,), key)
 
 
-def _words(rng: random.Random) -> Needle:
-    key = _word_key(rng)
-    value = f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}"
-    return Needle(
-        kind="words",
-        text=f" The secret passphrase chosen for {key} is {value}.",
-        question=f"What two words make up the passphrase for {key}?",
-        answers=(value,),
-        key=key,
-    )
-
-
-def _uuid(rng: random.Random) -> Needle:
-    key = _word_key(rng)
-    value = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-    return Needle(
-        kind="uuid",
-        text=f" The special magic identifier for {key} is: {value}.",
-        question=f"Which UUID is recorded as the special magic identifier for {key}?",
-        answers=(value,),
-        key=key,
-    )
+KEYED_NEEDLES = {
+    "number": KeyedNeedle(
+        " One of the special magic numbers for {key} is: {value}.",
+        "Which number was given as the special magic number for {key}?",
+        lambda rng: str(rng.randint(1_000_000, 9_999_999)),
+    ),
+    "words": KeyedNeedle(
+        " The secret passphrase chosen for {key} is {value}.",
+        "What two words make up the passphrase for {key}?",
+        lambda rng: f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}",
+    ),
+    "uuid": KeyedNeedle(
+        " The special magic identifier for {key} is: {value}.",
+        "Which UUID is recorded as the special magic identifier for {key}?",
+        lambda rng: str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+    ),
+}
 
 
 def _fact(rng: random.Random) -> Needle:
@@ -123,9 +124,7 @@ def _fact(rng: random.Random) -> Needle:
 
 
 NEEDLE_KINDS: dict[str, Callable[[random.Random], Needle]] = {
-    "number": _number,
-    "words": _words,
-    "uuid": _uuid,
+    **{kind: functools.partial(keyed.draw, kind) for kind, keyed in KEYED_NEEDLES.items()},
     "fact": _fact,
     "sf": lambda _rng: SAN_FRANCISCO,
 }

@@ -6,6 +6,7 @@ Third-party packages add their own through the entry-point groups ``fathom.tasks
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
@@ -35,41 +36,23 @@ def _sim(rest: str, tokenizer: str) -> Backend:
     return SimulatedBackend(rest, load_tokenizer("cl100k_base" if tokenizer == "auto" else tokenizer))
 
 
-def _llamacpp(rest: str, tokenizer: str) -> Backend:
-    from fathom.backends.llamacpp import LlamaCppBackend
+def _lazy(module: str, name: str) -> BackendFactory:
+    """A factory that imports the backend's module (and its heavy dependencies) only when used."""
 
-    backend: Backend = LlamaCppBackend(rest, tokenizer)
-    return backend
+    def factory(rest: str, tokenizer: str) -> Backend:
+        backend: Backend = getattr(importlib.import_module(module), name)(rest, tokenizer)
+        return backend
 
-
-def _transformers(rest: str, tokenizer: str) -> Backend:
-    from fathom.backends.hf import TransformersBackend
-
-    backend: Backend = TransformersBackend(rest, tokenizer)
-    return backend
-
-
-def _openai(rest: str, tokenizer: str) -> Backend:
-    from fathom.backends.openai import OpenAIBackend
-
-    backend: Backend = OpenAIBackend(rest, tokenizer)
-    return backend
-
-
-def _vllm(rest: str, tokenizer: str) -> Backend:
-    from fathom.backends.vllm import VllmBackend
-
-    backend: Backend = VllmBackend(rest, tokenizer)
-    return backend
+    return factory
 
 
 TASKS: dict[str, TaskFactory] = {"niah": _niah}
 BACKENDS: dict[str, BackendFactory] = {
     "sim": _sim,
-    "llamacpp": _llamacpp,
-    "hf": _transformers,
-    "openai": _openai,
-    "vllm": _vllm,
+    "llamacpp": _lazy("fathom.backends.llamacpp", "LlamaCppBackend"),
+    "hf": _lazy("fathom.backends.hf", "TransformersBackend"),
+    "openai": _lazy("fathom.backends.openai", "OpenAIBackend"),
+    "vllm": _lazy("fathom.backends.vllm", "VllmBackend"),
 }
 
 
