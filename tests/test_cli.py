@@ -245,3 +245,25 @@ def test_models_lists_installed_small_models_and_backends(capsys: pytest.Capture
         assert model.shorthand in out
         assert (f"installed: {path}" if path else "not installed") in out
     assert "sim:cliff" in out and "backends: llamacpp:" in out
+
+
+def test_order_changes_when_prompts_are_sent_not_what_they_score(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = (
+        "--model sim:lost-in-the-middle?window=4k --tokenizer char --lengths 1k,4k --depths 5 --samples 2"
+    )
+    results = {}
+    for order in ("prefix", "shuffled"):
+        folder = runs / order
+        assert (
+            cli("run", "niah", *options.split(), "--order", order, "--run-dir", folder, "--no-progress") == 0
+        )
+        records = lines(folder)
+        results[order] = {r["sample_id"]: (r["prompt_sha256"], r["score"]) for r in records}
+        lengths = [r["length"] for r in records]
+        assert (lengths == sorted(lengths)) == (order == "prefix")
+    assert results["prefix"] == results["shuffled"]
+    assert "fathom's own share" in capsys.readouterr().out
+    assert cli("run", "niah", *options.split(), "--order", "random", "--out", runs, "--no-progress") == 2
+    assert "unknown order 'random'" in capsys.readouterr().err

@@ -37,6 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-new-tokens", type=int, default=32)
     run.add_argument("--out", type=Path, default=Path("runs"), help="where new run folders go")
     run.add_argument("--run-dir", type=Path, default=None, help="this exact run folder")
+    run.add_argument(
+        "--order",
+        default="prefix",
+        help="prefix (prompts sharing prefixes together) or shuffled (for comparison)",
+    )
     run.add_argument("--no-progress", action="store_true")
 
     report = commands.add_parser("report", help="re-derive summary.json and heatmap.png from a run's records")
@@ -66,9 +71,13 @@ def _run(args: argparse.Namespace) -> None:
         max_new_tokens=args.max_new_tokens,
     )
     run_dir = args.run_dir or default_run_dir(spec, args.out)
-    result = run(spec, run_dir, show_progress=not args.no_progress)
+    result = run(spec, run_dir, show_progress=not args.no_progress, order=args.order)
     print(f"run folder: {result.folder}")
     print(f"samples written: {result.written}, already done: {result.skipped}, errors: {result.errors}")
+    print(
+        f"time: {result.seconds:.1f} s, of which {result.backend_seconds:.1f} s in the model "
+        f"(fathom's own share: {result.harness_share:.1%})"
+    )
     _print_summary(result.folder)
 
 
