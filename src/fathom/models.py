@@ -48,7 +48,7 @@ LOCAL_MODELS = (
 # Each real backend, the packages it imports, and the extra that installs them.
 BACKEND_PACKAGES = {
     "llamacpp": (("llama_cpp",), "llamacpp"),
-    "hf": (("torch", "transformers", "gguf"), "hf"),
+    "hf": (("torch", "transformers", "gguf", "accelerate"), "hf"),
     "vllm": (("vllm",), "vllm"),
     "openai": ((), ""),
 }

@@ -28,6 +28,8 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
     from fathom.plots import plot_heatmap
 
     title = f"{spec['model']} · {spec['task']} · {spec['tokenizer']} · k={spec['samples']}"
+    if manifest.get("backend", {}).get("exact_lengths") is False:
+        title += " (approximate lengths)"
     plot_heatmap(cell_table(records), folder.path / HEATMAP, title)
     return summary
 

