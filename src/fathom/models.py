@@ -49,7 +49,6 @@ LOCAL_MODELS = (
 BACKEND_PACKAGES = {
     "llamacpp": (("llama_cpp",), "llamacpp"),
     "hf": (("torch", "transformers", "gguf", "accelerate"), "hf"),
-    "vllm": (("vllm",), "vllm"),
     "openai": ((), ""),
 }
 

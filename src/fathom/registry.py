@@ -52,7 +52,6 @@ BACKENDS: dict[str, BackendFactory] = {
     "llamacpp": _lazy("fathom.backends.llamacpp", "LlamaCppBackend"),
     "hf": _lazy("fathom.backends.hf", "TransformersBackend"),
     "openai": _lazy("fathom.backends.openai", "OpenAIBackend"),
-    "vllm": _lazy("fathom.backends.vllm", "VllmBackend"),
 }
 
 
