@@ -43,7 +43,7 @@ class RunResult:
     skipped: int
     errors: int
     seconds: float  # wall time of the run
-    backend_seconds: float  # of which inside backend.generate: the model's own work
+    backend_seconds: float  # of which the model's own work: loading it, and inside generate
 
     @property
     def harness_share(self) -> float:
@@ -69,6 +69,7 @@ def run(
     started = time.perf_counter()
     check_method(spec.scoring)
     backend = create_backend(spec.model, spec.tokenizer)
+    loading = time.perf_counter() - started
     tokenizer = backend.tokenizer
     task = create_task(spec, tokenizer)
     folder = RunFolder(run_dir)
@@ -91,7 +92,7 @@ def run(
     progress.finish()
     derive(folder)
     seconds = time.perf_counter() - started
-    return RunResult(run_dir, len(todo), len(done), errors, seconds, clock.seconds)
+    return RunResult(run_dir, len(todo), len(done), errors, seconds, loading + clock.seconds)
 
 
 class _BackendClock:
