@@ -35,12 +35,14 @@ def current() -> dict[str, Any]:
         task = NiahTask(spec, tokenizer)
         for length, depth, index in CELLS:
             sample = task.prepare(Cell("niah", length, depth, index))
+            (placed,) = sample.prompt.needles
+            needle_ids = sample.prompt.ids[placed.token_offset : placed.token_offset + placed.tokens]
             samples.append({
                 "case": [tokenizer_name, corpus, needle, template], "cell": sample.cell.id,
-                "needle": sample.needle.text, "answers": list(sample.needle.answers),
+                "needle": tokenizer.decode(needle_ids.tolist()), "answers": list(sample.answers),
                 "prompt_sha256": sample.prompt.sha256, "tokens": len(sample.prompt.ids),
-                "needle_token_offset": sample.prompt.needle_token_offset,
-                "needle_depth": round(sample.prompt.needle_depth, 6),
+                "needle_token_offset": placed.token_offset,
+                "needle_depth": round(placed.depth, 6),
             })  # fmt: skip
     return {"niah_version": NIAH_VERSION, "samples": samples}
 

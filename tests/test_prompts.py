@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fathom.errors import PromptError
 from fathom.haystack import load_corpus, tokenize_corpus
 from fathom.needles import make_needle, needle_rng
-from fathom.prompts import PromptBuilder, length_tolerance
+from fathom.prompts import PromptBuilder, chat_prompt, length_tolerance
 from fathom.tasks.niah import NIAH_TEXT
 from fathom.templates import CONTEXT_MARKER, resolve_template
 from fathom.tokenizers import Tokenizer, load_tokenizer
@@ -46,12 +46,13 @@ def test_every_prompt_hits_its_length_holds_its_needle_once_near_its_depth(
 
     assert len(prompt.ids) == length == prompt.target_tokens
     assert text.count(needle.text) == 1
-    assert text.index(needle.text) == prompt.needle_token_offset  # one char is one token here
+    (placed,) = prompt.needles
+    assert text.index(needle.text) == placed.token_offset  # one char is one token here
     # Within one sentence of the asked depth: no boundary lies between the target and the cut.
     starts = np.append(build.corpus.boundaries, len(build.corpus.ids))
     longest_sentence = int(np.diff(starts).max())
-    target = depth * prompt.haystack_tokens
-    assert abs(prompt.needle_depth * prompt.haystack_tokens - target) <= longest_sentence
+    haystack_tokens = prompt.context_tokens - placed.tokens
+    assert abs(placed.depth - depth) * haystack_tokens <= longest_sentence
     head, _ = build.frame(needle.question)
     assert text.startswith(CHAR.decode(head.tolist()))
     assert text.endswith(
@@ -64,9 +65,9 @@ def test_depth_zero_and_one_put_the_needle_at_the_edges_of_the_haystack() -> Non
     needle = make_needle("number", needle_rng(3))
     first = build.build(5000, 0.0, needle)
     last = build.build(5000, 1.0, needle)
-    assert first.needle_depth == 0.0 and last.needle_depth == 1.0
+    assert first.needles[0].depth == 0.0 and last.needles[0].depth == 1.0
     head, _ = build.frame(needle.question)
-    assert first.needle_token_offset == len(head)
+    assert first.needles[0].token_offset == len(head)
 
 
 def test_needle_lands_at_a_sentence_boundary() -> None:
@@ -74,7 +75,7 @@ def test_needle_lands_at_a_sentence_boundary() -> None:
     needle = make_needle("fact", needle_rng(11))
     prompt = build.build(20_000, 0.37, needle)
     text = CHAR.decode(prompt.ids.tolist())
-    before = text[: prompt.needle_token_offset]
+    before = text[: prompt.needles[0].token_offset]
     assert before.rstrip().endswith((".", "!", "?", '."', '?"', '!"', ".'", ".)", "\u201d", "\u2019"))
 
 
@@ -82,7 +83,8 @@ def test_length_below_the_overhead_names_the_minimum() -> None:
     build = CHAR_BUILDERS["noise"]
     needle = make_needle("number", needle_rng(0))
     overhead = build.overhead(needle)
-    assert build.build(overhead, 0.5, needle).haystack_tokens == 0
+    prompt = build.build(overhead, 0.5, needle)
+    assert prompt.context_tokens == prompt.needles[0].tokens
     with pytest.raises(PromptError, match=f"at least {overhead}"):
         build.build(overhead - 1, 0.5, needle)
 
@@ -133,7 +135,7 @@ def test_the_chat_form_is_the_same_prompt_as_messages() -> None:
     build = builder(tokenizer, "prose", "chatml")
     needle = make_needle("words", needle_rng(5))
     prompt = build.build(4096, 0.4, needle)
-    chat = build.chat(prompt, needle)
+    chat = chat_prompt(tokenizer, build.text, prompt, needle.question)
     assert chat.prefill == "Answer:" and chat.user.count(needle.text) == 1
     head, tail = build.template.wrap(tokenizer, chat.system, chat.user + CONTEXT_MARKER)
     assert head + tail + chat.prefill == tokenizer.decode(prompt.ids.tolist())

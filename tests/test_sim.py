@@ -52,7 +52,8 @@ def test_perfect_answers_with_the_needle_it_reads() -> None:
 
 def test_perfect_fails_when_the_builder_drops_the_needle() -> None:
     prompt, needle = built(4096, 0.5)
-    start, stop = prompt.needle_token_offset, prompt.needle_token_offset + prompt.needle_tokens
+    (placed,) = prompt.needles
+    start, stop = placed.token_offset, placed.token_offset + placed.tokens
     dropped = np.concatenate([prompt.ids[:start], prompt.ids[stop:]])
     assert ask("perfect", dropped, needle) == NOT_FOUND
 

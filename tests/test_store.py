@@ -14,7 +14,7 @@ def record(index: int) -> SampleRecord:
     return SampleRecord(
         sample_id=f"niah|L1024|D0.5000|S{index}", task="niah", length=1024, depth=0.5, sample=index,
         seed=0, prompt_sha256="0" * 64, target_tokens=1024, actual_tokens=1024, needle_kind="number",
-        needle_token_offset=500, needle_depth=0.5, question="q?", answers=("1234567",),
+        needle_token_offsets=(500,), needle_depths=(0.5,), question="q?", answers=("1234567",),
         output="1234567", finish_reason="stop", score=1.0, matched=("1234567",), scoring="contains",
         latency_s=0.0, beyond_window=False,
     )  # fmt: skip

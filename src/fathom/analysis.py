@@ -13,9 +13,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from fathom.records import SampleRecord
 
 Z_95 = 1.959964
+# The percentile bootstrap for fractional scores: fixed resamples and seed, so a report is reproducible.
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
 
 # Depth bands for the lost-in-the-middle index: the edges a model tends to find and the middle it tends
 # to miss. Depths between the bands (e.g. 0.2, 0.8) belong to neither, so the contrast stays sharp.
@@ -69,6 +74,27 @@ def wilson_interval(successes: float, n: int, z: float = Z_95) -> tuple[float, f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def score_interval(scores: Sequence[float]) -> tuple[float | None, float, float]:
+    """Mean and 95% interval of graded scores in [0, 1]; the mean is None when there are none.
+
+    Binary scores (every one 0 or 1) get the Wilson interval. Fractional ones (RULER's "all" metric: the
+    share of references found) are not Bernoulli draws, so they get a percentile bootstrap over samples
+    with a fixed seed. A single fractional score has no spread to resample and falls back to Wilson,
+    which is wide, rather than a zero-width interval that would look certain.
+    """
+    if not scores:
+        return None, 0.0, 1.0
+    mean = math.fsum(scores) / len(scores)
+    if len(scores) < 2 or all(s in (0.0, 1.0) for s in scores):
+        low, high = wilson_interval(math.fsum(scores), len(scores))
+        return mean, low, high
+    values = np.asarray(scores, dtype=float)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    means = values[rng.integers(0, len(values), size=(BOOTSTRAP_RESAMPLES, len(values)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return mean, max(0.0, float(low)), min(1.0, float(high))
+
+
 def _stats(scores: Sequence[float]) -> tuple[float | None, float, float]:
     """Mean and Wilson interval of graded scores, treating a score in [0, 1] as fractional success."""
     total = math.fsum(scores)
@@ -83,9 +109,15 @@ def _pool(cells: Iterable[CellStats]) -> tuple[float, int]:
 
 
 def cell_table(records: Iterable[SampleRecord]) -> list[CellStats]:
-    """One row per (length, depth), sorted by length then depth."""
+    """One row per (length, depth), sorted by length then depth.
+
+    For records at fixed depths (NIAH's); records whose depths were drawn per sample (RULER's, with
+    ``depth`` None) are refused: ``fathom.ruler_analysis`` groups those by task instead.
+    """
     groups: defaultdict[tuple[int, float], list[SampleRecord]] = defaultdict(list)
     for record in records:
+        if record.depth is None:
+            raise ValueError(f"record {record.sample_id} has no fixed depth: analyse it by task, not depth")
         groups[record.length, record.depth].append(record)
     cells = []
     for (length, depth), group in sorted(groups.items()):
@@ -139,12 +171,23 @@ def effective_length(
     since it gives no evidence. ``use_lower_bound`` judges by the Wilson lower bound instead of the
     mean, so a pass must survive sampling noise.
     """
+    points = [
+        (row.length, None if row.n == 0 else (row.ci_low if use_lower_bound else row.mean))
+        for row in lengths_stats
+    ]
+    return longest_passing(points, threshold)
+
+
+def longest_passing(
+    points: Iterable[tuple[int, float | None]], threshold: float, strict: bool = False
+) -> int | None:
+    """The longest length whose score, and every shorter length's, is at least ``threshold`` (above it
+    when ``strict``). Scanned from the shortest length; a None score fails and ends the scan."""
     best = None
-    for row in sorted(lengths_stats, key=lambda r: r.length):
-        score = row.ci_low if use_lower_bound else row.mean
-        if row.n == 0 or score is None or score < threshold:
+    for length, score in sorted(points, key=lambda p: p[0]):
+        if score is None or score < threshold or (strict and score == threshold):
             break
-        best = row.length
+        best = length
     return best
 
 
@@ -162,7 +205,7 @@ def lost_in_the_middle_index(cells: Sequence[CellStats]) -> float | None:
     return edges - middle
 
 
-def _error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
+def error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
     """Errors counted by kind, the part before the first ':' (e.g. "timeout: after 600s" -> "timeout")."""
     kinds = Counter(r.error.split(":", 1)[0].strip() for r in records if r.error is not None)
     return dict(sorted(kinds.items()))
@@ -184,5 +227,5 @@ def summarize(records: Iterable[SampleRecord], threshold: float = 0.85) -> dict[
         "lost_in_the_middle_index": lost_in_the_middle_index(cells),
         "samples": len(rows),
         "errors": sum(1 for r in rows if r.error is not None),
-        "error_kinds": _error_kinds(rows),
+        "error_kinds": error_kinds(rows),
     }

@@ -16,7 +16,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run a sweep (resumes when its run folder exists)")
-    run.add_argument("task", help="task name, e.g. niah")
+    run.add_argument(
+        "task",
+        help="niah; ruler (the 13 RULER tasks); or one RULER task, e.g. niah_multikey_2, vt, cwe, qa_1",
+    )
     run.add_argument("--model", required=True, help="backend:model, e.g. sim:cliff?window=8k")
     run.add_argument(
         "--tokenizer",
@@ -24,17 +27,27 @@ def _parser() -> argparse.ArgumentParser:
         help="auto (the model's own), char, cl100k_base, o200k_base, hf:PATH, ...",
     )
     run.add_argument("--lengths", default="1k,2k,4k,8k", help="context lengths, e.g. 1k,2k,4k (k = 1024)")
-    run.add_argument("--depths", default="11", help="a count of even depths (11) or fractions (0,0.5,1)")
+    run.add_argument(
+        "--depths", default=None, help="niah: a count of even depths (default 11) or fractions (0,0.5,1)"
+    )
     run.add_argument("--samples", type=int, default=3, help="samples per cell, each with its own needle")
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--corpus", default="prose", help="prose, essays, noise, repeat, or dir:PATH")
-    run.add_argument("--needle", default="number", help="number, words, uuid, fact or sf")
+    run.add_argument(
+        "--corpus", default=None, help="prose (niah's default), essays (RULER's), noise, repeat, or dir:PATH"
+    )
+    run.add_argument("--needle", default=None, help="niah: number (default), words, uuid, fact or sf")
     run.add_argument(
         "--template", default="auto", help="auto, tokenizer, none, plain, chatml, llama3, or a file"
     )
     run.add_argument("--system-prompt", default=None)
-    run.add_argument("--scoring", default="contains", help="contains, exact, all or any")
-    run.add_argument("--max-new-tokens", type=int, default=32)
+    run.add_argument(
+        "--scoring",
+        default=None,
+        help="contains (niah's default), exact, all or any (RULER's own by default)",
+    )
+    run.add_argument(
+        "--max-new-tokens", type=int, default=None, help="niah: 32 by default; RULER tasks: their own budget"
+    )
     run.add_argument("--out", type=Path, default=Path("runs"), help="where new run folders go")
     run.add_argument("--run-dir", type=Path, default=None, help="this exact run folder")
     run.add_argument(
@@ -44,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-progress", action="store_true")
 
-    report = commands.add_parser("report", help="re-derive summary.json and heatmap.png from a run's records")
+    report = commands.add_parser("report", help="re-derive summary.json and the plots from a run's records")
     report.add_argument("run_dir", type=Path)
     report.add_argument("--threshold", type=float, default=0.85)
 
@@ -53,14 +66,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> None:
+    from fathom.registry import takes_depths
     from fathom.runner import default_run_dir, run
 
+    depths = args.depths or ("11" if takes_depths(args.task) else "")
     spec = RunSpec(
         task=args.task,
         model=args.model,
         tokenizer=args.tokenizer,
         lengths=parse_lengths(args.lengths),
-        depths=parse_depths(args.depths),
+        depths=parse_depths(depths) if depths else (),
         samples=args.samples,
         seed=args.seed,
         corpus=args.corpus,
@@ -85,6 +100,11 @@ def _print_summary(folder: Path) -> None:
     import json
 
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    if summary.get("kind") == "ruler":
+        from fathom.report import ruler_text
+
+        print("\n".join(ruler_text(summary)))
+        return
     effective = summary["effective_length"]
     for row in summary["lengths"]:
         mean = "n/a" if row["mean"] is None else f"{row['mean']:.1%}"
@@ -99,7 +119,8 @@ def _report(args: argparse.Namespace) -> None:
     from fathom.report import report
 
     report(args.run_dir, args.threshold)
-    print(f"wrote {args.run_dir / 'summary.json'} and {args.run_dir / 'heatmap.png'}")
+    plots = sorted(p.name for p in args.run_dir.glob("*.png"))
+    print(f"wrote summary.json and {', '.join(plots)} in {args.run_dir}")
     _print_summary(args.run_dir)
 
 

@@ -71,7 +71,7 @@ def _word_key(rng: random.Random) -> str:
     return f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}"
 
 
-def _name(rng: random.Random, syllables: int) -> str:
+def made_up_name(rng: random.Random, syllables: int) -> str:
     parts = [rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(CODAS) for _ in range(syllables)]
     return "".join(parts).capitalize()
 
@@ -112,8 +112,8 @@ KEYED_NEEDLES = {
 
 
 def _fact(rng: random.Random) -> Needle:
-    person = f"{_name(rng, 2)} {_name(rng, 2)}"
-    place = _name(rng, 1) + rng.choice(PLACE_ENDINGS)
+    person = f"{made_up_name(rng, 2)} {made_up_name(rng, 2)}"
+    place = made_up_name(rng, 1) + rng.choice(PLACE_ENDINGS)
     return Needle(
         kind="fact",
         text=f" After many years abroad, {person} settled in the town of {place}.",

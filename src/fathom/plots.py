@@ -1,21 +1,24 @@
-"""The depth x length accuracy heatmap, drawn so its uncertainty and its trained window are visible.
+"""The plots of a run, drawn so their uncertainty and the trained window are visible: NIAH's depth x
+length heatmap, RULER's task x length grid and its needle-depth profile.
 
-matplotlib is imported inside the plotting function: it is slow to import and most commands never draw.
+matplotlib is imported inside the plotting functions: it is slow to import and most commands never draw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from fathom.analysis import CellStats
+from fathom.ruler_analysis import POOLED, DepthBin, TaskCell, length_scores, task_order
 from fathom.units import format_count
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.colors import Colormap
+    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
 NA_GREY = "#c8c8c8"
@@ -42,31 +45,51 @@ def _text_colour(cmap: Colormap, value: float) -> str:
     return "white" if luminance < 0.5 else "black"
 
 
-def _draw_cells(ax: Axes, cells: Sequence[CellStats], cmap: Colormap, wide_interval: float) -> None:
-    """Fill, label and (where the interval is wide) hatch every grid position."""
+def _draw_cell(
+    ax: Axes,
+    at: tuple[int, int],
+    stats: tuple[float | None, float, float],
+    style: tuple[Colormap, float],
+    label: Callable[[float], str],
+) -> None:
+    """Fill and label one grid position (column, row) from (mean, ci_low, ci_high); hatch it when its
+    interval is wider than the style's limit. A position without a mean is grey n/a."""
     from matplotlib.patches import Rectangle
 
+    (col, row), (mean, low, high), (cmap, wide_interval) = at, stats, style
+    corner = (col - 0.5, row - 0.5)
+    if mean is None:
+        # No scored sample: grey, never a colour that could be read as an accuracy.
+        ax.add_patch(Rectangle(corner, 1, 1, facecolor=NA_GREY, edgecolor="white"))
+        ax.text(col, row, "n/a", ha="center", va="center", fontsize=8, color="black")
+        return
+    ax.add_patch(Rectangle(corner, 1, 1, facecolor=cmap(mean), edgecolor="white"))
+    colour = _text_colour(cmap, mean)
+    if high - low > wide_interval:
+        # Hatch in the label's contrasting colour so it shows on the dark ends of the scale too.
+        ax.add_patch(Rectangle(corner, 1, 1, fill=False, hatch=HATCH, edgecolor=colour, lw=0, alpha=0.6))
+    ax.text(col, row, label(mean), ha="center", va="center", fontsize=8, color=colour)
+
+
+def _draw_cells(ax: Axes, cells: Sequence[CellStats], cmap: Colormap, wide_interval: float) -> None:
+    """Fill, label and (where the interval is wide) hatch every grid position."""
     lengths, depths, by_pos = _grid(cells)
     for col, length in enumerate(lengths):
         for row, depth in enumerate(depths):
             cell = by_pos.get((length, depth))
-            corner = (col - 0.5, row - 0.5)
-            if cell is None or cell.mean is None:
-                # No scored sample: grey, never a colour that could be read as an accuracy.
-                ax.add_patch(Rectangle(corner, 1, 1, facecolor=NA_GREY, edgecolor="white"))
-                ax.text(col, row, "n/a", ha="center", va="center", fontsize=8, color="black")
-                continue
-            ax.add_patch(Rectangle(corner, 1, 1, facecolor=cmap(cell.mean), edgecolor="white"))
-            colour = _text_colour(cmap, cell.mean)
-            if cell.ci_high - cell.ci_low > wide_interval:
-                # Hatch in the label's contrasting colour so it shows on the dark ends of the scale too.
-                ax.add_patch(
-                    Rectangle(corner, 1, 1, fill=False, hatch=HATCH, edgecolor=colour, lw=0, alpha=0.6)
-                )
-            ax.text(col, row, f"{cell.mean:.0%}", ha="center", va="center", fontsize=8, color=colour)
+            stats = (None, 0.0, 1.0) if cell is None else (cell.mean, cell.ci_low, cell.ci_high)
+            _draw_cell(ax, (col, row), stats, (cmap, wide_interval), lambda m: f"{m:.0%}")
 
 
-def _mark_window(ax: Axes, cells: Sequence[CellStats]) -> Line2D | None:
+class _AtLength(Protocol):
+    @property
+    def length(self) -> int: ...
+
+    @property
+    def beyond_window(self) -> bool: ...
+
+
+def _mark_window(ax: Axes, cells: Sequence[_AtLength]) -> Line2D | None:
     """A dashed line before the first length beyond the model's trained window, if any is."""
     lengths = sorted({c.length for c in cells})
     beyond = sorted({c.length for c in cells if c.beyond_window})
@@ -92,18 +115,39 @@ def _label_axes(ax: Axes, cells: Sequence[CellStats]) -> None:
 WIDE_INTERVAL = 0.6
 
 
-def plot_heatmap(
-    cells: Sequence[CellStats], path: Path, title: str, wide_interval: float = WIDE_INTERVAL
-) -> None:
-    """Save a PNG heatmap of mean accuracy by context length (columns) and needle depth (rows)."""
+def _pyplot_agg() -> None:
     import matplotlib
 
     # Agg draws without a display; set before pyplot is imported so a headless run never looks for one.
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+
+def _finish(fig: Figure, ax: Axes, window: Line2D | None, colorbar: tuple[Colormap, float, str]) -> None:
+    """The legend (wide-interval hatching, and the trained window if marked) and the colour bar."""
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
     from matplotlib.patches import Patch
+
+    cmap, top, label = colorbar
+    handles: list[Artist] = [Patch(facecolor="white", edgecolor="0.25", hatch=HATCH, label="wide interval")]
+    if window is not None:
+        handles.append(window)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, -0.08), ncol=2, fontsize=8)
+    fig.colorbar(ScalarMappable(Normalize(0.0, top), cmap), ax=ax, label=label)
+
+
+def _save(fig: Figure, path: Path, note: str) -> None:
+    fig.text(0.01, 0.01, note, fontsize=8, color="0.3")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path, dpi=DPI)
+
+
+def plot_heatmap(
+    cells: Sequence[CellStats], path: Path, title: str, wide_interval: float = WIDE_INTERVAL
+) -> None:
+    """Save a PNG heatmap of mean accuracy by context length (columns) and needle depth (rows)."""
+    _pyplot_agg()
+    import matplotlib.pyplot as plt
 
     if not cells:
         raise ValueError("no cells to plot")
@@ -113,23 +157,97 @@ def plot_heatmap(
     try:
         _draw_cells(ax, cells, cmap, wide_interval)
         _label_axes(ax, cells)
-        handles: list[Artist] = [
-            Patch(facecolor="white", edgecolor="0.25", hatch=HATCH, label="wide interval")
-        ]
-        window = _mark_window(ax, cells)
-        if window is not None:
-            handles.append(window)
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, -0.08), ncol=2, fontsize=8)
-        fig.colorbar(ScalarMappable(Normalize(0.0, 1.0), cmap), ax=ax, label="mean accuracy")
+        _finish(fig, ax, _mark_window(ax, cells), (cmap, 1.0, "mean accuracy"))
         ax.set_title(title, fontsize=10)
-        fig.text(
-            0.01,
-            0.01,
-            f"k = samples per cell; hatched: 95% Wilson interval wider than {wide_interval:g}",
-            fontsize=8,
-            color="0.3",
-        )
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
-        fig.savefig(path, dpi=DPI)
+        note = f"k = samples per cell; hatched: 95% Wilson interval wider than {wide_interval:g}"
+        _save(fig, path, note)
     finally:
         plt.close(fig)
+
+
+AVERAGE = "average"
+
+
+def _draw_task_grid(ax: Axes, grid: Sequence[TaskCell], cmap: Colormap, wide_interval: float) -> None:
+    """Task rows in suite order, then the per-length average over tasks as the bottom row."""
+    lengths = sorted({c.length for c in grid})
+    tasks = task_order(c.task for c in grid)
+    by_pos = {(c.task, c.length): c for c in grid}
+    style, label = (cmap, wide_interval), (lambda m: f"{100 * m:.1f}")
+    for row, task in enumerate(tasks):
+        for col, length in enumerate(lengths):
+            cell = by_pos.get((task, length))
+            stats = (None, 0.0, 1.0) if cell is None else (cell.mean, cell.ci_low, cell.ci_high)
+            _draw_cell(ax, (col, row), stats, style, label)
+    for score in length_scores(grid):
+        bounds = (score.ci_low or 0.0, 1.0 if score.ci_high is None else score.ci_high)
+        _draw_cell(ax, (lengths.index(score.length), len(tasks)), (score.mean, *bounds), style, label)
+    ax.axhline(len(tasks) - 0.5, color="black", linewidth=2)
+    ax.set_xlim(-0.5, len(lengths) - 0.5)
+    ax.set_ylim(len(tasks) + 0.5, -0.5)
+    ax.set_xticks(range(len(lengths)), [format_length(n) for n in lengths])
+    ax.set_yticks(range(len(tasks) + 1), [*tasks, AVERAGE])
+    ax.set_xlabel("context length (tokens, with the tokens to generate)")
+
+
+def plot_task_grid(
+    grid: Sequence[TaskCell], path: Path, title: str, wide_interval: float = WIDE_INTERVAL
+) -> None:
+    """Save a PNG of score (percent) by task (rows) and context length (columns), with the per-length
+    average over tasks (each task weighing the same) as the bottom row."""
+    _pyplot_agg()
+    import matplotlib.pyplot as plt
+
+    if not grid:
+        raise ValueError("no cells to plot")
+    lengths, rows = len({c.length for c in grid}), len({c.task for c in grid}) + 1
+    cmap = plt.get_cmap("RdYlGn")
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * lengths + 4), max(4.0, 0.4 * rows + 2.5)))
+    try:
+        _draw_task_grid(ax, grid, cmap, wide_interval)
+        _finish(fig, ax, _mark_window(ax, grid), (cmap, 100.0, "score (%)"))
+        ax.set_title(title, fontsize=10)
+        note = f"score in percent; hatched: 95% interval wider than {100 * wide_interval:g} points"
+        _save(fig, path, note)
+    finally:
+        plt.close(fig)
+
+
+def plot_depth_profile(profile: Sequence[DepthBin], path: Path, title: str) -> None:
+    """Save a PNG of score (percent) by the needles' mean depth, one line per task and a thick pooled
+    line with its 95% interval shaded."""
+    _pyplot_agg()
+    import matplotlib.pyplot as plt
+
+    scored = [b for b in profile if b.mean is not None]
+    if not scored:
+        raise ValueError("no depth bins to plot")
+    colours = plt.get_cmap("tab20")
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
+    try:
+        for i, task in enumerate(task_order(b.task for b in scored if b.task != POOLED)):
+            x, y = _depth_line([b for b in scored if b.task == task])
+            ax.plot(x, y, marker="o", markersize=3, linewidth=1, alpha=0.8, color=colours(i % 20), label=task)
+        pooled = [b for b in scored if b.task == POOLED]
+        if pooled:
+            x, y = _depth_line(pooled)
+            low, high = [100 * b.ci_low for b in pooled], [100 * b.ci_high for b in pooled]
+            ax.fill_between(x, low, high, color="black", alpha=0.12, linewidth=0, label="95% interval")
+            ax.plot(x, y, marker="o", linewidth=2.5, color="black", label=POOLED)
+        ax.set_xlim(0, 100)
+        ax.set_ylim(-2, 102)
+        ax.set_xticks(range(0, 101, 10))
+        ax.set_xlabel("mean depth of the sample's needles (%, 10% bins)")
+        ax.set_ylabel("score (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+        ax.set_title(title, fontsize=10)
+        _save(fig, path, "each point: the samples whose needles' mean depth lies in that bin")
+    finally:
+        plt.close(fig)
+
+
+def _depth_line(bins: Sequence[DepthBin]) -> tuple[list[float], list[float]]:
+    """Bin centres and scores, in percent, of the bins with a score."""
+    points = [(50 * (b.low + b.high), 100 * b.mean) for b in bins if b.mean is not None]
+    return [x for x, _ in points], [y for _, y in points]

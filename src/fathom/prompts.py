@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +30,8 @@ def length_tolerance(target: int) -> int:
 
 @dataclass(frozen=True)
 class PromptText:
-    """A task's words around the haystack; ``after`` may name ``{question}``."""
+    """A task's words around the haystack; ``after`` may hold ``{question}``, replaced as is (a
+    question may contain braces of its own)."""
 
     before: str
     after: str
@@ -37,25 +39,80 @@ class PromptText:
     system: str | None = None
 
 
+@dataclass(frozen=True)
+class Insertion:
+    """Where one needle (or chain statement, or gold document) landed in a prompt."""
+
+    token_offset: int  # its first token, counted in the whole prompt
+    tokens: int
+    depth: float  # the share of the haystack before it, 0..1
+
+
 @dataclass(frozen=True, eq=False)
 class Prompt:
-    """A built prompt and where its needle landed."""
+    """A built prompt and where its needles landed."""
 
     ids: Ids
     target_tokens: int
-    head_tokens: int  # template and instruction before the haystack
-    haystack_tokens: int  # corpus tokens around the needle
-    needle_token_offset: int  # first needle token, counted in the whole prompt
-    needle_tokens: int
-    needle_depth: float  # needle position inside the haystack, 0..1
+    head_tokens: int  # template and instruction before the context
+    context_tokens: int  # the haystack with everything inserted into it
+    needles: tuple[Insertion, ...]
 
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.ids.tobytes()).hexdigest()
 
 
+def frame(tokenizer: Tokenizer, template: ChatTemplate, text: PromptText, question: str) -> tuple[Ids, Ids]:
+    """The ids before and after the context for this question: the template, the task's words and
+    the answer prefix, which a chat template places as the opening of the assistant's turn."""
+    user = text.before + CONTEXT_MARKER + text.after.replace("{question}", question)
+    head, tail = template.wrap(tokenizer, text.system, user)
+    encode = tokenizer.encode_with_specials
+    head_ids = encode(head)
+    bos = tokenizer.bos_id
+    if bos is not None and head_ids[:1] != [bos]:
+        head_ids.insert(0, bos)
+    return _ids(head_ids), _ids(encode(tail + text.answer_prefix))
+
+
+def assemble(head: Ids, parts: Sequence[tuple[Ids, bool]], tail: Ids, target: int) -> Prompt:
+    """The prompt ``head + parts + tail``; a part flagged True is a needle, whose offset and depth
+    (the share of the other parts' tokens before it) are recorded."""
+    haystack = sum(len(ids) for ids, needle in parts if not needle)
+    needles, offset, before = [], len(head), 0
+    for ids, needle in parts:
+        if needle:
+            needles.append(Insertion(offset, len(ids), before / haystack if haystack else 0.0))
+        else:
+            before += len(ids)
+        offset += len(ids)
+    return Prompt(
+        ids=np.concatenate([head, *(ids for ids, _ in parts), tail]),
+        target_tokens=target,
+        head_tokens=len(head),
+        context_tokens=offset - len(head),
+        needles=tuple(needles),
+    )
+
+
+def chat_prompt(tokenizer: Tokenizer, text: PromptText, prompt: Prompt, question: str) -> ChatPrompt:
+    """A built prompt as messages, for backends whose server applies the chat template."""
+    context_ids = prompt.ids[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens]
+    user = text.before + tokenizer.decode(context_ids.tolist()) + text.after.replace("{question}", question)
+    return ChatPrompt(text.system, user, text.answer_prefix)
+
+
+def too_short(length: int, overhead: int, what: str) -> PromptError:
+    return PromptError(
+        f"length {length} is below this prompt's fixed overhead of {overhead} tokens "
+        f"({what}); use lengths of at least {overhead}"
+    )
+
+
 class PromptBuilder:
-    """Builds prompts for one tokenizer, template, task text and corpus."""
+    """Builds prompts for one tokenizer, template, task text and corpus: needles spliced into a
+    window of the tokenised corpus at its sentence boundaries."""
 
     def __init__(
         self, tokenizer: Tokenizer, template: ChatTemplate, text: PromptText, corpus: TokenizedCorpus
@@ -66,15 +123,7 @@ class PromptBuilder:
         self.corpus = corpus
 
     def frame(self, question: str) -> tuple[Ids, Ids]:
-        """The ids before and after the haystack for this question."""
-        user = self.text.before + CONTEXT_MARKER + self.text.after.format(question=question)
-        head, tail = self.template.wrap(self.tokenizer, self.text.system, user)
-        encode = self.tokenizer.encode_with_specials
-        head_ids = encode(head)
-        bos = self.tokenizer.bos_id
-        if bos is not None and head_ids[:1] != [bos]:
-            head_ids.insert(0, bos)
-        return _ids(head_ids), _ids(encode(tail + self.text.answer_prefix))
+        return frame(self.tokenizer, self.template, self.text, question)
 
     def overhead(self, needle: Needle) -> int:
         """Tokens of the prompt that are not haystack: template, instruction, question, needle."""
@@ -84,34 +133,25 @@ class PromptBuilder:
     def build(self, length: int, depth: float, needle: Needle) -> Prompt:
         """A prompt of exactly ``length`` tokens with the needle at the sentence boundary nearest
         ``depth`` of the haystack."""
-        head, tail = self.frame(needle.question)
-        needle_ids = _ids(self.tokenizer.encode(needle.text))
-        budget = length - len(head) - len(tail) - len(needle_ids)
-        if budget < 0:
-            overhead = length - budget
-            raise PromptError(
-                f"length {length} is below this prompt's fixed overhead of {overhead} tokens "
-                f"(template, instruction, question and needle); use lengths of at least {overhead}"
-            )
-        haystack, starts = self.corpus.window(budget)
-        cut = _nearest_boundary(starts, budget, depth)
-        ids = np.concatenate([head, haystack[:cut], needle_ids, haystack[cut:], tail])
-        return Prompt(
-            ids=ids,
-            target_tokens=length,
-            head_tokens=len(head),
-            haystack_tokens=budget,
-            needle_token_offset=len(head) + cut,
-            needle_tokens=len(needle_ids),
-            needle_depth=cut / budget if budget else 0.0,
-        )
+        return self.place(length, needle.question, [(depth, needle.text)])
 
-    def chat(self, prompt: Prompt, needle: Needle) -> ChatPrompt:
-        """The same prompt as messages, for backends whose server applies the chat template."""
-        end = prompt.head_tokens + prompt.haystack_tokens + prompt.needle_tokens
-        context = self.tokenizer.decode(prompt.ids[prompt.head_tokens : end].tolist())
-        user = self.text.before + context + self.text.after.format(question=needle.question)
-        return ChatPrompt(self.text.system, user, self.text.answer_prefix)
+    def place(self, length: int, question: str, needles: Sequence[tuple[float, str]]) -> Prompt:
+        """A prompt of exactly ``length`` tokens with each needle text at the sentence boundary
+        nearest its depth; needles at the same boundary keep their order."""
+        head, tail = self.frame(question)
+        needle_ids = [_ids(self.tokenizer.encode(text)) for _, text in needles]
+        budget = length - len(head) - len(tail) - sum(len(ids) for ids in needle_ids)
+        if budget < 0:
+            raise too_short(length, length - budget, "template, instruction, question and needles")
+        haystack, starts = self.corpus.window(budget)
+        cuts = [_nearest_boundary(starts, budget, depth) for depth, _ in needles]
+        parts: list[tuple[Ids, bool]] = []
+        previous = 0
+        for cut, ids in sorted(zip(cuts, needle_ids, strict=True), key=lambda pair: pair[0]):
+            parts += [(haystack[previous:cut], False), (ids, True)]
+            previous = cut
+        parts.append((haystack[previous:], False))
+        return assemble(head, parts, tail, length)
 
 
 def _ids(values: list[int]) -> Ids:

@@ -10,21 +10,28 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-RECORD_SCHEMA = 1
+# 2: depth may be None (tasks that draw depths at random), several needles per sample, max_new_tokens.
+RECORD_SCHEMA = 2
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One point of the sweep: a task at a context length and needle depth, and a sample index."""
+    """One point of the sweep: a task at a context length and needle depth, and a sample index.
+
+    ``depth`` is None for tasks that place their needles at depths drawn per sample (RULER's way);
+    the depths they landed at are in the sample's record.
+    """
 
     task: str
     length: int
-    depth: float
+    depth: float | None
     sample: int
 
     @property
     def id(self) -> str:
         # Stable across runs and processes: resume matches finished samples by this id.
+        if self.depth is None:
+            return f"{self.task}|L{self.length}|S{self.sample}"
         return f"{self.task}|L{self.length}|D{self.depth:.4f}|S{self.sample}"
 
 
@@ -67,15 +74,17 @@ class SampleRecord:
     sample_id: str
     task: str
     length: int
-    depth: float
+    depth: float | None
     sample: int
     seed: int
     prompt_sha256: str
     target_tokens: int
     actual_tokens: int
     needle_kind: str
-    needle_token_offset: int  # where the needle starts in the final prompt, in tokens
-    needle_depth: float  # actual depth of the needle inside the haystack, 0..1
+    # Where each needle (or chain statement, or gold document) landed: its first token in the final
+    # prompt, and its depth inside the haystack, 0..1. Empty for tasks without needles (cwe, fwe).
+    needle_token_offsets: tuple[int, ...]
+    needle_depths: tuple[float, ...]
     question: str
     answers: tuple[str, ...]
     output: str
@@ -85,6 +94,7 @@ class SampleRecord:
     scoring: str
     latency_s: float
     beyond_window: bool  # the prompt is longer than the model's trained window
+    max_new_tokens: int = 32  # the generation budget, counted in the length by RULER tasks
     error: str | None = None
     schema: int = field(default=RECORD_SCHEMA)
 
@@ -93,8 +103,18 @@ class SampleRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SampleRecord:
+        data = _upgrade(data)
         names = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
-        for key in ("answers", "matched"):
+        for key in ("answers", "matched", "needle_token_offsets", "needle_depths"):
             values[key] = tuple(values.get(key, ()))
         return cls(**values)
+
+
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """A record of an older schema in the current one's terms."""
+    if data.get("schema", 1) < 2 and "needle_token_offset" in data:
+        data = dict(data)
+        data["needle_token_offsets"] = (data.pop("needle_token_offset"),)
+        data["needle_depths"] = (data.pop("needle_depth"),)
+    return data

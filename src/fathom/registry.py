@@ -15,6 +15,7 @@ from fathom.backends.base import Backend
 from fathom.errors import SpecError
 from fathom.spec import RunSpec
 from fathom.tasks.base import Task
+from fathom.tasks.ruler.catalogue import ALL_VARIANTS as RULER_TASKS
 from fathom.tokenizers import Tokenizer
 
 TaskFactory = Callable[[RunSpec, Tokenizer], Task]
@@ -46,13 +47,26 @@ def _lazy(module: str, name: str) -> BackendFactory:
     return factory
 
 
-TASKS: dict[str, TaskFactory] = {"niah": _niah}
+def _ruler(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    from fathom.tasks.ruler.suite import RulerTask
+
+    return RulerTask(spec, tokenizer)
+
+
+# "ruler" runs the thirteen RULER tasks; each one also runs alone by its name.
+TASKS: dict[str, TaskFactory] = {"niah": _niah, "ruler": _ruler, **dict.fromkeys(RULER_TASKS, _ruler)}
 BACKENDS: dict[str, BackendFactory] = {
     "sim": _sim,
     "llamacpp": _lazy("fathom.backends.llamacpp", "LlamaCppBackend"),
     "hf": _lazy("fathom.backends.hf", "TransformersBackend"),
+    "vllm": _lazy("fathom.backends.vllm", "VLLMBackend"),
     "openai": _lazy("fathom.backends.openai", "OpenAIBackend"),
 }
+
+
+def takes_depths(task: str) -> bool:
+    """Whether the task sweeps needle depths (niah) or draws them per sample (RULER's tasks)."""
+    return task != "ruler" and task not in RULER_TASKS
 
 
 def _plugins(group: str) -> dict[str, Callable[..., Any]]:

@@ -23,7 +23,7 @@ import fathom
 from fathom.backends.base import Backend, Request
 from fathom.errors import SpecError
 from fathom.progress import Progress
-from fathom.prompts import length_tolerance
+from fathom.prompts import chat_prompt, length_tolerance
 from fathom.records import Cell, Completion, SampleRecord
 from fathom.registry import create_backend, create_task
 from fathom.report import derive
@@ -67,7 +67,8 @@ def run(
     longest prefixes one after another, so a backend's prefix cache can reuse them; "shuffled" is
     the naive order, for measuring what that saves. Neither changes any answer."""
     started = time.perf_counter()
-    check_method(spec.scoring)
+    if spec.scoring is not None:
+        check_method(spec.scoring)
     backend = create_backend(spec.model, spec.tokenizer)
     loading = time.perf_counter() - started
     tokenizer = backend.tokenizer
@@ -129,7 +130,7 @@ def _run_batch(spec: RunSpec, clock: _BackendClock, task: Task, cells: Sequence[
     samples = [task.prepare(cell) for cell in cells]
     requests, counts, refusals = [], [], []
     for sample in samples:
-        request, actual, refusal = _request(spec, backend, task, sample)
+        request, actual, refusal = _request(backend, sample)
         requests.append(request)
         counts.append(actual)
         refusals.append(refusal)
@@ -142,7 +143,7 @@ def _run_batch(spec: RunSpec, clock: _BackendClock, task: Task, cells: Sequence[
     return records
 
 
-def _request(spec: RunSpec, backend: Backend, task: Task, sample: Sample) -> tuple[Request, int, str | None]:
+def _request(backend: Backend, sample: Sample) -> tuple[Request, int, str | None]:
     """The request for a sample, its verified token count, and why it must not be sent, if so."""
     prompt, tokenizer = sample.prompt, backend.tokenizer
     text, chat, actual = None, None, len(prompt.ids)
@@ -151,17 +152,25 @@ def _request(spec: RunSpec, backend: Backend, task: Task, sample: Sample) -> tup
         text = tokenizer.decode(prompt.ids.tolist())
         actual = len(tokenizer.encode_with_specials(text))
     elif backend.input == "chat":
-        chat = task.chat(sample)
+        chat = chat_prompt(tokenizer, sample.text, sample.prompt, sample.question)
     refusal = None
     if abs(actual - prompt.target_tokens) > length_tolerance(prompt.target_tokens):
         refusal = f"length_mismatch: {actual} tokens for a target of {prompt.target_tokens}"
-    elif backend.max_prompt_tokens is not None and actual + spec.max_new_tokens > backend.max_prompt_tokens:
+    elif backend.max_prompt_tokens is not None and actual + sample.max_new_tokens > backend.max_prompt_tokens:
         refusal = (
-            f"too_long: {actual} prompt tokens + {spec.max_new_tokens} new exceed the backend's "
+            f"too_long: {actual} prompt tokens + {sample.max_new_tokens} new exceed the backend's "
             f"limit of {backend.max_prompt_tokens}"
         )
-    keys = (sample.needle.key,)
-    request = Request(sample.cell.id, prompt.ids, spec.max_new_tokens, text, chat, query_keys=keys)
+    context = (prompt.head_tokens, prompt.head_tokens + prompt.context_tokens)
+    request = Request(
+        sample.cell.id,
+        prompt.ids,
+        sample.max_new_tokens,
+        text,
+        chat,
+        query_keys=sample.query_keys,
+        context=context,
+    )
     return request, actual, refusal
 
 
@@ -172,8 +181,8 @@ def _failed(reason: str, prompt_tokens: int) -> Completion:
 def _record(
     spec: RunSpec, backend: Backend, sample: Sample, actual: int, completion: Completion
 ) -> SampleRecord:
-    cell, prompt, needle = sample.cell, sample.prompt, sample.needle
-    graded = score(spec.scoring, completion.text, needle.answers)
+    cell, prompt = sample.cell, sample.prompt
+    graded = score(sample.scoring, completion.text, sample.answers)
     window = backend.trained_window
     return SampleRecord(
         sample_id=cell.id,
@@ -185,11 +194,11 @@ def _record(
         prompt_sha256=prompt.sha256,
         target_tokens=prompt.target_tokens,
         actual_tokens=actual,
-        needle_kind=needle.kind,
-        needle_token_offset=prompt.needle_token_offset,
-        needle_depth=round(prompt.needle_depth, 6),
-        question=needle.question,
-        answers=needle.answers,
+        needle_kind=sample.kind,
+        needle_token_offsets=tuple(n.token_offset for n in prompt.needles),
+        needle_depths=tuple(round(n.depth, 6) for n in prompt.needles),
+        question=sample.question,
+        answers=sample.answers,
         output=completion.text,
         finish_reason=completion.finish_reason,
         score=graded.value if completion.error is None else 0.0,
@@ -197,6 +206,7 @@ def _record(
         scoring=graded.method,
         latency_s=round(completion.latency_s, 6),
         beyond_window=window is not None and actual > window,
+        max_new_tokens=sample.max_new_tokens,
         error=completion.error,
     )
 

@@ -20,28 +20,28 @@ class RunSpec:
     model: str
     tokenizer: str  # a tokenizer name, or "auto": the model's own (cl100k_base for simulated models)
     lengths: tuple[int, ...]
-    depths: tuple[float, ...]
+    depths: tuple[float, ...]  # empty for tasks that draw needle depths per sample (RULER's)
     samples: int
     seed: int = 0
-    corpus: str = "prose"
-    needle: str = "number"
+    # None leaves the choice to the task: NIAH reads prose, asks for numbers, grades by "contains"
+    # and lets the model write 32 tokens; each RULER task has its own haystack, metric and budget.
+    corpus: str | None = None
+    needle: str | None = None
     template: str = "auto"
     system_prompt: str | None = None
-    scoring: str = "contains"
-    max_new_tokens: int = 32
+    scoring: str | None = None
+    max_new_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not self.lengths:
             raise SpecError("no lengths given: pass e.g. --lengths 1k,2k,4k")
         if any(n <= 0 for n in self.lengths):
             raise SpecError(f"lengths must be positive token counts, got {list(self.lengths)}")
-        if not self.depths:
-            raise SpecError("no depths given: pass a count (--depths 11) or a list (--depths 0,0.5,1)")
         if any(not 0.0 <= d <= 1.0 for d in self.depths):
             raise SpecError(f"depths must lie in [0, 1] (0 = start, 1 = end), got {list(self.depths)}")
         if self.samples < 1:
             raise SpecError(f"samples must be at least 1 (3 or more for intervals), got {self.samples}")
-        if self.max_new_tokens < 1:
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise SpecError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
 
     def to_json(self) -> dict[str, Any]:

@@ -31,8 +31,9 @@ class Request:
     """One prompt to complete, greedily, with at least one new token.
 
     ``ids`` is always the exact prompt; ``text`` is set for text backends and ``chat`` for chat
-    backends. ``query_keys`` are the phrases the question asks about: simulated models use them to
-    find the needle in the prompt, real backends ignore them (the question is in the prompt).
+    backends. ``query_keys`` are the phrases that mark the evidence and ``context`` the span of
+    ``ids`` that holds the haystack: simulated models use both to find the needles in the prompt,
+    real backends ignore them (the question is in the prompt).
     """
 
     sample_id: str
@@ -42,6 +43,7 @@ class Request:
     chat: ChatPrompt | None = None
     stop: tuple[str, ...] = ()
     query_keys: tuple[str, ...] = ()
+    context: tuple[int, int] | None = None
 
 
 def split_options(rest: str) -> tuple[str, dict[str, str]]:

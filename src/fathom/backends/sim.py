@@ -1,8 +1,8 @@
 """Simulated models: the five long-context archetypes, for runs without a model.
 
-A simulated model really reads its prompt. It looks for the sentence that holds the question's key
-before the question itself, and answers with that sentence as it finds it there. Whether it
-"succeeds" is drawn from the archetype's profile p(length, depth), seeded by the prompt. A prompt
+A simulated model really reads its prompt. It looks in the haystack for every sentence that holds
+one of the question's keys, and answers with those sentences as it finds them there. Whether it
+finds each one is drawn from the archetype's profile p(length, depth), seeded by the prompt. A prompt
 builder that drops or mangles the needle therefore fails even on ``sim:perfect``.
 """
 
@@ -112,14 +112,14 @@ class SimulatedBackend:
     def _answer(self, request: Request) -> Completion:
         start = time.perf_counter()
         time.sleep(self.delay)
-        text = _visible_text(request, self.tokenizer)
-        found = _find_fact(text, request.query_keys)
-        output = NOT_FOUND
-        if found is not None:
-            sentence, depth = found
-            chance = self.archetype.profile(len(request.ids), depth, self.params)
-            if self._draw(request) < chance:
-                output = sentence
+        facts = _find_facts(*_context(request, self.tokenizer))
+        # Each fact is found or missed on its own draw, so a sample with four needles can be partly right.
+        kept = [
+            sentence
+            for index, (sentence, depth) in enumerate(facts)
+            if self._draw(request, index) < self.archetype.profile(len(request.ids), depth, self.params)
+        ]
+        output = " ".join(kept) if kept else NOT_FOUND
         return Completion(
             text=output,
             prompt_tokens=len(request.ids),
@@ -128,8 +128,9 @@ class SimulatedBackend:
             latency_s=time.perf_counter() - start,
         )
 
-    def _draw(self, request: Request) -> float:
-        digest = hashlib.sha256(f"{self.seed}|".encode() + request.ids.tobytes()).digest()
+    def _draw(self, request: Request, index: int) -> float:
+        salt = f"{self.seed}|" if index == 0 else f"{self.seed}|{index}|"
+        digest = hashlib.sha256(salt.encode() + request.ids.tobytes()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64
 
 
@@ -149,22 +150,33 @@ def _float(key: str, value: str) -> float:
         raise SpecError(f"simulated model setting '{key}' needs a number, not '{value}'") from None
 
 
-def _find_fact(text: str, keys: Sequence[str]) -> tuple[str, float] | None:
-    """The sentence holding a key before the question's own mention of it, and its relative depth.
+def _context(request: Request, tokenizer: Tokenizer) -> tuple[str, tuple[str, ...]]:
+    """The haystack the model reads, and the keys to look for in it.
 
-    The last mention of the key is the question; an earlier one is the fact in the document.
+    Without a context span, the last mention of a key is taken as the question and the text before
+    it as the haystack.
     """
+    keys = tuple(key for key in request.query_keys if key)
+    if request.context is not None:
+        begin, end = request.context
+        return tokenizer.decode(request.ids[begin:end].tolist()), keys
+    text = _visible_text(request, tokenizer)
+    return text[: max((text.rfind(key) for key in keys), default=0)], keys
+
+
+def _find_facts(context: str, keys: Sequence[str]) -> list[tuple[str, float]]:
+    """Every distinct sentence of the context that holds a key, with its relative depth."""
+    facts: dict[str, float] = {}
     for key in keys:
-        question_at = text.rfind(key)
-        fact_at = text.find(key, 0, max(question_at, 0))
-        if fact_at < 0:
-            continue
-        begin = max(text.rfind(". ", 0, fact_at) + 2, text.rfind("\n", 0, fact_at) + 1)
-        end = text.find(".", fact_at + len(key))
-        end = len(text) if end < 0 else end + 1
-        # A full stop inside a number or identifier does not end the sentence.
-        while end < len(text) and not text[end].isspace():
-            next_stop = text.find(".", end)
-            end = len(text) if next_stop < 0 else next_stop + 1
-        return text[begin:end].strip(), fact_at / max(question_at, 1)
-    return None
+        at = context.find(key)
+        while at >= 0:
+            begin = max(context.rfind(". ", 0, at) + 2, context.rfind("\n", 0, at) + 1)
+            end = context.find(".", at + len(key))
+            end = len(context) if end < 0 else end + 1
+            # A full stop inside a number or identifier does not end the sentence.
+            while end < len(context) and not context[end].isspace():
+                next_stop = context.find(".", end)
+                end = len(context) if next_stop < 0 else next_stop + 1
+            facts.setdefault(context[begin:end].strip(), at / max(len(context), 1))
+            at = context.find(key, at + len(key))
+    return list(facts.items())

@@ -5,18 +5,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fathom.backends.base import ChatPrompt
-from fathom.prompts import Prompt
+from fathom.prompts import Prompt, PromptText
 from fathom.records import Cell, Needle
 
 
 @dataclass(frozen=True, eq=False)
 class Sample:
-    """A cell made concrete: its prompt and the needle whose answers grade it."""
+    """A cell made concrete: its prompt, its question and the references that grade the answer."""
 
     cell: Cell
     prompt: Prompt
-    needle: Needle
+    text: PromptText  # the words around the context, for chat backends
+    question: str
+    answers: tuple[str, ...]
+    kind: str  # what is asked for: the needle kind (number, uuid, ...) or the task's own
+    # Phrases that mark the evidence in the context; simulated models look for them, real ones ignore them.
+    query_keys: tuple[str, ...]
+    scoring: str
+    max_new_tokens: int
+
+    @classmethod
+    def of_needle(
+        cls, cell: Cell, prompt: Prompt, text: PromptText, needle: Needle, scoring: str, max_new_tokens: int
+    ) -> Sample:
+        keys = (needle.key,)
+        return cls(
+            cell, prompt, text, needle.question, needle.answers, needle.kind, keys, scoring, max_new_tokens
+        )
 
 
 class Task(Protocol):
@@ -27,10 +42,6 @@ class Task(Protocol):
         ...
 
     def prepare(self, cell: Cell) -> Sample: ...
-
-    def chat(self, sample: Sample) -> ChatPrompt:
-        """The sample's prompt as chat messages, for backends that apply their own template."""
-        ...
 
     def identity(self) -> dict[str, Any]:
         """What, beside the spec and tokenizer, decides the prompts (versions, corpus and template

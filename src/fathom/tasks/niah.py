@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from fathom.backends.base import ChatPrompt
+from fathom.errors import SpecError
 from fathom.haystack import load_corpus, tokenize_corpus
 from fathom.needles import make_needle, needle_rng
 from fathom.prompts import PromptBuilder, PromptText
@@ -33,8 +33,13 @@ class NiahTask:
     name = "niah"
 
     def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
+        if not spec.depths:
+            raise SpecError("no depths given: pass a count (--depths 11) or a list (--depths 0,0.5,1)")
         self.spec = spec
-        self.corpus = load_corpus(spec.corpus)
+        self.needle_kind = spec.needle or "number"
+        self.scoring = spec.scoring or "contains"
+        self.max_new_tokens = spec.max_new_tokens or 32
+        self.corpus = load_corpus(spec.corpus or "prose")
         self.template = resolve_template(spec.template, tokenizer)
         text = PromptText(NIAH_TEXT.before, NIAH_TEXT.after, NIAH_TEXT.answer_prefix, spec.system_prompt)
         self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
@@ -51,11 +56,10 @@ class NiahTask:
 
     def prepare(self, cell: Cell) -> Sample:
         rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.depth, cell.sample)
-        needle = make_needle(self.spec.needle, rng)
-        return Sample(cell, self.builder.build(cell.length, cell.depth, needle), needle)
-
-    def chat(self, sample: Sample) -> ChatPrompt:
-        return self.builder.chat(sample.prompt, sample.needle)
+        needle = make_needle(self.needle_kind, rng)
+        assert cell.depth is not None  # NIAH cells always have one
+        prompt = self.builder.build(cell.length, cell.depth, needle)
+        return Sample.of_needle(cell, prompt, self.builder.text, needle, self.scoring, self.max_new_tokens)
 
     def identity(self) -> dict[str, Any]:
         text = repr(NIAH_TEXT).encode()

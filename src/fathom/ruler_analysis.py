@@ -1,0 +1,247 @@
+"""RULER's numbers from sample records: a task x length grid, per-length scores, RULER's aggregates and
+a needle-depth profile.
+
+Pure functions, like ``fathom.analysis``. The grid, the per-length rows and the depth profile keep the
+records' scale, [0, 1]; RULER's aggregates are in percent (0-100), as RULER's tables print them and as
+its threshold (85.6) is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fathom.analysis import error_kinds, longest_passing, score_interval
+from fathom.records import SampleRecord
+from fathom.tasks.ruler.catalogue import RELATIVE_THRESHOLD, RULER_THRESHOLD, SUITE
+
+DEPTH_BINS = 10  # 0-10%, ..., 90-100% of the haystack
+POOLED = "all tasks"  # the depth profile's rows pooled over tasks
+
+
+@dataclass(frozen=True)
+class TaskCell:
+    """One task at one length; ``mean`` is None when no sample there was scored."""
+
+    task: str
+    length: int
+    n: int
+    errors: int
+    mean: float | None
+    ci_low: float
+    ci_high: float
+    beyond_window: bool
+
+
+@dataclass(frozen=True)
+class LengthScore:
+    """The score at one length: the mean over tasks of each task's mean, so each task weighs the same
+    whatever its sample count; the bounds are the same mean over the tasks' interval bounds.
+
+    All three are None when some task of the run has nothing scored at this length: a mean over another
+    set of tasks would not compare with the other lengths.
+    """
+
+    length: int
+    tasks: int  # tasks with a scored sample at this length
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    beyond_window: bool
+
+
+@dataclass(frozen=True)
+class RulerAggregates:
+    """RULER's summary of per-length scores, in percent, lengths ascending.
+
+    ``effective_length``: the longest length whose score, and every shorter one's, exceeds ``threshold``
+    (RULER's 85.6). ``effective_length_relative``: the same against ``relative_cutoff``, which is
+    ``relative_threshold`` times ``relative_base`` (the score at the shortest length unless given).
+    The averages are None when a length has no score.
+    """
+
+    lengths: tuple[int, ...]
+    scores: tuple[float | None, ...]
+    average: float | None
+    wavg_inc: float | None  # weights 1..n, the longest length weighs most
+    wavg_dec: float | None  # weights n..1, the shortest length weighs most
+    threshold: float
+    effective_length: int | None
+    relative_threshold: float
+    relative_base: float | None
+    relative_cutoff: float | None
+    effective_length_relative: int | None
+
+
+@dataclass(frozen=True)
+class DepthBin:
+    """Scored samples of one task (or ``POOLED``) whose needles' mean depth lies in [low, high)."""
+
+    task: str
+    low: float
+    high: float
+    n: int
+    mean: float | None
+    ci_low: float
+    ci_high: float
+
+
+def task_order(tasks: Iterable[str]) -> list[str]:
+    """The tasks present, in RULER's suite order, then any others by name."""
+    present = set(tasks)
+    return [t for t in SUITE if t in present] + sorted(present - set(SUITE))
+
+
+def task_grid(records: Iterable[SampleRecord]) -> list[TaskCell]:
+    """One cell per task and length present, tasks in suite order, then lengths ascending."""
+    groups: defaultdict[tuple[str, int], list[SampleRecord]] = defaultdict(list)
+    for record in records:
+        groups[record.task, record.length].append(record)
+    rank = {task: i for i, task in enumerate(task_order(task for task, _ in groups))}
+    cells = []
+    for task, length in sorted(groups, key=lambda key: (rank[key[0]], key[1])):
+        group = groups[task, length]
+        scores = [r.score for r in group if r.error is None]
+        mean, low, high = score_interval(scores)
+        cells.append(
+            TaskCell(
+                task=task,
+                length=length,
+                n=len(scores),
+                errors=len(group) - len(scores),
+                mean=mean,
+                ci_low=low,
+                ci_high=high,
+                beyond_window=any(r.beyond_window for r in group),
+            )
+        )
+    return cells
+
+
+def length_scores(grid: Iterable[TaskCell]) -> list[LengthScore]:
+    """One row per length of the grid: the mean over tasks, each task weighing the same."""
+    cells = list(grid)
+    tasks = {c.task for c in cells}
+    by_length: defaultdict[int, list[TaskCell]] = defaultdict(list)
+    for cell in cells:
+        by_length[cell.length].append(cell)
+    rows = []
+    for length, group in sorted(by_length.items()):
+        means = [c.mean for c in group if c.mean is not None]
+        complete = len(means) == len(tasks)
+        rows.append(
+            LengthScore(
+                length=length,
+                tasks=len(means),
+                mean=_mean(means) if complete else None,
+                ci_low=_mean([c.ci_low for c in group]) if complete else None,
+                ci_high=_mean([c.ci_high for c in group]) if complete else None,
+                beyond_window=any(c.beyond_window for c in group),
+            )
+        )
+    return rows
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def _weighted(scores: Sequence[float], weights: Sequence[int]) -> float:
+    return math.fsum(s * w for s, w in zip(scores, weights, strict=True)) / sum(weights)
+
+
+def ruler_aggregates(
+    per_length: Mapping[int, float | None],
+    base: float | None = None,
+    threshold: float = RULER_THRESHOLD,
+    relative_threshold: float = RELATIVE_THRESHOLD,
+) -> RulerAggregates:
+    """RULER's average, weighted averages and effective lengths of per-length scores in percent."""
+    lengths = sorted(per_length)
+    scores = [per_length[n] for n in lengths]
+    known = [s for s in scores if s is not None]
+    full = bool(scores) and len(known) == len(scores)
+    if base is None and scores:
+        base = scores[0]
+    cutoff = None if base is None else relative_threshold * base
+    points = list(zip(lengths, scores, strict=True))
+    increasing = list(range(1, len(known) + 1))
+    return RulerAggregates(
+        lengths=tuple(lengths),
+        scores=tuple(scores),
+        average=_mean(known) if full else None,
+        wavg_inc=_weighted(known, increasing) if full else None,
+        wavg_dec=_weighted(known, increasing[::-1]) if full else None,
+        threshold=threshold,
+        effective_length=longest_passing(points, threshold, strict=True),
+        relative_threshold=relative_threshold,
+        relative_base=base,
+        relative_cutoff=cutoff,
+        effective_length_relative=None if cutoff is None else longest_passing(points, cutoff, strict=True),
+    )
+
+
+def depth_bin(depth: float) -> int:
+    """The bin of a depth in 0..1: [0, 0.1) is 0, ..., [0.9, 1.0] is 9."""
+    return min(DEPTH_BINS - 1, max(0, math.floor(depth * DEPTH_BINS)))
+
+
+def _depth_row(task: str, index: int, scores: Sequence[float]) -> DepthBin:
+    mean, low, high = score_interval(scores)
+    return DepthBin(task, index / DEPTH_BINS, (index + 1) / DEPTH_BINS, len(scores), mean, low, high)
+
+
+def depth_profile(records: Iterable[SampleRecord]) -> list[DepthBin]:
+    """Score by where the needles landed: each scored sample with needle depths goes to the bin of its
+    needles' mean depth, per task (suite order) and pooled over tasks (each sample weighing the same).
+    Tasks without needles (cwe, fwe) have no depths and no rows; empty bins have no rows."""
+    by_task: defaultdict[str, defaultdict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    pooled: defaultdict[int, list[float]] = defaultdict(list)
+    for record in records:
+        if record.error is None and record.needle_depths:
+            index = depth_bin(math.fsum(record.needle_depths) / len(record.needle_depths))
+            by_task[record.task][index].append(record.score)
+            pooled[index].append(record.score)
+    rows = [
+        _depth_row(task, index, scores)
+        for task in task_order(by_task)
+        for index, scores in sorted(by_task[task].items())
+    ]
+    return rows + [_depth_row(POOLED, index, scores) for index, scores in sorted(pooled.items())]
+
+
+def _plain(aggregates: RulerAggregates) -> dict[str, Any]:
+    """JSON's shapes: the tuples as lists, so the summary reads back equal to itself."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(aggregates).items()}
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
+
+
+def ruler_summary(records: Iterable[SampleRecord]) -> dict[str, Any]:
+    """Everything a RULER report needs, as plain JSON-ready values.
+
+    The aggregates are computed twice: on the per-length means and on their lower confidence bounds.
+    The lower-bound ones judge the relative threshold against the mean's base (the score at the
+    shortest length), so both compare with the same short-context score.
+    """
+    rows = list(records)
+    grid = task_grid(rows)
+    lengths = length_scores(grid)
+    on_mean = ruler_aggregates({r.length: _percent(r.mean) for r in lengths})
+    on_lower = ruler_aggregates({r.length: _percent(r.ci_low) for r in lengths}, base=on_mean.relative_base)
+    return {
+        "kind": "ruler",
+        "grid": [dataclasses.asdict(c) for c in grid],
+        "lengths": [dataclasses.asdict(r) for r in lengths],
+        "aggregates": {"mean": _plain(on_mean), "lower_bound": _plain(on_lower)},
+        "depth_profile": [dataclasses.asdict(b) for b in depth_profile(rows)],
+        "samples": len(rows),
+        "errors": sum(1 for r in rows if r.error is not None),
+        "error_kinds": error_kinds(rows),
+    }

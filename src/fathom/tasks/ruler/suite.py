@@ -1,0 +1,107 @@
+"""The RULER suite as a fathom task: one or more variants x lengths x samples.
+
+RULER draws needle depths per sample, so its cells carry no depth; where each needle, chain
+statement or gold document landed is recorded per sample, and every task can be binned by depth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from fathom.errors import SpecError
+from fathom.needles import needle_rng
+from fathom.records import Cell
+from fathom.spec import RunSpec
+from fathom.tasks.base import Sample
+from fathom.tasks.ruler.base import Family, FamilyFactory, Setting
+from fathom.tasks.ruler.catalogue import ALL_VARIANTS, FAMILIES, RULER_VERSION, SUITE, Variant
+from fathom.templates import resolve_template
+from fathom.tokenizers import Tokenizer
+
+
+def _families() -> dict[str, FamilyFactory]:
+    from fathom.tasks.ruler.niah import NeedleFamily
+    from fathom.tasks.ruler.qa import QuestionAnswering
+
+    return {"niah": NeedleFamily, "qa": QuestionAnswering}
+
+
+def variants_for(task: str) -> list[Variant]:
+    """``ruler`` is the thirteen; a variant's name is that task alone."""
+    if task == "ruler":
+        return [ALL_VARIANTS[name] for name in SUITE]
+    return [ALL_VARIANTS[task]]
+
+
+class RulerTask:
+    def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
+        _check(spec)
+        self.spec = spec
+        self.name = spec.task
+        self.variants = {v.name: v for v in variants_for(spec.task)}
+        setting = Setting(
+            tokenizer, resolve_template(spec.template, tokenizer), spec.system_prompt, spec.corpus
+        )
+        self.template = setting.template
+        factories = _families()
+        self.families: dict[str, Family] = {}
+        for variant in self.variants.values():
+            if variant.family not in factories:
+                raise SpecError(f"RULER task '{variant.name}' is not available yet")
+            self.families[variant.name] = factories[variant.family](variant, setting)
+
+    def cells(self) -> list[Cell]:
+        # Length-major: a backend loads each length's KV budget once, and every task runs at each length.
+        return [
+            Cell(name, length, None, index)
+            for length in self.spec.lengths
+            for name in self.variants
+            for index in range(self.spec.samples)
+        ]
+
+    def prepare(self, cell: Cell) -> Sample:
+        variant = self.variants[cell.task]
+        family = variant.text
+        new_tokens = self.spec.max_new_tokens or family.tokens_to_generate
+        rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.sample)
+        # RULER's length counts the tokens to generate: the prompt gets the rest.
+        draft = self.families[cell.task].draft(cell.length - new_tokens, rng)
+        return Sample(
+            cell,
+            draft.prompt,
+            draft.text,
+            draft.question,
+            draft.answers,
+            draft.kind,
+            draft.query_keys,
+            self.spec.scoring or family.metric,
+            new_tokens,
+        )
+
+    def identity(self) -> dict[str, Any]:
+        texts = json.dumps(
+            {name: repr(FAMILIES[v.family]) for name, v in self.variants.items()}, sort_keys=True
+        )
+        return {
+            "task": self.name,
+            "version": RULER_VERSION,
+            "variants": {name: v.params for name, v in self.variants.items()},
+            "data": {name: family.identity() for name, family in self.families.items()},
+            "template": self.template.name,
+            "template_sha256": self.template.sha256,
+            "prompt_text_sha256": hashlib.sha256(texts.encode()).hexdigest(),
+        }
+
+
+def _check(spec: RunSpec) -> None:
+    if spec.depths:
+        raise SpecError(
+            f"'{spec.task}' draws needle depths per sample, as RULER does, and records where they landed; "
+            "drop --depths (it applies to niah)"
+        )
+    if spec.needle is not None:
+        raise SpecError(f"'{spec.task}' has its own needles; drop --needle (it applies to niah)")
+    if spec.task != "ruler" and spec.task not in ALL_VARIANTS:
+        raise SpecError(f"unknown RULER task '{spec.task}'")
