@@ -49,6 +49,7 @@ LOCAL_MODELS = (
 BACKEND_PACKAGES = {
     "llamacpp": (("llama_cpp",), "llamacpp"),
     "hf": (("torch", "transformers", "gguf", "accelerate"), "hf"),
+    "vllm": (("vllm", "transformers"), "vllm"),
     "openai": ((), ""),
 }
 

@@ -35,6 +35,8 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 # Learned absolute position tables (GPT-2's wpe, OPT's embed_positions), which end at the window.
 _POSITION_TABLES = {"wpe", "embed_positions", "position_embeddings"}
 _GREEDY = {"do_sample": False, "num_beams": 1, "min_new_tokens": 1}
+# What transformers raises for a folder or file it cannot read as a model.
+_LOAD_ERRORS = (OSError, ImportError, ValueError, KeyError, TypeError, RuntimeError)
 
 
 class TransformersTokenizer:
@@ -145,15 +147,7 @@ class TransformersBackend:
 
     @functools.cached_property
     def _fingerprint(self) -> dict[str, str]:
-        """The GGUF file's sha256, or for a folder its config and the weight files' names and sizes
-        (hashing many gigabytes of weights would take minutes)."""
-        if self.path.is_file():
-            with self.path.open("rb") as file:
-                return {"gguf_sha256": hashlib.file_digest(file, "sha256").hexdigest()}
-        digest = hashlib.sha256((self.path / "config.json").read_bytes())
-        for weights in sorted(self.path.glob("*.safetensors")) + sorted(self.path.glob("*.bin")):
-            digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
-        return {"folder_sha256": digest.hexdigest()}
+        return fingerprint(self.path)
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         done: dict[int, Completion] = {}
@@ -171,7 +165,7 @@ class TransformersBackend:
         except Exception as exc:  # any model error must cost only its samples, not the sweep
             if self.device.type == "cuda":
                 torch.cuda.empty_cache()
-            error = f"backend_error: {type(exc).__name__}: {_first_line(exc)}"
+            error = f"backend_error: {type(exc).__name__}: {first_line(exc)}"
             latency = time.perf_counter() - started
             return [Completion("", len(r.ids), 0, "error", latency, error=error) for r in batch]
         # Every prompt of a batch waits for the whole batch: that is each one's latency.
@@ -252,20 +246,57 @@ def _groups(requests: Sequence[Request], size: int) -> list[list[int]]:
 def _load(
     path: Path, dtype: torch.dtype, attn: str, device: torch.device
 ) -> tuple[transformers.PreTrainedModel, transformers.PreTrainedTokenizerBase]:
-    if path.is_file() and path.suffix != ".gguf":
-        raise SpecError(f"'{path}' is neither a .gguf file nor a model folder; give one of those")
-    folder, gguf = (path.parent, {"gguf_file": path.name}) if path.is_file() else (path, {})
-    for module in ("gguf", "accelerate") if gguf else ():
-        if importlib.util.find_spec(module) is None:  # transformers needs both to read a GGUF
-            raise MissingExtraError(module, "hf")
+    folder, gguf = _source(path, ("gguf", "accelerate"))  # transformers needs both to read a GGUF
+    tokenizer = load_tokenizer(path)
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True, **gguf)
         model = transformers.AutoModelForCausalLM.from_pretrained(
             folder, local_files_only=True, dtype=dtype, attn_implementation=attn, device_map=device, **gguf
         )
-    except (OSError, ImportError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-        raise FathomError(f"transformers cannot load '{path}': {_first_line(exc)}") from None
+    except _LOAD_ERRORS as exc:
+        raise FathomError(f"transformers cannot load '{path}': {first_line(exc)}") from None
     return model, tokenizer  # from_pretrained leaves the model in eval mode
+
+
+def _source(path: Path, needs: Sequence[str] = ("gguf",)) -> tuple[Path, dict[str, str]]:
+    """The folder that transformers reads and, for a GGUF file, the file's name in it."""
+    if path.is_file() and path.suffix != ".gguf":
+        raise SpecError(f"'{path}' is neither a .gguf file nor a model folder; give one of those")
+    folder, gguf = (path.parent, {"gguf_file": path.name}) if path.is_file() else (path, {})
+    for module in needs if gguf else ():
+        if importlib.util.find_spec(module) is None:
+            raise MissingExtraError(module, "hf")
+    return folder, gguf
+
+
+def load_tokenizer(path: Path) -> transformers.PreTrainedTokenizerBase:
+    """The model's own tokenizer, from its folder or its GGUF file (shared with the vllm backend)."""
+    folder, gguf = _source(path)
+    try:
+        return transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True, **gguf)
+    except _LOAD_ERRORS as exc:
+        raise FathomError(f"transformers cannot load '{path}': {first_line(exc)}") from None
+
+
+def model_window(path: Path) -> dict[str, int]:
+    """The window of the model at ``path`` (see ``_window``), from its config alone."""
+    folder, gguf = _source(path)
+    try:
+        config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True, **gguf)
+    except _LOAD_ERRORS as exc:
+        raise FathomError(f"transformers cannot read the config of '{path}': {first_line(exc)}") from None
+    return _window(config.get_text_config())
+
+
+def fingerprint(path: Path) -> dict[str, str]:
+    """The GGUF file's sha256, or for a folder its config and the weight files' names and sizes
+    (hashing many gigabytes of weights would take minutes)."""
+    if path.is_file():
+        with path.open("rb") as file:
+            return {"gguf_sha256": hashlib.file_digest(file, "sha256").hexdigest()}
+    digest = hashlib.sha256((path / "config.json").read_bytes())
+    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
+    return {"folder_sha256": digest.hexdigest()}
 
 
 def _window(config: Any) -> dict[str, int]:
@@ -318,6 +349,7 @@ def _batch(value: str, device: torch.device) -> int:
     return int(value)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An exception's message in one line, for errors and records."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

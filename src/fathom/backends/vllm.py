@@ -1,0 +1,217 @@
+"""vLLM's offline engine: a model folder on GPUs, fed the prompt's exact token ids.
+
+The ids go to ``LLM.generate`` as ``TokensPrompt``s, so nothing re-tokenises or truncates them.
+A whole batch goes to the engine in one call: vLLM schedules it itself, and its prefix cache
+reuses the KV blocks of the haystack that the prompts of a sweep share. The tokenizer and the
+trained window come from the model folder through transformers, as for the hf backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fathom.backends.base import InputKind, Request, split_options
+from fathom.errors import FathomError, MissingExtraError, SpecError
+from fathom.models import resolve_model_path
+from fathom.records import Completion
+from fathom.units import parse_count
+
+try:
+    import vllm
+    from vllm.inputs import TokensPrompt
+except ImportError:
+    raise MissingExtraError("vllm", "vllm") from None
+
+# After vllm, so that a missing vllm names its own extra; vllm brings torch and transformers.
+from fathom.backends.hf import (
+    TransformersTokenizer,
+    fingerprint,
+    first_line,
+    load_tokenizer,
+    model_window,
+)
+
+_DTYPES = ("auto", "bfloat16", "float16", "float32")
+
+
+@dataclass(frozen=True)
+class _Options:
+    max_model_len: int | None = None  # None: the engine's default, the model's trained window
+    dtype: str = "auto"
+    tp: int = 1
+    gpu_memory_utilization: float = 0.9
+    prefix_caching: bool = True
+    seed: int = 0
+    enforce_eager: bool = False
+
+
+def _count(value: str) -> int:
+    try:
+        count = parse_count(value)
+    except SpecError:
+        raise ValueError(value) from None
+    return _at_least(1, count)
+
+
+def _at_least(least: int, value: int) -> int:
+    if value < least:
+        raise ValueError(value)
+    return value
+
+
+def _dtype(value: str) -> str:
+    if value not in _DTYPES:
+        raise ValueError(value)
+    return value
+
+
+def _fraction(value: str) -> float:
+    fraction = float(value)
+    if not 0 < fraction <= 1:  # NaN fails this too
+        raise ValueError(value)
+    return fraction
+
+
+def _flag(value: str) -> bool:
+    if value not in ("0", "1"):
+        raise ValueError(value)
+    return value == "1"
+
+
+# Each setting: what it needs, and its parser (a ValueError means the value is not that).
+_PARSERS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "max_model_len": ("a token count such as 32k", _count),
+    "dtype": (f"one of {', '.join(_DTYPES)}", _dtype),
+    "tp": ("a whole number of GPUs, at least 1", lambda v: _at_least(1, int(v))),
+    "gpu_memory_utilization": ("a fraction above 0 and at most 1, such as 0.9", _fraction),
+    "prefix_caching": ("1 or 0", _flag),
+    "seed": ("a whole number", lambda v: _at_least(0, int(v))),
+    "enforce_eager": ("1 or 0", _flag),
+}
+
+
+def _parse_options(options: dict[str, str]) -> _Options:
+    parsed: dict[str, Any] = {}
+    for key, value in options.items():
+        if key not in _PARSERS:
+            known = ", ".join(f"{name}=" for name in _PARSERS)
+            raise SpecError(f"vllm has no setting '{key}={value}': its settings are {known}")
+        needs, parse = _PARSERS[key]
+        try:
+            parsed[key] = parse(value)
+        except ValueError:
+            raise SpecError(f"vllm setting '{key}' needs {needs}, not '{value}'") from None
+    return _Options(**parsed)
+
+
+class VLLMBackend:
+    """``vllm:FOLDER?max_model_len=32k&dtype=auto&tp=1&gpu_memory_utilization=0.9&prefix_caching=1
+    &seed=0&enforce_eager=0``: FOLDER a transformers model folder (or a GGUF vLLM can read).
+
+    ``max_model_len`` caps prompt + new tokens; vLLM refuses one past the trained window unless
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` is set.
+    """
+
+    input: InputKind = "ids"
+    exact_lengths = True
+
+    def __init__(self, rest: str, tokenizer: str) -> None:
+        target, options = split_options(rest)
+        if tokenizer != "auto":
+            raise SpecError(f"vllm: models count with their own tokenizer; drop --tokenizer {tokenizer}")
+        self.options = _parse_options(options)
+        self.name = f"vllm:{target}"
+        self.path = resolve_model_path(target)
+        self.tokenizer = TransformersTokenizer(load_tokenizer(self.path), f"hf:{self.path}")
+        self.window = model_window(self.path)
+        self.trained_window: int | None = self.window.get("max_position_embeddings")
+        self.llm = self._load()
+        self._config = getattr(self.llm.llm_engine, "model_config", None)
+        engine_len = getattr(self._config, "max_model_len", None)
+        self.max_prompt_tokens: int | None = (
+            engine_len if isinstance(engine_len, int) else self.options.max_model_len
+        )
+
+    def _load(self) -> Any:
+        o = self.options
+        try:
+            return vllm.LLM(
+                model=str(self.path),
+                tokenizer=str(self.path),
+                max_model_len=o.max_model_len,
+                dtype=o.dtype,
+                tensor_parallel_size=o.tp,
+                enable_prefix_caching=o.prefix_caching,
+                seed=o.seed,
+                gpu_memory_utilization=o.gpu_memory_utilization,
+                enforce_eager=o.enforce_eager,
+            )
+        except (OSError, ValueError, TypeError, RuntimeError) as exc:
+            raise FathomError(f"vllm cannot load '{self.path}': {first_line(exc)}") from None
+
+    def settings(self) -> dict[str, Any]:
+        o = self.options
+        return {
+            "model": str(self.path),
+            **self._fingerprint,
+            "vllm": _version(),
+            # The dtype the engine chose for "auto", where it says.
+            "dtype": str(getattr(self._config, "dtype", o.dtype)).removeprefix("torch."),
+            "max_model_len": self.max_prompt_tokens,
+            "tensor_parallel_size": o.tp,
+            "prefix_caching": o.prefix_caching,
+            "enforce_eager": o.enforce_eager,  # CUDA graphs or not: kernels, and so near-ties
+            "seed": o.seed,
+            "decoding": {"temperature": 0.0, "min_tokens": 1},
+            "window": self.window,
+        }
+
+    @functools.cached_property
+    def _fingerprint(self) -> dict[str, str]:
+        return fingerprint(self.path)
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        """One ``generate`` call for the batch; a failure (out of memory, say) fails its samples,
+        which a resumed run retries, and lets the run go on."""
+        if not requests:
+            return []
+        prompts = [TokensPrompt(prompt_token_ids=r.ids.tolist()) for r in requests]
+        params = [self._sampling(r) for r in requests]
+        started = time.perf_counter()
+        try:
+            outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        except Exception as exc:  # any engine error must cost only its samples, not the sweep
+            error = f"backend_error: {type(exc).__name__}: {first_line(exc)}"
+            latency = (time.perf_counter() - started) / len(requests)
+            return [Completion("", len(r.ids), 0, "error", latency, error=error) for r in requests]
+        # The engine interleaves the prompts, so a prompt's own time is the batch's share.
+        latency = (time.perf_counter() - started) / len(requests)
+        return [_completion(out, latency) for out in outputs]
+
+    def _sampling(self, request: Request) -> Any:
+        return vllm.SamplingParams(
+            temperature=0.0,
+            max_tokens=request.max_new_tokens,
+            min_tokens=1,
+            stop=list(request.stop) or None,
+            seed=self.options.seed,
+        )
+
+
+def _completion(out: Any, latency: float) -> Completion:
+    answer = out.outputs[0]
+    # finish_reason is "stop" (EOS or a stop string, which the text leaves out) or "length".
+    reason = answer.finish_reason or "stop"
+    return Completion(answer.text, len(out.prompt_token_ids), len(answer.token_ids), reason, latency)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:  # a vllm on sys.path but not installed
+        return str(getattr(vllm, "__version__", "unknown"))

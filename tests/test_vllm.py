@@ -1,0 +1,333 @@
+"""The vllm backend: its adapter against a fake ``vllm`` that records what the engine was given and
+answers like vLLM's RequestOutput; the tokenizer, config and model folder are real. The last test
+runs the real engine, where vllm and a CUDA GPU are both present.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import sys
+import time
+import types
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypedDict
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from fathom import registry  # noqa: E402  (after the skips: the backend needs transformers)
+from fathom.backends import hf  # noqa: E402
+from fathom.backends.base import Request  # noqa: E402
+from fathom.cli import main  # noqa: E402
+from fathom.errors import FathomError, MissingExtraError, SpecError  # noqa: E402
+
+FAKE_VERSION = "0.0.fake"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory, hf_model_dir: Path) -> Path:
+    """A tiny random Llama (64-wide heads, Llama 3 RoPE scaled from 1k to 4k) with the tokenizer
+    trained in conftest, saved as transformers saves a model folder."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    folder = tmp_path_factory.mktemp("llama")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (folder / name).write_bytes((hf_model_dir / name).read_bytes())
+    rope = {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    config = LlamaConfig(
+        vocab_size=3000,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        rope_scaling={**rope, "original_max_position_embeddings": 1024, "rope_theta": 10000.0},
+        bos_token_id=None,
+        eos_token_id=2,  # <|im_end|>
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+class FakeTokensPrompt(TypedDict):
+    prompt_token_ids: list[int]
+
+
+@dataclass
+class FakeVllm:
+    """What the fake engine received, and how it behaves."""
+
+    engines: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[tuple[list[Any], list[dict[str, Any]], dict[str, Any]]] = field(default_factory=list)
+    fail: Exception | None = None  # raised by generate
+    fail_load: Exception | None = None  # raised by LLM()
+    has_model_config: bool = True
+    delay_s: float = 0.0  # how long generate takes
+
+
+def fake_outputs(prompts: Sequence[FakeTokensPrompt], params: Sequence[dict[str, Any]]) -> list[Any]:
+    """vLLM's RequestOutput shape; a prompt gets min(3, max_tokens) tokens, "length" if that is all."""
+    outputs = []
+    for prompt, p in zip(prompts, params, strict=True):
+        ids, count = prompt["prompt_token_ids"], min(3, p["max_tokens"])
+        answer = types.SimpleNamespace(
+            text=f"read {len(ids)}",
+            token_ids=list(range(count)),
+            finish_reason="length" if count == p["max_tokens"] else "stop",
+        )
+        outputs.append(types.SimpleNamespace(prompt_token_ids=list(ids), outputs=[answer]))
+    return outputs
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVllm]:
+    """A fake ``vllm`` and ``vllm.inputs`` in sys.modules; the backend module imports it afresh."""
+    record = FakeVllm()
+
+    class LLM:
+        def __init__(self, **kwargs: Any) -> None:
+            if record.fail_load is not None:
+                raise record.fail_load
+            record.engines.append(kwargs)
+            config = types.SimpleNamespace(
+                max_model_len=kwargs["max_model_len"] or 4096, dtype=torch.bfloat16
+            )
+            self.llm_engine = types.SimpleNamespace(
+                **({"model_config": config} if record.has_model_config else {})
+            )
+
+        def generate(self, prompts: list[Any], sampling_params: list[Any], **kwargs: Any) -> list[Any]:
+            params = [p.kwargs for p in sampling_params]
+            record.calls.append((prompts, params, kwargs))
+            time.sleep(record.delay_s)
+            if record.fail is not None:
+                raise record.fail
+            return fake_outputs(prompts, params)
+
+    class SamplingParams:
+        def __init__(self, **kwargs: Any) -> None:
+            self.kwargs = kwargs
+
+    module, inputs = types.ModuleType("vllm"), types.ModuleType("vllm.inputs")
+    module.__dict__.update(LLM=LLM, SamplingParams=SamplingParams, inputs=inputs, __version__=FAKE_VERSION)
+    inputs.__dict__.update(TokensPrompt=FakeTokensPrompt)
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    monkeypatch.setitem(sys.modules, "vllm.inputs", inputs)
+    sys.modules.pop("fathom.backends.vllm", None)
+    yield record
+    sys.modules.pop("fathom.backends.vllm", None)  # bound to the fake: later imports start afresh
+
+
+def backend(rest: str, tokenizer: str = "auto") -> Any:
+    module = importlib.import_module("fathom.backends.vllm")
+    return module.VLLMBackend(rest, tokenizer)
+
+
+def request(ids: list[int], max_new_tokens: int = 8, stop: tuple[str, ...] = ()) -> Request:
+    return Request("s", np.asarray(ids, dtype=np.int32), max_new_tokens, stop=stop)
+
+
+def test_the_engine_gets_the_options_with_prefix_caching_on(fake: FakeVllm, model_dir: Path) -> None:
+    options = "max_model_len=2k&dtype=bfloat16&tp=2&gpu_memory_utilization=0.5&seed=7&enforce_eager=1"
+    backend(f"{model_dir}?{options}")
+    backend(str(model_dir))
+    backend(f"{model_dir}?prefix_caching=0")
+    chosen, default, uncached = fake.engines
+    path = str(model_dir)
+    common = {"model": path, "tokenizer": path, "enable_prefix_caching": True}
+    assert chosen == {
+        **common,
+        "max_model_len": 2048,
+        "dtype": "bfloat16",
+        "tensor_parallel_size": 2,
+        "seed": 7,
+        "gpu_memory_utilization": 0.5,
+        "enforce_eager": True,
+    }
+    assert default == {
+        **common,
+        "max_model_len": None,
+        "dtype": "auto",
+        "tensor_parallel_size": 1,
+        "seed": 0,
+        "gpu_memory_utilization": 0.9,
+        "enforce_eager": False,
+    }
+    assert uncached == {**default, "enable_prefix_caching": False}
+
+
+def test_windows_come_from_the_config_and_the_engine(fake: FakeVllm, model_dir: Path) -> None:
+    chosen = backend(f"{model_dir}?max_model_len=2k")
+    assert (chosen.trained_window, chosen.max_prompt_tokens) == (4096, 2048)
+    assert chosen.window == {"max_position_embeddings": 4096, "original_max_position_embeddings": 1024}
+    assert backend(str(model_dir)).max_prompt_tokens == 4096  # the engine's own default
+    fake.has_model_config = False  # an engine that does not say: the option is the limit
+    assert backend(f"{model_dir}?max_model_len=3k").max_prompt_tokens == 3072
+
+
+def test_the_tokenizer_is_the_folders_own(fake: FakeVllm, model_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = backend(str(model_dir)).tokenizer
+    own = hf.TransformersTokenizer(AutoTokenizer.from_pretrained(model_dir, local_files_only=True), "own")
+    assert tokenizer.identity == own.identity
+    text = "<|im_start|>user\nThe code is 4817.<|im_end|>\n"
+    assert tokenizer.decode(tokenizer.encode_with_specials(text)) == text
+    assert tokenizer.encode_with_specials("<|im_start|>") == [1] and tokenizer.eos_token == "<|im_end|>"
+
+
+def test_one_generate_call_gets_the_exact_ids_and_greedy_params(fake: FakeVllm, model_dir: Path) -> None:
+    vllm_backend = backend(f"{model_dir}?seed=5")
+    fake.delay_s = 0.3
+    requests = [
+        request([5, 6, 7], max_new_tokens=8, stop=("\n",)),
+        request(list(range(100, 1100)), max_new_tokens=2),
+        request([9], max_new_tokens=3, stop=("a", "b")),
+    ]
+    completions = vllm_backend.generate(requests)
+    [(prompts, params, kwargs)] = fake.calls
+    assert prompts == [{"prompt_token_ids": r.ids.tolist()} for r in requests]
+    assert all(type(i) is int for p in prompts for i in p["prompt_token_ids"])  # not numpy scalars
+    greedy = {"temperature": 0.0, "min_tokens": 1, "seed": 5}
+    assert params == [
+        {**greedy, "max_tokens": 8, "stop": ["\n"]},
+        {**greedy, "max_tokens": 2, "stop": None},
+        {**greedy, "max_tokens": 3, "stop": ["a", "b"]},
+    ]
+    assert kwargs == {"use_tqdm": False}
+    got = [(c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason, c.error) for c in completions]
+    assert got == [
+        ("read 3", 3, 3, "stop", None),
+        ("read 1000", 1000, 2, "length", None),
+        ("read 1", 1, 3, "length", None),
+    ]
+    # Each prompt's latency is its share of the batch's wall time: 0.3 s over three prompts.
+    assert len({c.latency_s for c in completions}) == 1 and 0.1 <= completions[0].latency_s < 0.3
+    assert vllm_backend.generate([]) == [] and len(fake.calls) == 1
+
+
+def test_a_failing_generate_fails_each_sample_of_the_batch(fake: FakeVllm, model_dir: Path) -> None:
+    fake.fail = RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore detail")
+    completions = backend(str(model_dir)).generate([request([5, 6, 7]), request([8, 9])])
+    error = "backend_error: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert [c.error for c in completions] == [error, error]
+    assert [(c.text, c.prompt_tokens, c.completion_tokens) for c in completions] == [("", 3, 0), ("", 2, 0)]
+    assert {c.finish_reason for c in completions} == {"error"}
+
+
+def test_settings_record_what_changes_outputs(fake: FakeVllm, model_dir: Path) -> None:
+    settings = backend(f"{model_dir}?max_model_len=2k&tp=2&seed=3&prefix_caching=0").settings()
+    try:
+        version = importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        version = FAKE_VERSION
+    assert settings["model"] == str(model_dir)
+    assert settings["folder_sha256"] == hf.fingerprint(model_dir)["folder_sha256"]
+    assert settings["vllm"] == version
+    assert settings["dtype"] == "bfloat16"  # the engine's choice for auto
+    assert (settings["max_model_len"], settings["tensor_parallel_size"], settings["seed"]) == (2048, 2, 3)
+    assert (settings["prefix_caching"], settings["enforce_eager"]) == (False, False)
+    assert settings["window"]["original_max_position_embeddings"] == 1024
+    json.dumps(settings)  # it goes into the manifest
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("threads=4", "vllm has no setting 'threads=4': its settings are max_model_len=, dtype=, tp=, "
+         "gpu_memory_utilization=, prefix_caching=, seed=, enforce_eager="),
+        ("max_model_len=lots", "vllm setting 'max_model_len' needs a token count such as 32k, not 'lots'"),
+        ("max_model_len=0", "vllm setting 'max_model_len' needs a token count such as 32k, not '0'"),
+        ("dtype=float8", "vllm setting 'dtype' needs one of auto, bfloat16, float16, float32, not 'float8'"),
+        ("tp=0", "vllm setting 'tp' needs a whole number of GPUs, at least 1, not '0'"),
+        ("tp=1.5", "vllm setting 'tp' needs a whole number of GPUs, at least 1, not '1.5'"),
+        ("gpu_memory_utilization=1.5", "'gpu_memory_utilization' needs a fraction above 0 and at most 1"),
+        ("gpu_memory_utilization=0", "'gpu_memory_utilization' needs a fraction above 0 and at most 1"),
+        ("gpu_memory_utilization=nan", "'gpu_memory_utilization' needs a fraction above 0 and at most 1"),
+        ("prefix_caching=yes", "vllm setting 'prefix_caching' needs 1 or 0, not 'yes'"),
+        ("enforce_eager=2", "vllm setting 'enforce_eager' needs 1 or 0, not '2'"),
+        ("seed=-1", "vllm setting 'seed' needs a whole number, not '-1'"),
+    ],
+)  # fmt: skip
+def test_bad_options_are_refused_before_the_engine_starts(
+    fake: FakeVllm, model_dir: Path, options: str, message: str
+) -> None:
+    with pytest.raises(SpecError) as raised:
+        backend(f"{model_dir}?{options}")
+    assert message in str(raised.value)
+    assert fake.engines == []
+
+
+def test_bad_specs_fail_in_one_line(
+    fake: FakeVllm, model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for model, tokenizer, message in [
+        ("vllm:/no/such/model", "auto", "no model at '/no/such/model'"),
+        (f"vllm:{model_dir}", "cl100k_base", "vllm: models count with their own tokenizer; drop --tokenizer"),
+        (f"vllm:{model_dir}?dtype=fp4", "auto", "vllm setting 'dtype' needs one of"),
+    ]:
+        argv = ["run", "niah", "--model", model, "--tokenizer", tokenizer, "--run-dir", str(tmp_path / "r")]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1
+    fake.fail_load = ValueError("max_model_len (8192) is greater than the derived max_model_len\nmore")
+    with pytest.raises(
+        FathomError, match=r"vllm cannot load .*: max_model_len \(8192\) is greater"
+    ) as raised:
+        backend(f"{model_dir}?max_model_len=8k")
+    assert "\n" not in str(raised.value)
+
+
+def test_the_registry_reaches_the_backend(fake: FakeVllm, model_dir: Path) -> None:
+    created = registry.create_backend(f"vllm:{model_dir}?seed=3", "auto")
+    assert type(created) is sys.modules["fathom.backends.vllm"].VLLMBackend
+    assert (created.name, created.input, created.exact_lengths) == (f"vllm:{model_dir}", "ids", True)
+    assert [engine["seed"] for engine in fake.engines] == [3]
+
+
+def test_a_run_through_the_cli_records_the_engine(fake: FakeVllm, model_dir: Path, runs: Path) -> None:
+    argv = ["run", "niah", "--model", f"vllm:{model_dir}?max_model_len=2k", "--lengths", "1k,4k"]
+    assert main([*argv, "--depths", "0.5", "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 0
+    records = {r["length"]: r for r in map(json.loads, (runs / "samples.jsonl").read_text().splitlines())}
+    assert records[1024]["error"] is None and records[1024]["output"] == "read 1024"
+    assert records[4096]["error"].startswith("too_long: 4096 prompt tokens")  # past max_model_len
+    [(prompts, _, _)] = fake.calls
+    assert [len(p["prompt_token_ids"]) for p in prompts] == [1024]
+
+
+def test_without_vllm_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, model_dir: Path) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)  # None makes the import fail
+    monkeypatch.delitem(sys.modules, "fathom.backends.vllm", raising=False)
+    with pytest.raises(
+        MissingExtraError, match=r"vllm is not installed; .*pip install 'fathom-eval\[vllm\]'"
+    ):
+        registry.create_backend(f"vllm:{model_dir}", "auto")
+
+
+@pytest.mark.gpu
+def test_the_real_engine_answers_from_the_exact_ids(model_dir: Path) -> None:
+    if importlib.util.find_spec("vllm") is None or not torch.cuda.is_available():
+        pytest.skip("needs vllm and a CUDA GPU")
+    sys.modules.pop("fathom.backends.vllm", None)  # a fake's import may linger
+    options = "max_model_len=2k&dtype=bfloat16&gpu_memory_utilization=0.3&enforce_eager=1"
+    real = backend(f"{model_dir}?{options}")
+    assert (real.trained_window, real.max_prompt_tokens) == (4096, 2048)
+    rng = np.random.default_rng(0)
+    requests = [request(rng.integers(10, 3000, n).tolist(), max_new_tokens=5) for n in (1500, 700, 1500)]
+    first, again = real.generate(requests), real.generate(requests)  # the second reads cached prefixes
+    for completion, sent in zip(first, requests, strict=True):
+        assert completion.error is None, completion.error
+        assert completion.prompt_tokens == len(sent.ids) and 1 <= completion.completion_tokens <= 5
+        assert completion.finish_reason in ("stop", "length")
+    assert [c.text for c in again] == [c.text for c in first]
+    assert real.settings()["vllm"] == importlib.metadata.version("vllm")
