@@ -103,11 +103,20 @@ def chat_prompt(tokenizer: Tokenizer, text: PromptText, prompt: Prompt, question
     return ChatPrompt(text.system, user, text.answer_prefix)
 
 
-def too_short(length: int, overhead: int, what: str) -> PromptError:
-    return PromptError(
-        f"length {length} is below this prompt's fixed overhead of {overhead} tokens "
-        f"({what}); use lengths of at least {overhead}"
-    )
+class TooShort(PromptError):
+    """A length below what the prompt needs whatever the context: the numbers travel with the
+    message, so that a caller that shrank the length (for tokens to generate) can restate it."""
+
+    def __init__(self, length: int, overhead: int, what: str) -> None:
+        super().__init__(
+            f"length {length} is below this prompt's fixed overhead of {overhead} tokens "
+            f"({what}); use lengths of at least {overhead}"
+        )
+        self.length, self.overhead, self.what = length, overhead, what
+
+
+def too_short(length: int, overhead: int, what: str) -> TooShort:
+    return TooShort(length, overhead, what)
 
 
 class PromptBuilder:

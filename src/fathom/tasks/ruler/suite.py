@@ -12,6 +12,7 @@ from typing import Any
 
 from fathom.errors import SpecError
 from fathom.needles import needle_rng
+from fathom.prompts import TooShort, too_short
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
@@ -24,8 +25,9 @@ from fathom.tokenizers import Tokenizer
 def _families() -> dict[str, FamilyFactory]:
     from fathom.tasks.ruler.niah import NeedleFamily
     from fathom.tasks.ruler.qa import QuestionAnswering
+    from fathom.tasks.ruler.vt import VariableTracking
 
-    return {"niah": NeedleFamily, "qa": QuestionAnswering}
+    return {"niah": NeedleFamily, "vt": VariableTracking, "qa": QuestionAnswering}
 
 
 def variants_for(task: str) -> list[Variant]:
@@ -67,7 +69,11 @@ class RulerTask:
         new_tokens = self.spec.max_new_tokens or family.tokens_to_generate
         rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.sample)
         # RULER's length counts the tokens to generate: the prompt gets the rest.
-        draft = self.families[cell.task].draft(cell.length - new_tokens, rng)
+        try:
+            draft = self.families[cell.task].draft(cell.length - new_tokens, rng)
+        except TooShort as short:  # said in the user's terms: the length they asked for
+            what = f"{short.what}, and {new_tokens} tokens to generate"
+            raise too_short(cell.length, short.overhead + new_tokens, what) from None
         return Sample(
             cell,
             draft.prompt,
