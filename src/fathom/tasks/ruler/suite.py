@@ -1,7 +1,8 @@
 """The RULER suite as a fathom task: one or more variants x lengths x samples.
 
 RULER draws needle depths per sample, so its cells carry no depth; where each needle, chain
-statement or gold document landed is recorded per sample, and every task can be binned by depth.
+statement or gold document landed is recorded per sample, and every task can be binned by depth
+but cwe and fwe, whose evidence is every occurrence of the answers, all through the context.
 """
 
 from __future__ import annotations
@@ -26,8 +27,15 @@ def _families() -> dict[str, FamilyFactory]:
     from fathom.tasks.ruler.niah import NeedleFamily
     from fathom.tasks.ruler.qa import QuestionAnswering
     from fathom.tasks.ruler.vt import VariableTracking
+    from fathom.tasks.ruler.words import CommonWords, FrequentWords
 
-    return {"niah": NeedleFamily, "vt": VariableTracking, "qa": QuestionAnswering}
+    return {
+        "niah": NeedleFamily,
+        "vt": VariableTracking,
+        "cwe": CommonWords,
+        "fwe": FrequentWords,
+        "qa": QuestionAnswering,
+    }
 
 
 def variants_for(task: str) -> list[Variant]:

@@ -1,0 +1,211 @@
+"""RULER's aggregation tasks, cwe and fwe: lengths, word counts, cwe's solved example, and a perfect
+reader through a whole run."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fathom.cli import main
+from fathom.errors import PromptError
+from fathom.prompts import length_tolerance
+from fathom.records import Cell
+from fathom.spec import RunSpec
+from fathom.tasks.base import Sample
+from fathom.tasks.ruler.catalogue import VARIANTS
+from fathom.tasks.ruler.suite import RulerTask
+from fathom.tasks.ruler.words import zeta, zipf_counts
+from fathom.tokenizers import load_tokenizer
+
+TOKENIZERS = {name: load_tokenizer(name) for name in ("char", "cl100k_base")}
+ENTRY = re.compile(r"(\d+)\. (.+?)(?= \d+\. |$)")
+CWE_QUESTION = "\nQuestion: What are the 10 most common words in the above list?"
+CWE_PREFIX = " Answer: The top 10 words that appear most often in the list are:"
+
+
+@functools.cache
+def ruler_task(task: str, tokenizer: str, seed: int) -> RulerTask:
+    # Built once per test session: cwe tokenises its whole word list when it is made.
+    spec = RunSpec(task, "sim:perfect", tokenizer, (4096,), (), 1, seed=seed, template="none")
+    return RulerTask(spec, TOKENIZERS[tokenizer])
+
+
+def prepare(task: str, tokenizer: str, length: int, index: int = 0, seed: int = 0) -> Sample:
+    return ruler_task(task, tokenizer, seed).prepare(Cell(task, length, None, index))
+
+
+def context_of(sample: Sample, tokenizer: str) -> str:
+    prompt = sample.prompt
+    ids = prompt.ids[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens]
+    return TOKENIZERS[tokenizer].decode(ids.tolist())
+
+
+def numbered_words(text: str) -> list[str]:
+    """The words of a list ``1. w 2. w ...``, checking that it is written exactly so."""
+    found = ENTRY.findall(text)
+    assert [int(number) for number, _ in found] == list(range(1, len(found) + 1))
+    words = [word for _, word in found]
+    assert " ".join(f"{i}. {word}" for i, word in enumerate(words, 1)) == text
+    return words
+
+
+@pytest.mark.parametrize("task", ["cwe", "fwe"])
+@pytest.mark.parametrize("tokenizer", sorted(TOKENIZERS))
+@pytest.mark.parametrize("length", [1024, 4096, 16384, 65536])
+def test_prompt_and_tokens_to_generate_fill_the_length_without_passing_it(
+    task: str, tokenizer: str, length: int
+) -> None:
+    if (task, tokenizer, length) in {("cwe", "char", 1024), ("cwe", "char", 4096)}:
+        # RULER's example and common words alone take more characters than these lengths have.
+        with pytest.raises(PromptError, match=r"below this prompt's fixed overhead .* common words"):
+            prepare(task, tokenizer, length)
+        return
+    sample = prepare(task, tokenizer, length)
+    target = length - sample.max_new_tokens
+    assert sample.max_new_tokens == VARIANTS[task].text.tokens_to_generate
+    assert sample.prompt.target_tokens == target
+    assert target - length_tolerance(target) <= len(sample.prompt.ids) <= target
+
+
+@pytest.mark.parametrize(
+    ("task", "tokenizer", "lengths"),
+    [
+        ("cwe", "cl100k_base", (1024, 4096, 16384)),
+        ("cwe", "char", (16384, 65536)),
+        ("fwe", "cl100k_base", (1024, 16384)),
+        ("fwe", "char", (1024, 4096, 16384)),
+    ],
+)
+def test_the_gap_is_closed_exactly(task: str, tokenizer: str, lengths: tuple[int, ...]) -> None:
+    # More than the tolerance asks, and what the gap closers are for: char's "..." has four ids and
+    # its coded words seven; cl100k's words have one to five, its list numbers two to four.
+    new_tokens = VARIANTS[task].text.tokens_to_generate
+    for length in lengths:
+        for index in range(6):
+            assert len(prepare(task, tokenizer, length, index=index).prompt.ids) == length - new_tokens
+
+
+@pytest.mark.parametrize(
+    ("tokenizer", "length", "common", "uncommon"),
+    [("cl100k_base", 2048, 6, 1), ("cl100k_base", 8192, 30, 3), ("char", 32768, 30, 3)],
+)
+def test_cwe_answers_are_the_ten_words_repeated_most(
+    tokenizer: str, length: int, common: int, uncommon: int
+) -> None:
+    sample = prepare("cwe", tokenizer, length, index=1)
+    counts = Counter(numbered_words(context_of(sample, tokenizer)))
+    assert len(set(sample.answers)) == 10 and sample.kind == "words"
+    assert sample.query_keys == sample.answers and sample.question == ""
+    assert all(counts[answer] == common for answer in sample.answers)
+    others = Counter(count for word, count in counts.items() if word not in sample.answers)
+    # Uncommon words, and (where uncommon words appear more than once) a few once, to close the gap.
+    assert set(others) <= {uncommon, 1} and others[uncommon] > 10
+    assert uncommon == 1 or others[1] <= 12
+    assert prepare("cwe", tokenizer, length, index=1).prompt.needles == ()
+
+
+@pytest.mark.parametrize(("length", "size", "common", "uncommon"), [(2048, 20, 3, 1), (8192, 40, 10, 3)])
+def test_cwe_shows_a_solved_example_before_the_task(
+    length: int, size: int, common: int, uncommon: int
+) -> None:
+    sample = prepare("cwe", "cl100k_base", length, index=2)
+    before = sample.text.before
+    task_start = before.rindex("Below is a numbered list of words.")
+    example, task = before[: task_start - 1], before[task_start:]
+    assert before[task_start - 1] == "\n" and example.startswith("Below is a numbered list of words.")
+    assert task.endswith("Memorize the ones that appear most often.\n")
+    listed, answer = example[len(task) :].split(CWE_QUESTION + CWE_PREFIX)
+    answers = numbered_words(answer)
+    counts = Counter(numbered_words(listed))
+    assert len(counts) == size and len(answers) == 10
+    assert {word: counts[word] for word in answers} == dict.fromkeys(answers, common)
+    assert set(counts[word] for word in counts if word not in answers) == {uncommon}
+    # The example is in the head, before the task's own words, and never in the context.
+    tokenizer = TOKENIZERS["cl100k_base"]
+    head = tokenizer.decode(sample.prompt.ids[: sample.prompt.head_tokens].tolist())
+    assert head.endswith(before) and "Question" not in context_of(sample, "cl100k_base")
+
+
+@pytest.mark.parametrize(("tokenizer", "length"), [("char", 1024), ("char", 4096), ("cl100k_base", 16384)])
+def test_fwe_counts_follow_zipfs_law_and_the_answers_rank_second_to_fourth(
+    tokenizer: str, length: int
+) -> None:
+    sample = prepare("fwe", tokenizer, length, index=3)
+    context = context_of(sample, tokenizer)
+    # The template's space before the context opens it, and single spaces part the words.
+    assert sample.text.before.endswith("coded words.") and context.startswith(" ")
+    words = context.split(" ")[1:]
+    assert context == " " + " ".join(words)
+    counts = Counter(words)
+    noise = counts.pop("...")
+    assert all(re.fullmatch("[a-z]{6}", word) for word in counts)
+    assert len(counts) < max(5, length // 50)
+    ranked = [count for _, count in counts.most_common()]
+    assert noise > ranked[0] and ranked[2] > ranked[3]
+    assert {word for word, _ in counts.most_common(3)} == set(sample.answers)
+    assert sample.query_keys == sample.answers and sample.kind == "words"
+    # Rank k appears int(n * k**-2 / zeta(2)) times, one n for ranks 2 to 4; the noise a little
+    # more or less, having closed the gap.
+    share = [0.0, *(k**-2 / zeta(2.0) for k in range(1, 6))]
+    low, high = ranked[0] / share[2], (ranked[0] + 1) / share[2]
+    for k, count in ((3, ranked[1]), (4, ranked[2])):
+        assert int(low * share[k]) <= count <= int(high * share[k])
+    assert abs(noise - low * share[1]) <= 0.05 * noise + 8
+
+
+def test_zeta_and_zipf_counts_match_scipys_as_ruler_uses_them() -> None:
+    assert zeta(2.0) == math.pi**2 / 6
+    assert zeta(3.0) == pytest.approx(1.2020569031595942, rel=1e-15)
+    assert zeta(1.5) == pytest.approx(2.612375348685488, rel=1e-14)
+    assert zipf_counts(1000, 6, 2.0).tolist() == [607, 151, 67, 37, 24, 16]
+
+
+@pytest.mark.parametrize("task", ["cwe", "fwe"])
+def test_samples_are_seeded(task: str) -> None:
+    first = prepare(task, "cl100k_base", 4096, index=0)
+    again = prepare(task, "cl100k_base", 4096, index=0)
+    other = prepare(task, "cl100k_base", 4096, index=1)
+    reseeded = prepare(task, "cl100k_base", 4096, index=0, seed=1)
+    assert (first.prompt.ids == again.prompt.ids).all() and first.answers == again.answers
+    assert len({first.prompt.sha256, other.prompt.sha256, reseeded.prompt.sha256}) == 3
+    assert len({first.answers, other.answers, reseeded.answers}) == 3
+
+
+@pytest.mark.parametrize(("task", "what"), [("cwe", "common words"), ("fwe", "top three words stand out")])
+def test_a_length_below_the_fixed_overhead_is_refused(task: str, what: str) -> None:
+    with pytest.raises(PromptError, match=rf"length \d+ is below this prompt's fixed overhead .*{what}"):
+        prepare(task, "cl100k_base", 200)
+
+
+def test_a_length_beyond_rulers_word_list_is_refused() -> None:
+    with pytest.raises(PromptError, match=r"RULER's \d+ words fill only \d+ of the \d+ tokens"):
+        prepare("cwe", "cl100k_base", 262144)
+
+
+def test_cwe_identity_names_its_word_list() -> None:
+    identity = ruler_task("cwe", "char", 0).identity()["data"]["cwe"]
+    assert identity["words"] > 8000 and re.fullmatch("[0-9a-f]{64}", identity["words_sha256"])
+    assert ruler_task("fwe", "char", 0).identity()["data"]["fwe"] == {}
+
+
+def records(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("task", ["cwe", "fwe"])
+@pytest.mark.parametrize("kind", ["ids", "text", "chat"])
+def test_a_perfect_reader_scores_full_marks(tmp_path: Path, task: str, kind: str) -> None:
+    folder = tmp_path / "run"
+    args = ["run", task, "--model", f"sim:perfect?input={kind}", "--tokenizer", "cl100k_base"]
+    args += ["--template", "chatml", "--lengths", "2k,8k", "--samples", "2"]
+    assert main([*args, "--run-dir", str(folder), "--no-progress"]) == 0
+    found = records(folder)
+    assert len(found) == 4
+    assert all(r["error"] is None and r["score"] == 1.0 and r["needle_depths"] == [] for r in found)
