@@ -108,3 +108,28 @@ def test_windows_are_reported_for_archetypes_that_have_one() -> None:
     assert SimulatedBackend("cliff?window=8k", TOKENIZER).trained_window == 8192
     assert SimulatedBackend("yarn", TOKENIZER).trained_window == 65536
     assert SimulatedBackend("perfect", TOKENIZER).trained_window is None
+
+
+def test_a_key_repeated_through_the_context_is_one_draw_not_many() -> None:
+    """Beyond its window, sim:cliff finds a word repeated thirty times (cwe's evidence) about as
+    rarely as a single needle, and of several keys it can find some and miss others."""
+    words = ("alpha", "bravo", "charlie", "delta")
+    backend = SimulatedBackend("cliff?window=8k", TOKENIZER)
+    entries = " ".join(f"{i + 1}. {words[i % 4]}" for i in range(120))  # as cwe numbers its list
+    filler = tokenize_corpus(load_corpus("prose"), TOKENIZER).ids[:30_000].tolist()
+    found_any, partly = 0, 0
+    for seed in range(40):
+        ids = np.asarray([*filler[seed : seed + 30_000], *TOKENIZER.encode(" " + entries)], dtype=np.int32)
+        context = (0, len(ids))
+        request = Request("s", ids, 32, query_keys=words, context=context)
+        hits = sum(word in backend.generate([request])[0].text for word in words)
+        found_any += hits > 0
+        partly += 0 < hits < len(words)
+    assert found_any <= 12  # p ~ 0.02 per key; 30 draws per key would find nearly every word
+    halfway = SimulatedBackend("pi-decay?half=1k", TOKENIZER)  # p = 0.5 at this length
+    for seed in range(40):
+        ids = np.asarray([*filler[seed : seed + 200], *TOKENIZER.encode(" " + entries)], dtype=np.int32)
+        request = Request("s", ids, 32, query_keys=words, context=(0, len(ids)))
+        hits = sum(word in halfway.generate([request])[0].text for word in words)
+        partly += 0 < hits < len(words)
+    assert partly > 10

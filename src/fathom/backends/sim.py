@@ -2,8 +2,8 @@
 
 A simulated model really reads its prompt. It looks in the haystack for every sentence that holds
 one of the question's keys, and answers with those sentences as it finds them there. Whether it
-finds each one is drawn from the archetype's profile p(length, depth), seeded by the prompt. A prompt
-builder that drops or mangles the needle therefore fails even on ``sim:perfect``.
+finds them is drawn from the archetype's profile p(length, depth), once per key, seeded by the
+prompt. A prompt builder that drops or mangles the needle therefore fails even on ``sim:perfect``.
 """
 
 from __future__ import annotations
@@ -113,11 +113,14 @@ class SimulatedBackend:
         start = time.perf_counter()
         time.sleep(self.delay)
         facts = _find_facts(*_context(request, self.tokenizer))
-        # Each fact is found or missed on its own draw, so a sample with four needles can be partly right.
+        # One draw per key, against each of its sentences' own chance: a sample asking about four
+        # keys can be partly right, and a key repeated all through the context (cwe, fwe) is one
+        # piece of evidence to gather, not thirty chances to get lucky beyond the window.
+        draws = {key: self._draw(request, key) for _, _, key in facts}
         kept = [
             sentence
-            for index, (sentence, depth) in enumerate(facts)
-            if self._draw(request, index) < self.archetype.profile(len(request.ids), depth, self.params)
+            for sentence, depth, key in facts
+            if draws[key] < self.archetype.profile(len(request.ids), depth, self.params)
         ]
         output = " ".join(kept) if kept else NOT_FOUND
         return Completion(
@@ -164,10 +167,11 @@ def _context(request: Request, tokenizer: Tokenizer) -> tuple[str, tuple[str, ..
     return text[: max((text.rfind(key) for key in keys), default=0)], keys
 
 
-def _find_facts(context: str, keys: Sequence[str]) -> list[tuple[str, float]]:
-    """Every distinct sentence of the context that holds a key, with its relative depth."""
-    facts: dict[str, float] = {}
-    for key in keys:
+def _find_facts(context: str, keys: Sequence[str]) -> list[tuple[str, float, int]]:
+    """Every distinct sentence of the context that holds a key, with its relative depth and the
+    index of the first key it holds."""
+    facts: dict[str, tuple[float, int]] = {}
+    for index, key in enumerate(keys):
         at = context.find(key)
         while at >= 0:
             begin = max(context.rfind(". ", 0, at) + 2, context.rfind("\n", 0, at) + 1)
@@ -177,6 +181,6 @@ def _find_facts(context: str, keys: Sequence[str]) -> list[tuple[str, float]]:
             while end < len(context) and not context[end].isspace():
                 next_stop = context.find(".", end)
                 end = len(context) if next_stop < 0 else next_stop + 1
-            facts.setdefault(context[begin:end].strip(), at / max(len(context), 1))
+            facts.setdefault(context[begin:end].strip(), (at / max(len(context), 1), index))
             at = context.find(key, at + len(key))
-    return list(facts.items())
+    return [(sentence, depth, index) for sentence, (depth, index) in facts.items()]
