@@ -21,8 +21,9 @@ from fathom.haystack import load_corpus, tokenize_corpus
 from fathom.haystack.corpora import Corpus
 from fathom.models import resolve_model_path
 from fathom.needles import make_needle, needle_rng
-from fathom.prompts import PromptBuilder
+from fathom.prompts import PromptBuilder, length_tolerance
 from fathom.tasks.niah import NIAH_TEXT
+from fathom.tasks.ruler.catalogue import SUITE
 from fathom.templates import resolve_template
 
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -194,6 +195,27 @@ def test_smollm2_finds_the_needle_at_1k_through_the_cli(tmp_path: Path) -> None:
     }
     assert manifest["identity"]["backend"]["settings"]["decoding"] == "greedy"
     assert manifest["identity"]["tokenizer"]["name"].startswith("llamacpp:")
+
+
+@pytest.mark.slow
+def test_smollm2_runs_every_ruler_task_end_to_end(tmp_path: Path) -> None:
+    # 1152 tokens: the shortest length that holds qa_2's ten HotpotQA paragraphs for most questions.
+    args = ["run", "ruler", "--model", "llamacpp:smollm2?threads=1&n_ctx=2k", "--lengths", "1152"]
+    assert main([*args, "--samples", "1", "--run-dir", str(tmp_path), "--no-progress"]) == 0
+    records = {r["task"]: r for r in _records(tmp_path)}
+    assert sorted(records) == sorted(SUITE)
+    for task, record in records.items():
+        assert record["error"] is None, (task, record["error"])
+        target = 1152 - record["max_new_tokens"]
+        assert (
+            target - length_tolerance(target) <= record["actual_tokens"] <= record["target_tokens"] == target
+        )
+        assert 0.0 <= record["score"] <= 1.0 and record["output"]
+    # A real pass: a 135M model finds a single needle at 1k in RULER's own prompt.
+    singles = [records[f"niah_single_{i}"]["score"] for i in (1, 2, 3)]
+    assert sum(singles) >= 2, [records[f"niah_single_{i}"]["output"] for i in (1, 2, 3)]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["kind"] == "ruler" and {cell["task"] for cell in summary["grid"]} == set(SUITE)
 
 
 def _request(ids: list[int], max_new_tokens: int = 1, stop: tuple[str, ...] = ()) -> Request:
