@@ -294,7 +294,7 @@ def test_a_failing_request_is_recorded_and_the_next_one_runs(smol: LlamaCppBacke
 
 
 def test_gemma_reads_its_single_bos_and_reports_its_settings(capsys: pytest.CaptureFixture[str]) -> None:
-    backend = LlamaCppBackend("gemma3-270m?n_ctx=1k&threads=1&batch=256&seed=7", "auto")
+    backend = LlamaCppBackend("gemma3-270m?n_ctx=1k&threads=1&batch=256&seed=7&flash_attn=1", "auto")
     assert capsys.readouterr().err == ""  # llama.cpp's load messages stay quiet
     tokenizer = backend.tokenizer
     build = PromptBuilder(
@@ -307,7 +307,9 @@ def test_gemma_reads_its_single_bos_and_reports_its_settings(capsys: pytest.Capt
     assert (backend.trained_window, backend.max_prompt_tokens) == (32768, 1024)
     settings = backend.settings()
     assert settings["model_sha256"] == hashlib.sha256(backend.path.read_bytes()).hexdigest()
-    assert {k: settings[k] for k in ("n_ctx", "threads", "batch", "seed", "decoding", "swa_full")} == {
+    keys = ("n_ctx", "threads", "batch", "seed", "decoding", "swa_full", "flash_attn")
+    assert {k: settings[k] for k in keys} == {
+        "flash_attn": True,
         "n_ctx": 1024,
         "threads": 1,
         "batch": 256,
@@ -327,6 +329,7 @@ def test_gemma_reads_its_single_bos_and_reports_its_settings(capsys: pytest.Capt
         ("smollm2?n_gpu=1", "auto", "no setting 'n_gpu=1': its settings are n_ctx=, threads=, batch=, seed="),
         ("smollm2?threads=two", "auto", "'threads' needs a whole number, not 'two'"),
         ("smollm2?n_ctx=0", "auto", "'n_ctx' must be at least 1"),
+        ("smollm2?flash_attn=yes", "auto", "'flash_attn' is 1 (on) or 0 (off), not 'yes'"),
     ],
 )
 def test_bad_models_and_options_are_one_line_errors(

@@ -165,13 +165,16 @@ def load_llama(path: Path, **params: Any) -> llama_cpp.Llama:
         return llama_cpp.Llama(str(path), kv_overrides=overrides, verbose=False, **params)
 
 
-_OPTIONS = ("n_ctx", "threads", "batch", "seed")
+_OPTIONS = ("n_ctx", "threads", "batch", "seed", "flash_attn")
+_SWITCHES = ("flash_attn",)
 
 
 def _option(key: str, value: str) -> int:
     """A token count for n_ctx and batch (16k), a whole number for the others."""
     if key in ("n_ctx", "batch"):
         return parse_count(value)
+    if key in _SWITCHES and value not in ("0", "1"):
+        raise SpecError(f"llamacpp setting '{key}' is 1 (on) or 0 (off), not '{value}'")
     if not value.isdigit():
         raise SpecError(f"llamacpp setting '{key}' needs a whole number, not '{value}'")
     return int(value)
@@ -184,7 +187,7 @@ def _parse_options(options: dict[str, str]) -> dict[str, int]:
             known = ", ".join(f"{name}=" for name in _OPTIONS)
             raise SpecError(f"llamacpp has no setting '{key}={value}': its settings are {known}")
         parsed[key] = _option(key, value)
-        if parsed[key] < 1 and key != "seed":
+        if parsed[key] < 1 and key not in ("seed", *_SWITCHES):
             raise SpecError(f"llamacpp setting '{key}' must be at least 1, not '{value}'")
     return parsed
 
@@ -205,10 +208,12 @@ def _model_file(target: str) -> Path:
 
 
 class LlamaCppBackend:
-    """``llamacpp:PATH_OR_SHORTHAND?n_ctx=16k&threads=4&batch=512&seed=0``.
+    """``llamacpp:PATH_OR_SHORTHAND?n_ctx=16k&threads=4&batch=512&seed=0&flash_attn=0``.
 
     ``n_ctx`` defaults to the context the model was trained for and caps prompt + new tokens;
-    ``threads`` to every core; ``batch`` is the number of prompt tokens evaluated per step.
+    ``threads`` to every core; ``batch`` is the number of prompt tokens evaluated per step;
+    ``flash_attn=1`` fuses attention (for GPU builds; on a 2-core CPU it did not speed up a 6k-token
+    prefill of SmolLM2, so it stays off by default: benchmarks/README.md).
     """
 
     def __init__(self, rest: str, tokenizer: str) -> None:
@@ -221,6 +226,7 @@ class LlamaCppBackend:
         parsed = _parse_options(options)
         self.threads = parsed.get("threads", os.cpu_count() or 1)
         self.batch, self.seed = parsed.get("batch", 512), parsed.get("seed", 0)
+        self.flash_attn = bool(parsed.get("flash_attn", 0))
         self.llm = self._load(parsed.get("n_ctx", 0))  # 0: the context the model was trained for
         self.name = f"llamacpp:{target}"
         self.tokenizer = LlamaCppTokenizer(self.llm)
@@ -238,6 +244,7 @@ class LlamaCppBackend:
                 n_threads=self.threads,
                 n_threads_batch=self.threads,
                 seed=self.seed,
+                flash_attn=self.flash_attn,
                 # Without a full-size cache, sliding-window layers (Gemma 3) have already dropped
                 # old positions that a reused prefix needs: answers silently change.
                 swa_full=True,
