@@ -55,7 +55,7 @@ TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken
 PROBES = ("rss", "tracemalloc")
 
 
-def _parsed(parse: Callable[[str], T]) -> Callable[[str], T]:
+def argument_type(parse: Callable[[str], T]) -> Callable[[str], T]:
     """An argparse type from one of fathom's parsers: its error becomes a usage error."""
 
     def convert(text: str) -> T:
@@ -70,14 +70,17 @@ def _parsed(parse: Callable[[str], T]) -> Callable[[str], T]:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
-        "--lengths", type=_parsed(parse_lengths), default="1k,2k,4k,8k,16k,32k,64k,128k", help="k = 1024"
+        "--lengths",
+        type=argument_type(parse_lengths),
+        default="1k,2k,4k,8k,16k,32k,64k,128k",
+        help="k = 1024",
     )
-    p.add_argument("--depths", type=_parsed(parse_depths), default="11", help="a count or a list")
+    p.add_argument("--depths", type=argument_type(parse_depths), default="11", help="a count or a list")
     p.add_argument("--samples", type=int, default=3, help="samples per (length, depth) cell")
     p.add_argument("--tokenizer", choices=BUILTIN_TIKTOKEN, default="cl100k_base")
     p.add_argument("--corpus", default="auto", help="auto: essays if installed, else prose")
     p.add_argument("--repeats", type=int, default=3, help="timed passes over the sweep for fathom")
-    p.add_argument("--memory-length", type=_parsed(parse_count), default="1M")
+    p.add_argument("--memory-length", type=argument_type(parse_count), default="1M")
     p.add_argument("--anchor-venv", type=Path, default=HERE / ".venv-anchor")
     p.add_argument(
         "--anchor-samples", type=int, help="samples per cell timed for needlehaystack (default: all)"

