@@ -289,7 +289,8 @@ def test_each_fault_is_named_in_the_error(server: FaultServer, fault: str, reaso
 
 def test_retrying_stops_at_max_wait_and_a_refusal_is_final(server: FaultServer) -> None:
     server.scripts = [["500"] * 1000, ["400"]]
-    backend = OpenAIBackend(f"m@{server.url}?retries=1000&max_wait=0.5", "cl100k_base")
+    # One at a time: the server hands its scripts out in order of arrival.
+    backend = OpenAIBackend(f"m@{server.url}?retries=1000&max_wait=0.5&concurrency=1", "cl100k_base")
     started = time.monotonic()
     exhausted, refused = backend.generate([request("first"), request("second")])
     assert time.monotonic() - started < 3
