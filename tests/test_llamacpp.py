@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fathom.backends.base import Request
+from fathom.backends.base import Request, ScoreRequest
 from fathom.cli import main
 from fathom.errors import SpecError, TokenizerError
 from fathom.haystack import load_corpus, tokenize_corpus
@@ -343,3 +343,46 @@ def test_bad_models_and_options_are_one_line_errors(
     assert main([*args, "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def _log_softmax_rows(logits: np.ndarray) -> np.ndarray:
+    rows = logits.astype(np.float64)
+    peak = rows.max(axis=1, keepdims=True)
+    return rows - (peak + np.log(np.exp(rows - peak).sum(axis=1, keepdims=True)))
+
+
+@pytest.mark.slow
+def test_token_scores_equal_llama_cpps_own_logits_and_survive_prefix_reuse(smol: LlamaCppBackend) -> None:
+    ids = np.asarray(prose_ids(smol.tokenizer, 0, 700), dtype=np.int32)
+    [scores] = smol.score([ScoreRequest("doc", ids, 1)])
+    assert scores.error is None and scores.first_position == 1 and len(scores.logprobs) == 699
+    # llama.cpp's own way: every position's logits kept (logits_all), in the same 512-token batches.
+    reference = load_llama(smol.path, n_ctx=1024, n_threads=1, n_threads_batch=1, logits_all=True)
+    reference.eval(ids.tolist())
+    want = _log_softmax_rows(reference.scores[: len(ids) - 1])[np.arange(len(ids) - 1), ids[1:]]
+    assert np.abs(scores.logprobs - want).max() < 1e-4
+    # A later start, past the first batch, after a prompt that shares the first 600 tokens: the
+    # cache is reused up to the token before the first scored one, and the numbers do not move.
+    smol.generate([_request([*ids[:600].tolist(), 42, 43])])
+    [tail] = smol.score([ScoreRequest("tail", ids, 530)])
+    assert tail.first_position == 530 and np.abs(tail.logprobs - want[529:]).max() < 1e-4
+
+
+@pytest.mark.slow
+def test_the_answer_continuation_is_scored_right_after_generating(smol: LlamaCppBackend) -> None:
+    prompt = np.asarray(prose_ids(smol.tokenizer, 100, 300), dtype=np.int32)
+    answer = np.asarray(smol.tokenizer.encode(" 4821937"), dtype=np.int32)
+    request = Request("s", prompt, 4, continuation=answer)
+    [done] = smol.generate([request])
+    assert done.error is None and done.continuation_error is None
+    assert done.continuation_logprobs is not None and len(done.continuation_logprobs) == len(answer)
+    [alone] = smol.score([ScoreRequest("s", np.concatenate([prompt, answer]), len(prompt))])
+    assert np.allclose(done.continuation_logprobs, alone.logprobs, atol=1e-4)
+    assert all(value < 0 for value in done.continuation_logprobs)
+
+
+def test_a_sequence_over_n_ctx_is_not_scored(smol: LlamaCppBackend) -> None:
+    [scores] = smol.score([ScoreRequest("long", np.ones(2049, dtype=np.int32), 1)])
+    assert scores.error == "too_long: 2049 tokens exceed n_ctx 2048" and len(scores.logprobs) == 0
+    with pytest.raises(ValueError, match="cannot score from token 0"):
+        smol.score([ScoreRequest("bad", np.ones(8, dtype=np.int32), 0)])

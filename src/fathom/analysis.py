@@ -88,11 +88,22 @@ def score_interval(scores: Sequence[float]) -> tuple[float | None, float, float]
     if len(scores) < 2 or all(s in (0.0, 1.0) for s in scores):
         low, high = wilson_interval(math.fsum(scores), len(scores))
         return mean, low, high
-    values = np.asarray(scores, dtype=float)
+    low, high = bootstrap_interval(scores)
+    return mean, max(0.0, low), min(1.0, high)
+
+
+def bootstrap_interval(
+    values: Sequence[float], weights: Sequence[float] | None = None
+) -> tuple[float, float]:
+    """The 95% percentile-bootstrap interval of a (weighted) mean, resampling the values with a
+    fixed seed. Weights pool unequal groups: the mean per token of documents of unequal size."""
+    data = np.asarray(values, dtype=float)
+    weight = np.ones(len(data)) if weights is None else np.asarray(weights, dtype=float)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = values[rng.integers(0, len(values), size=(BOOTSTRAP_RESAMPLES, len(values)))].mean(axis=1)
+    picks = rng.integers(0, len(data), size=(BOOTSTRAP_RESAMPLES, len(data)))
+    means = (data[picks] * weight[picks]).sum(axis=1) / weight[picks].sum(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
-    return mean, max(0.0, float(low)), min(1.0, float(high))
+    return float(low), float(high)
 
 
 def group_stats(group: Sequence[SampleRecord]) -> dict[str, Any]:

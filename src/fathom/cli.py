@@ -18,7 +18,8 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a sweep (resumes when its run folder exists)")
     run.add_argument(
         "task",
-        help="niah; ruler (the 13 RULER tasks); or one RULER task, e.g. niah_multikey_2, vt, cwe, qa_1",
+        help="niah; ruler (the 13 RULER tasks); one RULER task, e.g. niah_multikey_2, vt, cwe, qa_1; "
+        "or perplexity (scores corpus documents, generates nothing)",
     )
     run.add_argument("--model", required=True, help="backend:model, e.g. sim:cliff?window=8k")
     run.add_argument(
@@ -48,6 +49,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--max-new-tokens", type=int, default=None, help="niah: 32 by default; RULER tasks: their own budget"
     )
+    run.add_argument(
+        "--perplexity",
+        action="store_true",
+        help="niah: also score perplexity documents of the haystack corpus at every length (k per length)",
+    )
+    run.add_argument(
+        "--answer-logprob",
+        action="store_true",
+        help="niah: also read the gold answer's teacher-forced log-probability after each prompt",
+    )
     run.add_argument("--out", type=Path, default=Path("runs"), help="where new run folders go")
     run.add_argument("--run-dir", type=Path, default=None, help="this exact run folder")
     run.add_argument(
@@ -60,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="re-derive summary.json and the plots from a run's records")
     report.add_argument("run_dir", type=Path)
     report.add_argument("--threshold", type=float, default=0.85)
+
+    trap = commands.add_parser(
+        "trap", help="the perplexity trap: perplexity beside retrieval, from one run or a run pair"
+    )
+    trap.add_argument("runs", type=Path, nargs="+", help="one run with both kinds of record, or two runs")
+    trap.add_argument("--out", type=Path, required=True, help="the PNG to write")
 
     commands.add_parser("models", help="list the small real models installed, and the simulated ones")
     return parser
@@ -84,6 +101,8 @@ def _run(args: argparse.Namespace) -> None:
         system_prompt=args.system_prompt,
         scoring=args.scoring,
         max_new_tokens=args.max_new_tokens,
+        perplexity=args.perplexity,
+        answer_logprob=args.answer_logprob,
     )
     run_dir = args.run_dir or default_run_dir(spec, args.out)
     result = run(spec, run_dir, show_progress=not args.no_progress, order=args.order)
@@ -99,10 +118,14 @@ def _run(args: argparse.Namespace) -> None:
 def _print_summary(folder: Path) -> None:
     import json
 
-    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    if summary.get("kind") == "ruler":
-        from fathom.report import ruler_text
+    from fathom.report import perplexity_text, ruler_text
 
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    if "perplexity" in summary:
+        print("\n".join(perplexity_text(summary)))
+    if summary.get("kind") == "perplexity":
+        return
+    if summary.get("kind") == "ruler":
         print("\n".join(ruler_text(summary)))
         return
     effective = summary["effective_length"]
@@ -124,6 +147,13 @@ def _report(args: argparse.Namespace) -> None:
     _print_summary(args.run_dir)
 
 
+def _trap(args: argparse.Namespace) -> None:
+    from fathom.report import trap
+
+    trap(args.runs, args.out)
+    print(f"wrote {args.out}")
+
+
 def _models(args: argparse.Namespace) -> None:
     from fathom.backends.sim import ARCHETYPES
     from fathom.models import BACKEND_PACKAGES, LOCAL_MODELS, backend_status
@@ -141,7 +171,7 @@ def _models(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        {"run": _run, "report": _report, "models": _models}[args.command](args)
+        {"run": _run, "report": _report, "trap": _trap, "models": _models}[args.command](args)
     except FathomError as exc:
         print(f"fathom: error: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # 2: depth may be None (tasks that draw depths at random), several needles per sample, max_new_tokens.
-RECORD_SCHEMA = 2
+# 3: the gold answer's teacher-forced log-probabilities; perplexity records beside sample records.
+RECORD_SCHEMA = 3
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class Completion:
     finish_reason: str
     latency_s: float
     error: str | None = None
+    # The teacher-forced log-probabilities of the request's continuation (the gold answer), or
+    # why they could not be read; None when none was asked for.
+    continuation_logprobs: tuple[float, ...] | None = None
+    continuation_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,10 @@ class SampleRecord:
     beyond_window: bool  # the prompt is longer than the model's trained window
     max_new_tokens: int = 32  # the generation budget, counted in the length by RULER tasks
     error: str | None = None
+    # With --answer-logprob: log p of each token of the first answer, right after the prompt
+    # (teacher forcing), or why it could not be read.
+    answer_logprobs: tuple[float, ...] | None = None
+    answer_error: str | None = None
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
@@ -103,12 +112,69 @@ class SampleRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SampleRecord:
-        data = _upgrade(data)
-        names = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in names}
+        values = _fields(cls, _upgrade(data))
         for key in ("answers", "matched", "needle_token_offsets", "needle_depths"):
             values[key] = tuple(values.get(key, ()))
+        if values.get("answer_logprobs") is not None:
+            values["answer_logprobs"] = tuple(values["answer_logprobs"])
         return cls(**values)
+
+    @property
+    def answer_logprob(self) -> float | None:
+        """The whole answer's log-probability."""
+        return None if self.answer_logprobs is None else sum(self.answer_logprobs)
+
+
+@dataclass(frozen=True)
+class PerplexityRecord:
+    """One line of samples.jsonl for a perplexity document: exactly which tokens were scored.
+
+    The document is ``actual_tokens`` tokens of the tokenised corpus from ``corpus_offset`` on
+    (after the BOS where the model has one); ``logprobs[i]`` is log p of the token at position
+    ``first_position + i`` given all before it, in the backend's own tokens.
+    """
+
+    sample_id: str
+    task: str
+    length: int
+    sample: int
+    seed: int
+    corpus: str
+    corpus_offset: int
+    ids_sha256: str
+    target_tokens: int
+    actual_tokens: int
+    first_position: int
+    logprobs: tuple[float, ...]
+    latency_s: float
+    beyond_window: bool
+    error: str | None = None
+    record: str = "perplexity"
+    schema: int = field(default=RECORD_SCHEMA)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PerplexityRecord:
+        values = _fields(cls, data)
+        values["logprobs"] = tuple(values.get("logprobs", ()))
+        return cls(**values)
+
+
+AnyRecord = SampleRecord | PerplexityRecord
+
+
+def record_from_json(data: dict[str, Any]) -> AnyRecord:
+    """A line of samples.jsonl as the record it holds."""
+    if data.get("record") == "perplexity":
+        return PerplexityRecord.from_json(data)
+    return SampleRecord.from_json(data)
+
+
+def _fields(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:

@@ -47,6 +47,12 @@ def _lazy(module: str, name: str) -> BackendFactory:
     return factory
 
 
+def _perplexity(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    from fathom.tasks.perplexity import PerplexityTask
+
+    return PerplexityTask(spec, tokenizer)
+
+
 def _ruler(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     from fathom.tasks.ruler.suite import RulerTask
 
@@ -54,7 +60,12 @@ def _ruler(spec: RunSpec, tokenizer: Tokenizer) -> Task:
 
 
 # "ruler" runs the thirteen RULER tasks; each one also runs alone by its name.
-TASKS: dict[str, TaskFactory] = {"niah": _niah, "ruler": _ruler, **dict.fromkeys(RULER_TASKS, _ruler)}
+TASKS: dict[str, TaskFactory] = {
+    "niah": _niah,
+    "perplexity": _perplexity,
+    "ruler": _ruler,
+    **dict.fromkeys(RULER_TASKS, _ruler),
+}
 BACKENDS: dict[str, BackendFactory] = {
     "sim": _sim,
     "llamacpp": _lazy("fathom.backends.llamacpp", "LlamaCppBackend"),
@@ -65,8 +76,9 @@ BACKENDS: dict[str, BackendFactory] = {
 
 
 def takes_depths(task: str) -> bool:
-    """Whether the task sweeps needle depths (niah) or draws them per sample (RULER's tasks)."""
-    return task != "ruler" and task not in RULER_TASKS
+    """Whether the task sweeps needle depths (niah), draws them per sample (RULER's tasks) or has
+    none (perplexity)."""
+    return task not in ("ruler", "perplexity") and task not in RULER_TASKS
 
 
 def _plugins(group: str) -> dict[str, Callable[..., Any]]:

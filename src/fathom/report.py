@@ -9,7 +9,8 @@ from typing import Any
 
 from fathom.analysis import cell_table, summarize
 from fathom.errors import RunFolderError
-from fathom.records import SampleRecord
+from fathom.perplexity_analysis import answer_likelihood, perplexity_table
+from fathom.records import AnyRecord, PerplexityRecord, SampleRecord
 from fathom.ruler_analysis import depth_profile, ruler_summary, task_grid
 from fathom.store import RunFolder
 from fathom.units import format_count
@@ -18,6 +19,8 @@ SUMMARY = "summary.json"
 HEATMAP = "heatmap.png"
 GRID = "grid.png"
 DEPTH = "depth.png"
+TRAP = "trap.png"
+PERPLEXITY = "perplexity.png"
 
 
 def is_ruler_run(records: Sequence[SampleRecord]) -> bool:
@@ -25,31 +28,54 @@ def is_ruler_run(records: Sequence[SampleRecord]) -> bool:
     return any(r.depth is None for r in records)
 
 
+def split_records(records: Sequence[AnyRecord]) -> tuple[list[SampleRecord], list[PerplexityRecord]]:
+    """A run's graded samples and its perplexity documents."""
+    samples = [r for r in records if isinstance(r, SampleRecord)]
+    return samples, [r for r in records if isinstance(r, PerplexityRecord)]
+
+
 def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
     """Write summary.json and the plots from the records; return the summary.
 
     A NIAH run gets heatmap.png, with ``threshold`` for its effective length. A RULER run gets grid.png
     and (when some task has needles) depth.png; its effective lengths use RULER's own thresholds.
+    Perplexity documents add a perplexity table: trap.png beside the retrieval accuracy of the same
+    run, or perplexity.png for a run of perplexity alone.
     """
     manifest = folder.read_manifest()
-    records = folder.latest()
-    if not records:
+    samples, documents = split_records(folder.latest())
+    if not samples and not documents:
         raise RunFolderError(f"run folder '{folder.path}' has no sample records yet: run it first")
-    ruler = is_ruler_run(records)
-    summary = ruler_summary(records) if ruler else summarize(records, threshold=threshold)
     spec = manifest["identity"]["spec"]
-    summary["run"] = {key: spec[key] for key in ("task", "model", "tokenizer", "samples", "seed")}
-    summary["trained_window"] = manifest.get("backend", {}).get("trained_window")
-    folder.write_derived(SUMMARY, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     title = f"{spec['model']} · {spec['task']} · {spec['tokenizer']} · k={spec['samples']}"
     if manifest.get("backend", {}).get("exact_lengths") is False:
         title += " (approximate lengths)"
-    if ruler:
-        _plot_ruler(folder, records, title)
-    else:
+    window = manifest.get("backend", {}).get("trained_window")
+    summary: dict[str, Any] = {"kind": "perplexity", "samples": 0, "errors": 0}
+    if samples and is_ruler_run(samples):
+        summary = ruler_summary(samples)
+        _plot_ruler(folder, samples, title)
+    elif samples:
         from fathom.plots import plot_heatmap
 
-        plot_heatmap(cell_table(records), folder.path / HEATMAP, title)
+        summary = summarize(samples, threshold=threshold)
+        plot_heatmap(cell_table(samples), folder.path / HEATMAP, title)
+        likelihood = answer_likelihood(samples)
+        if likelihood:
+            summary["answer_likelihood"] = likelihood
+    if documents:
+        summary["perplexity"] = perplexity_table(documents)
+        summary["documents"] = len(documents)
+        summary["document_errors"] = sum(1 for r in documents if r.error is not None)
+        from fathom.plots import plot_trap
+
+        retrieval = summary.get("lengths", []) if samples else []
+        name = TRAP if samples else PERPLEXITY
+        answer = summary.get("answer_likelihood", [])
+        plot_trap(summary["perplexity"], retrieval, answer, folder.path / name, title, window)
+    summary["run"] = {key: spec[key] for key in ("task", "model", "tokenizer", "samples", "seed")}
+    summary["trained_window"] = window
+    folder.write_derived(SUMMARY, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
 
@@ -64,6 +90,60 @@ def _plot_ruler(folder: RunFolder, records: Sequence[SampleRecord], title: str) 
 
 def report(path: Path, threshold: float = 0.85) -> dict[str, Any]:
     return derive(RunFolder(path), threshold)
+
+
+def trap(runs: Sequence[Path], out: Path) -> None:
+    """The trap figure from one run holding both kinds of record, or from two runs (a perplexity
+    run and a retrieval run, in either order) of the same model and tokenizer."""
+    if not 1 <= len(runs) <= 2:
+        raise RunFolderError(f"fathom trap takes one run or two, not {len(runs)}")
+    folders = [RunFolder(path) for path in runs]
+    identities = [folder.read_manifest()["identity"] for folder in folders]
+    keys = {(i["backend"]["name"], i["tokenizer"]["sha256"]) for i in identities}
+    if len(keys) > 1:
+        raise RunFolderError(
+            "the two runs are of different models or tokenizers: the trap compares one model's "
+            "perplexity and retrieval, so give two runs of the same model"
+        )
+    samples, documents = split_records([r for folder in folders for r in folder.latest()])
+    if not documents:
+        raise RunFolderError(
+            "no perplexity records in these runs: add a run of 'fathom run perplexity' "
+            "(or run niah with --perplexity)"
+        )
+    if samples and is_ruler_run(samples):
+        retrieval = ruler_summary(samples)["lengths"]
+    else:
+        retrieval = summarize(samples)["lengths"] if samples else []
+    manifest = folders[0].read_manifest()
+    spec = manifest["identity"]["spec"]
+    title = f"{spec['model']} · perplexity trap · {spec['tokenizer']}"
+    window = manifest.get("backend", {}).get("trained_window")
+    from fathom.plots import plot_trap
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plot_trap(perplexity_table(documents), retrieval, answer_likelihood(samples), out, title, window)
+
+
+def perplexity_text(summary: dict[str, Any]) -> list[str]:
+    """The perplexity table as lines: per length, the perplexity with its interval, and that of
+    the last position bucket (the far end of the context)."""
+    table = summary["perplexity"]
+    last = {b["length"]: b for b in table["buckets"]}
+    lines = ["perplexity by length (95% interval over documents; last bucket = the farthest tokens):"]
+    for row in table["lengths"]:
+        name = format_count(row["length"])
+        if row["perplexity"] is None:
+            lines.append(f"  {name:>6}: n/a  (documents={row['documents']}, errors={row['errors']})")
+            continue
+        far = last[row["length"]]  # a length with a perplexity has scored buckets
+        tail = f"; last bucket {format_count(far['lo'])}-{format_count(far['hi'])}: {far['perplexity']:.2f}"
+        flag = "  beyond the trained window" if row["beyond_window"] else ""
+        lines.append(
+            f"  {name:>6}: {row['perplexity']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]{tail}"
+            f"  (documents={row['documents']}, errors={row['errors']}){flag}"
+        )
+    return lines
 
 
 def _pct(value: float | None, width: int = 6) -> str:

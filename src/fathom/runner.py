@@ -6,6 +6,7 @@ where it stopped by running the same command again.
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import random
 import re
@@ -19,18 +20,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import fathom
-from fathom.backends.base import Backend, Request
+from fathom.backends.base import Backend, Request, TokenScores, score_request, scorer
 from fathom.errors import SpecError
 from fathom.progress import Progress
 from fathom.prompts import chat_prompt, length_tolerance
-from fathom.records import Cell, Completion, SampleRecord
+from fathom.records import AnyRecord, Cell, Completion, PerplexityRecord, SampleRecord
 from fathom.registry import create_backend, create_task
 from fathom.report import derive
 from fathom.scoring import check_method, score
 from fathom.spec import RunSpec
 from fathom.store import RunFolder
-from fathom.tasks.base import Sample, Task
+from fathom.tasks.base import Document, Sample, Task
 from fathom.tokenizers import Tokenizer
 
 MANIFEST_SCHEMA = 1
@@ -73,6 +76,8 @@ def run(
     loading = time.perf_counter() - started
     tokenizer = backend.tokenizer
     task = create_task(spec, tokenizer)
+    if spec.perplexity or spec.answer_logprob or spec.task == "perplexity":
+        scorer(backend)  # a backend that cannot score fails here, before any work
     folder = RunFolder(run_dir)
     folder.start(manifest(spec, tokenizer, task, backend))
     done = folder.finished_ids()
@@ -97,7 +102,7 @@ def run(
 
 
 class _BackendClock:
-    """The backend, with the time spent inside generate added up."""
+    """The backend, with the time spent inside generate and score added up."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend, self.seconds = backend, 0.0
@@ -106,6 +111,14 @@ class _BackendClock:
         started = time.perf_counter()
         try:
             return self.backend.generate(requests)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def score(self, documents: Sequence[Document]) -> list[TokenScores]:
+        asks = [score_request(self.backend, d.cell.id, d.ids, 1) for d in documents]
+        started = time.perf_counter()
+        try:
+            return scorer(self.backend).score(asks)
         finally:
             self.seconds += time.perf_counter() - started
 
@@ -125,12 +138,22 @@ def _batches(cells: Sequence[Cell], size: int) -> Iterator[Sequence[Cell]]:
         yield cells[start : start + size]
 
 
-def _run_batch(spec: RunSpec, clock: _BackendClock, task: Task, cells: Sequence[Cell]) -> list[SampleRecord]:
+def _run_batch(spec: RunSpec, clock: _BackendClock, task: Task, cells: Sequence[Cell]) -> list[AnyRecord]:
+    """The batch's records, in the order of its cells: samples generated, documents scored."""
+    prepared = [task.prepare(cell) for cell in cells]
+    samples = [item for item in prepared if isinstance(item, Sample)]
+    documents = [item for item in prepared if isinstance(item, Document)]
+    done: dict[str, AnyRecord] = {}
+    for record in _generate(spec, clock, samples) + _score(spec, clock, documents):
+        done[record.sample_id] = record
+    return [done[cell.id] for cell in cells]
+
+
+def _generate(spec: RunSpec, clock: _BackendClock, samples: Sequence[Sample]) -> list[SampleRecord]:
     backend = clock.backend
-    samples = [task.prepare(cell) for cell in cells]
     requests, counts, refusals = [], [], []
     for sample in samples:
-        request, actual, refusal = _request(backend, sample)
+        request, actual, refusal = _request(backend, sample, spec.answer_logprob)
         requests.append(request)
         counts.append(actual)
         refusals.append(refusal)
@@ -143,7 +166,45 @@ def _run_batch(spec: RunSpec, clock: _BackendClock, task: Task, cells: Sequence[
     return records
 
 
-def _request(backend: Backend, sample: Sample) -> tuple[Request, int, str | None]:
+def _score(spec: RunSpec, clock: _BackendClock, documents: Sequence[Document]) -> list[PerplexityRecord]:
+    backend = clock.backend
+    limit, window = backend.max_prompt_tokens, backend.trained_window
+    refusals = {
+        d.cell.id: f"too_long: {len(d.ids)} tokens exceed the backend's limit of {limit}"
+        for d in documents
+        if limit is not None and len(d.ids) > limit
+    }
+    to_send = [d for d in documents if d.cell.id not in refusals]
+    results = dict(zip((d.cell.id for d in to_send), clock.score(to_send) if to_send else [], strict=True))
+    records = []
+    for document in documents:
+        scores = results.get(document.cell.id)
+        error = refusals.get(document.cell.id) if scores is None else scores.error
+        # Text backends score their own tokens: count what they read.
+        read = scores.first_position + len(scores.logprobs) if scores and error is None else len(document.ids)
+        records.append(
+            PerplexityRecord(
+                sample_id=document.cell.id,
+                task=document.cell.task,
+                length=document.cell.length,
+                sample=document.cell.sample,
+                seed=spec.seed,
+                corpus=document.corpus,
+                corpus_offset=document.corpus_offset,
+                ids_sha256=hashlib.sha256(document.ids.tobytes()).hexdigest(),
+                target_tokens=document.cell.length,
+                actual_tokens=read,
+                first_position=scores.first_position if scores else 1,
+                logprobs=tuple(round(float(x), 5) for x in scores.logprobs) if scores else (),
+                latency_s=round(scores.latency_s, 6) if scores else 0.0,
+                beyond_window=window is not None and read > window,
+                error=error,
+            )
+        )
+    return records
+
+
+def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Request, int, str | None]:
     """The request for a sample, its verified token count, and why it must not be sent, if so."""
     prompt, tokenizer = sample.prompt, backend.tokenizer
     text, chat, actual = None, None, len(prompt.ids)
@@ -162,6 +223,8 @@ def _request(backend: Backend, sample: Sample) -> tuple[Request, int, str | None
             f"limit of {backend.max_prompt_tokens}"
         )
     context = (prompt.head_tokens, prompt.head_tokens + prompt.context_tokens)
+    # The first answer as it would follow the answer prefix, one space on.
+    gold = np.asarray(tokenizer.encode(" " + sample.answers[0]), dtype=np.int32) if answer_logprob else None
     request = Request(
         sample.cell.id,
         prompt.ids,
@@ -170,6 +233,7 @@ def _request(backend: Backend, sample: Sample) -> tuple[Request, int, str | None
         chat,
         query_keys=sample.query_keys,
         context=context,
+        continuation=gold,
     )
     return request, actual, refusal
 
@@ -208,7 +272,13 @@ def _record(
         beyond_window=window is not None and actual > window,
         max_new_tokens=sample.max_new_tokens,
         error=completion.error,
+        answer_logprobs=_rounded(completion.continuation_logprobs),
+        answer_error=completion.continuation_error,
     )
+
+
+def _rounded(values: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    return None if values is None else tuple(round(v, 5) for v in values)
 
 
 def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend) -> dict[str, Any]:

@@ -31,6 +31,10 @@ class RunSpec:
     system_prompt: str | None = None
     scoring: str | None = None
     max_new_tokens: int | None = None
+    # niah only: also score perplexity documents of the haystack corpus at every length, and the
+    # gold answer's teacher-forced log-probability of every sample.
+    perplexity: bool = False
+    answer_logprob: bool = False
 
     def __post_init__(self) -> None:
         if not self.lengths:
@@ -43,9 +47,21 @@ class RunSpec:
             raise SpecError(f"samples must be at least 1 (3 or more for intervals), got {self.samples}")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise SpecError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
+        for flag in ("perplexity", "answer_logprob"):
+            if getattr(self, flag) and self.task != "niah":
+                option = "--" + flag.replace("_", "-")
+                raise SpecError(
+                    f"{option} goes with niah runs, not '{self.task}' "
+                    "(for perplexity alone: fathom run perplexity)"
+                )
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        # Added after the first runs: left out at their defaults, so those runs keep their identity.
+        for flag in _LATER_FLAGS:
+            if not data[flag]:
+                del data[flag]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
@@ -57,6 +73,9 @@ class RunSpec:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
+
+
+_LATER_FLAGS = ("perplexity", "answer_logprob")
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from fathom.errors import RunFolderError
-from fathom.records import SampleRecord
+from fathom.records import AnyRecord, record_from_json
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
@@ -19,7 +19,7 @@ TORN = "samples.torn"  # an incomplete last line left by a kill, kept for inspec
 RETRIED_ERRORS = ("backend_error",)
 
 
-def is_final(record: SampleRecord) -> bool:
+def is_final(record: AnyRecord) -> bool:
     return record.error is None or not record.error.startswith(RETRIED_ERRORS)
 
 
@@ -77,24 +77,24 @@ class RunFolder:
         with self.samples_path.open("r+b") as handle:
             handle.truncate(keep)
 
-    def records(self) -> list[SampleRecord]:
+    def records(self) -> list[AnyRecord]:
         if not self.samples_path.exists():
             return []
         records = []
         lines = self.samples_path.read_text(encoding="utf-8").splitlines()
         for number, line in enumerate(lines, start=1):
             try:
-                records.append(SampleRecord.from_json(json.loads(line)))
+                records.append(record_from_json(json.loads(line)))
             except (json.JSONDecodeError, TypeError) as exc:
                 if number == len(lines):
                     break  # a torn last line from a kill; the next run moves it aside
                 raise RunFolderError(f"{self.samples_path} line {number} is not a record: {exc}") from None
         return records
 
-    def latest(self) -> list[SampleRecord]:
+    def latest(self) -> list[AnyRecord]:
         """One record per sample: the last one written. A retried sample keeps its failed
         attempt in samples.jsonl (append-only), but only its latest record counts."""
-        latest: dict[str, SampleRecord] = {}
+        latest: dict[str, AnyRecord] = {}
         for record in self.records():
             latest[record.sample_id] = record
         return list(latest.values())
@@ -102,7 +102,7 @@ class RunFolder:
     def finished_ids(self) -> set[str]:
         return {record.sample_id for record in self.latest() if is_final(record)}
 
-    def append(self, record: SampleRecord) -> None:
+    def append(self, record: AnyRecord) -> None:
         if self._handle is None:
             self._handle = self.samples_path.open("a", encoding="utf-8")
         self._handle.write(json.dumps(record.to_json(), sort_keys=True) + "\n")

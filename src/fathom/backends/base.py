@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
 
+import numpy as np
+from numpy.typing import NDArray
+
+from fathom.errors import SpecError
 from fathom.haystack.index import Ids
 from fathom.records import Completion
 from fathom.tokenizers import Tokenizer
@@ -44,6 +49,36 @@ class Request:
     stop: tuple[str, ...] = ()
     query_keys: tuple[str, ...] = ()
     context: tuple[int, int] | None = None
+    # The gold answer's ids: the backend also returns their teacher-forced log-probabilities
+    # right after the prompt (a continuous retrieval signal beside the greedy answer).
+    continuation: Ids | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreRequest:
+    """Teacher forcing: the log-probability of each token of ``ids[start:]`` given all before it.
+
+    ``start`` is at least 1 (the first token has nothing to be predicted from). Text backends
+    re-tokenise ``text`` (the ids decoded) and score their own tokens from the character
+    ``text_start`` on.
+    """
+
+    sample_id: str
+    ids: Ids
+    start: int
+    text: str | None = None
+    text_start: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class TokenScores:
+    """Natural-log probabilities of the scored tokens, in order; ``first_position`` is the index of
+    the first of them in the sequence the backend read (its own tokens, for text backends)."""
+
+    logprobs: NDArray[np.float64]
+    first_position: int
+    latency_s: float
+    error: str | None = None
 
 
 def split_options(rest: str) -> tuple[str, dict[str, str]]:
@@ -71,3 +106,65 @@ class Backend(Protocol):
         ...
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]: ...
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """A backend that can read log-probabilities of given tokens (perplexity, answer likelihood)."""
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]: ...
+
+
+SCORING_BACKENDS = "llamacpp, hf, vllm, openai (a server returning prompt logprobs) or sim"
+
+
+def scorer(backend: Backend) -> Scorer:
+    """The backend as a Scorer, or a clear error naming those that are."""
+    if not isinstance(backend, Scorer):
+        raise SpecError(
+            f"backend '{backend.name}' cannot read log-probabilities of given tokens, which perplexity "
+            f"and answer likelihood need: use one of {SCORING_BACKENDS}"
+        )
+    return backend
+
+
+def failed_scores(error: str, latency_s: float = 0.0) -> TokenScores:
+    return TokenScores(np.zeros(0), 0, latency_s, error)
+
+
+def score_request(backend: Backend, sample_id: str, ids: Ids, start: int) -> ScoreRequest:
+    """A ScoreRequest in the form the backend reads: ids, or for text backends also the text."""
+    if backend.input == "ids":
+        return ScoreRequest(sample_id, ids, start)
+    decode = backend.tokenizer.decode
+    before = decode(ids[:start].tolist())
+    return ScoreRequest(sample_id, ids, start, before + decode(ids[start:].tolist()), len(before))
+
+
+def attach_continuations(
+    backend: Any, requests: Sequence[Request], completions: list[Completion]
+) -> list[Completion]:
+    """Completions with their requests' continuation log-probabilities, read by one ``score`` call
+    after generation, for backends that do not score them while generating. ``backend`` is a
+    Backend that is also a Scorer."""
+    wanted = [
+        i for i, r in enumerate(requests) if r.continuation is not None and completions[i].error is None
+    ]
+    if not wanted:
+        return completions
+    asks = []
+    for i in wanted:
+        request = requests[i]
+        assert request.continuation is not None
+        ids = np.concatenate([request.ids, request.continuation])
+        asks.append(score_request(backend, request.sample_id, ids, len(request.ids)))
+    done = list(completions)
+    for i, scores in zip(wanted, backend.score(asks), strict=True):
+        done[i] = with_continuation(done[i], scores)
+    return done
+
+
+def with_continuation(completion: Completion, scores: TokenScores) -> Completion:
+    if scores.error is not None:
+        return dataclasses.replace(completion, continuation_error=scores.error)
+    return dataclasses.replace(completion, continuation_logprobs=tuple(float(x) for x in scores.logprobs))

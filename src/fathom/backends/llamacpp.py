@@ -21,7 +21,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from fathom.backends.base import InputKind, Request, split_options
+import numpy as np
+
+from fathom.backends.base import (
+    InputKind,
+    Request,
+    ScoreRequest,
+    TokenScores,
+    failed_scores,
+    split_options,
+    with_continuation,
+)
 from fathom.errors import MissingExtraError, SpecError, TokenizerError
 from fathom.models import resolve_model_path
 from fathom.records import Completion
@@ -295,7 +305,66 @@ class LlamaCppBackend:
             self.llm.reset()  # type: ignore[no-untyped-call]  # drop a half-evaluated prompt
             elapsed = time.perf_counter() - started
             return Completion("", len(ids), 0, "error", elapsed, error=f"backend_error: {exc}")
-        return Completion(text, len(ids), count, finish, time.perf_counter() - started)
+        completion = Completion(text, len(ids), count, finish, time.perf_counter() - started)
+        if request.continuation is None:
+            return completion
+        # Right after the answer: the prompt is still in the cache, so this costs a few tokens.
+        whole = np.concatenate([request.ids, request.continuation])
+        return with_continuation(completion, self._score(ScoreRequest(request.sample_id, whole, len(ids))))
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        return [self._score(request) for request in requests]
+
+    def _score(self, request: ScoreRequest) -> TokenScores:
+        started, ids = time.perf_counter(), request.ids.tolist()
+        if not 1 <= request.start < len(ids):
+            raise ValueError(f"cannot score from token {request.start} of {len(ids)}")
+        if len(ids) > self.llm.n_ctx():
+            return failed_scores(f"too_long: {len(ids)} tokens exceed n_ctx {self.llm.n_ctx()}")
+        try:
+            logprobs = self._logprobs(ids, request.start)
+        except Exception as exc:  # one failed request is recorded as such; the run goes on
+            self.llm.reset()  # type: ignore[no-untyped-call]
+            return failed_scores(f"backend_error: {exc}", time.perf_counter() - started)
+        return TokenScores(logprobs, request.start, time.perf_counter() - started)
+
+    def _logprobs(self, ids: list[int], start: int) -> np.ndarray:
+        """log p(ids[t] | ids[:t]) for t >= start, from the logits of every evaluated position.
+
+        ``Llama.eval`` keeps all logits only with ``logits_all=True``, which allocates n_ctx x
+        vocabulary floats up front (34 GB for Gemma 3 at 32k); so this evaluates batch by batch
+        with llama-cpp-python's batch and context objects (internal, hence the version pin) and
+        reduces each batch's logits to log-probabilities at once. The cached prefix is reused up
+        to the token before the first scored one, whose logits the cache does not hold.
+        """
+        llm = self.llm
+        cached = llm.input_ids[: llm.n_tokens].tolist()
+        common = next((i for i, (a, b) in enumerate(zip(cached, ids, strict=False)) if a != b), len(cached))
+        position = min(common, len(ids), start - 1)
+        llm._ctx.kv_cache_seq_rm(-1, position, -1)
+        llm.n_tokens = position
+        out = np.empty(len(ids) - start, dtype=np.float64)
+        while position < len(ids):
+            batch = ids[position : position + llm.n_batch]
+            llm._batch.set_batch(batch=batch, n_past=position, logits_all=True)
+            llm._ctx.decode(llm._batch)
+            llm.input_ids[position : position + len(batch)] = batch
+            llm.n_tokens = position + len(batch)
+            # Row j predicts the token at position + j + 1: keep the rows whose target is scored.
+            first = max(start - 1 - position, 0)
+            last = min(len(batch), len(ids) - 1 - position)
+            if first < last:
+                pointer = llama_cpp.llama_get_logits(llm._ctx.ctx)
+                logits = np.ctypeslib.as_array(pointer, shape=(len(batch), llm.n_vocab()))
+                rows = logits[first:last]
+                targets = np.asarray(ids[position + first + 1 : position + last + 1])
+                peak = rows.max(axis=1).astype(np.float64)
+                norm = peak + np.log(np.exp(rows - peak[:, None]).sum(axis=1, dtype=np.float64))
+                out[position + first + 1 - start : position + last + 1 - start] = (
+                    rows[np.arange(len(rows)), targets] - norm
+                )
+            position += len(batch)
+        return out
 
     def _greedy(self, ids: list[int], request: Request) -> tuple[str, int, str]:
         """The answer, the number of tokens generated, and why generation ended."""

@@ -4,6 +4,12 @@ A simulated model really reads its prompt. It looks in the haystack for every se
 one of the question's keys, and answers with those sentences as it finds them there. Whether it
 finds them is drawn from the archetype's profile p(length, depth), once per key, seeded by the
 prompt. A prompt builder that drops or mangles the needle therefore fails even on ``sim:perfect``.
+
+Its log-probabilities are a known profile, for checking the perplexity arithmetic end to end: every
+token costs ``nll`` nats, plus one nat per doubling of its position past the window for archetypes
+that have one (their extrapolation fails); the others keep a flat perplexity however their
+retrieval fares, which is the perplexity trap in its purest form. A gold answer's teacher-forced
+probability is the profile's p(length, depth) of its needle.
 """
 
 from __future__ import annotations
@@ -15,13 +21,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from fathom.backends.base import InputKind, Request, split_options
+import numpy as np
+
+from fathom.backends.base import InputKind, Request, ScoreRequest, TokenScores, split_options
 from fathom.errors import SpecError
 from fathom.records import Completion
 from fathom.tokenizers import Tokenizer
 from fathom.units import parse_count
 
 NOT_FOUND = "I could not find the answer in the document."
+DEFAULT_NLL = 2.5  # nats per token: a perplexity of about 12, like a small model on prose
+_LEAST_PROBABILITY = 1e-6  # of an answer the model cannot find: a log-probability must be finite
 Profile = Callable[[int, float, dict[str, float]], float]
 
 
@@ -81,7 +91,7 @@ class SimulatedBackend:
         self.name = f"sim:{archetype_name}"
         self.tokenizer = tokenizer
         self.params = dict(self.archetype.defaults)
-        self.seed, self.delay = 0, 0.0
+        self.seed, self.delay, self.nll = 0, 0.0, DEFAULT_NLL
         self.input: InputKind = "ids"
         self.exact_lengths = True
         for key, value in options.items():
@@ -94,17 +104,19 @@ class SimulatedBackend:
             self.seed = int(value)
         elif key == "delay":
             self.delay = _float(key, value)
+        elif key == "nll":
+            self.nll = _float(key, value)
         elif key == "input" and value in {"ids", "text", "chat"}:
             self.input = cast(InputKind, value)
         elif key in self.params:
             self.params[key] = parse_count(value) if key in _INTEGER_PARAMS else _float(key, value)
         else:
-            options = ", ".join([*self.params, "seed", "delay", "input=ids|text|chat"])
+            options = ", ".join([*self.params, "seed", "delay", "nll", "input=ids|text|chat"])
             raise SpecError(f"{self.name} has no setting '{key}={value}': its settings are {options}")
 
     def settings(self) -> dict[str, Any]:
         # delay changes no answer, so it stays out of the run's identity.
-        return {"params": self.params, "seed": self.seed, "input": self.input}
+        return {"params": self.params, "seed": self.seed, "input": self.input, "nll": self.nll}
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return [self._answer(request) for request in requests]
@@ -129,7 +141,32 @@ class SimulatedBackend:
             completion_tokens=len(self.tokenizer.encode(output)),
             finish_reason="stop",
             latency_s=time.perf_counter() - start,
+            continuation_logprobs=self._answer_logprobs(request, facts),
         )
+
+    def _answer_logprobs(
+        self, request: Request, facts: Sequence[tuple[str, float, int]]
+    ) -> tuple[float, ...] | None:
+        """The gold answer's log-probability, log p(length, depth) of the first key's needle,
+        spread evenly over its tokens."""
+        if request.continuation is None or not len(request.continuation):
+            return None
+        length = len(request.ids)
+        chances = [self.archetype.profile(length, depth, self.params) for _, depth, k in facts if k == 0]
+        total = math.log(max(max(chances, default=0.0), _LEAST_PROBABILITY))
+        return (total / len(request.continuation),) * len(request.continuation)
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        return [self._score(request) for request in requests]
+
+    def _score(self, request: ScoreRequest) -> TokenScores:
+        if not 1 <= request.start < len(request.ids):
+            raise ValueError(f"cannot score from token {request.start} of {len(request.ids)}")
+        positions = np.arange(request.start, len(request.ids), dtype=np.float64)
+        nll = np.full(len(positions), self.nll)
+        if self.trained_window is not None:
+            nll += np.log2(np.maximum(positions / self.trained_window, 1.0))
+        return TokenScores(-nll, request.start, 0.0)
 
     def _draw(self, request: Request, index: int) -> float:
         salt = f"{self.seed}|" if index == 0 else f"{self.seed}|{index}|"

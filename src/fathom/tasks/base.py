@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fathom.haystack.index import Ids
 from fathom.prompts import Prompt, PromptText
 from fathom.records import Cell, Needle
 
@@ -34,6 +35,17 @@ class Sample:
         )
 
 
+@dataclass(frozen=True, eq=False)
+class Document:
+    """A perplexity cell made concrete: a stretch of the corpus whose every token after the first is
+    scored given all before it."""
+
+    cell: Cell
+    ids: Ids  # the BOS where the model has one, then the corpus tokens
+    corpus: str
+    corpus_offset: int  # the first corpus token's index in the tokenised corpus
+
+
 class Task(Protocol):
     name: str
 
@@ -41,7 +53,7 @@ class Task(Protocol):
         """Every cell of the run, in the order that lets a prefix cache reuse most tokens."""
         ...
 
-    def prepare(self, cell: Cell) -> Sample: ...
+    def prepare(self, cell: Cell) -> Sample | Document: ...
 
     def identity(self) -> dict[str, Any]:
         """What, beside the spec and tokenizer, decides the prompts (versions, corpus and template

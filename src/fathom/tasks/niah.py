@@ -11,7 +11,8 @@ from fathom.needles import make_needle, needle_rng
 from fathom.prompts import PromptBuilder, PromptText
 from fathom.records import Cell
 from fathom.spec import RunSpec
-from fathom.tasks.base import Sample
+from fathom.tasks.base import Document, Sample
+from fathom.tasks.perplexity import PERPLEXITY, DocumentBuilder
 from fathom.templates import resolve_template
 from fathom.tokenizers import Tokenizer
 
@@ -43,18 +44,21 @@ class NiahTask:
         self.template = resolve_template(spec.template, tokenizer)
         text = PromptText(NIAH_TEXT.before, NIAH_TEXT.after, NIAH_TEXT.answer_prefix, spec.system_prompt)
         self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
+        # With --perplexity, documents of the same corpus at the same lengths, k per length.
+        self.documents = DocumentBuilder(self.corpus, tokenizer, spec.seed) if spec.perplexity else None
 
     def cells(self) -> list[Cell]:
         # Length-major, then depth: consecutive prompts share the haystack up to the earlier needle.
-        spec = self.spec
-        return [
-            Cell(self.name, length, depth, index)
-            for length in spec.lengths
-            for depth in spec.depths
-            for index in range(spec.samples)
-        ]
+        spec, cells = self.spec, []
+        for length in spec.lengths:
+            cells += [Cell(self.name, length, d, index) for d in spec.depths for index in range(spec.samples)]
+            if self.documents is not None:
+                cells += self.documents.cells((length,), spec.samples)
+        return cells
 
-    def prepare(self, cell: Cell) -> Sample:
+    def prepare(self, cell: Cell) -> Sample | Document:
+        if cell.task == PERPLEXITY and self.documents is not None:
+            return self.documents.build(cell)
         rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.depth, cell.sample)
         needle = make_needle(self.needle_kind, rng)
         assert cell.depth is not None  # NIAH cells always have one
@@ -63,7 +67,9 @@ class NiahTask:
 
     def identity(self) -> dict[str, Any]:
         text = repr(NIAH_TEXT).encode()
+        documents = {} if self.documents is None else {"perplexity": self.documents.identity()}
         return {
+            **documents,
             "task": self.name,
             "version": NIAH_VERSION,
             "corpus": self.corpus.name,
