@@ -25,7 +25,7 @@ pytest.importorskip("transformers")
 
 from fathom import registry  # noqa: E402  (after the skips: the backend needs transformers)
 from fathom.backends import hf  # noqa: E402
-from fathom.backends.base import Request  # noqa: E402
+from fathom.backends.base import Request, ScoreRequest  # noqa: E402
 from fathom.cli import main  # noqa: E402
 from fathom.errors import FathomError, MissingExtraError, SpecError  # noqa: E402
 
@@ -85,8 +85,20 @@ def fake_outputs(prompts: Sequence[FakeTokensPrompt], params: Sequence[dict[str,
             token_ids=list(range(count)),
             finish_reason="length" if count == p["max_tokens"] else "stop",
         )
-        outputs.append(types.SimpleNamespace(prompt_token_ids=list(ids), outputs=[answer]))
+        output = types.SimpleNamespace(prompt_token_ids=list(ids), outputs=[answer], prompt_logprobs=None)
+        if p.get("prompt_logprobs") is not None:
+            output.prompt_logprobs = [None] + [fake_entry(i, token) for i, token in enumerate(ids[1:], 1)]
+        outputs.append(output)
     return outputs
+
+
+def fake_logprob(position: int) -> float:
+    return -0.01 * position
+
+
+def fake_entry(position: int, token: int) -> dict[int, Any]:
+    """vLLM's entry for one prompt token: its own Logprob, and the top-ranked token's beside it."""
+    return {token: types.SimpleNamespace(logprob=fake_logprob(position), rank=2), token + 1: None}
 
 
 @pytest.fixture
@@ -331,3 +343,36 @@ def test_the_real_engine_answers_from_the_exact_ids(model_dir: Path) -> None:
         assert completion.finish_reason in ("stop", "length")
     assert [c.text for c in again] == [c.text for c in first]
     assert real.settings()["vllm"] == importlib.metadata.version("vllm")
+
+
+def test_token_scores_come_from_prompt_logprobs_in_one_call(fake: FakeVllm, model_dir: Path) -> None:
+    engine = backend(str(model_dir))
+    asks = [ScoreRequest("a", np.arange(10, 20, dtype=np.int32), 1), ScoreRequest("b", np.arange(5, 9), 3)]
+    first, second = engine.score(asks)
+    [(prompts, params, _)] = fake.calls
+    assert prompts == [{"prompt_token_ids": list(range(10, 20))}, {"prompt_token_ids": [5, 6, 7, 8]}]
+    assert params == [{"temperature": 0.0, "max_tokens": 1, "prompt_logprobs": 0, "seed": 0}] * 2
+    assert first.error is None and first.first_position == 1
+    assert first.logprobs.tolist() == [fake_logprob(i) for i in range(1, 10)]
+    assert (second.first_position, second.logprobs.tolist()) == (3, [fake_logprob(3)])
+    with pytest.raises(ValueError, match="first token"):
+        engine.score([ScoreRequest("c", np.arange(3), 0)])
+
+
+def test_the_answer_continuation_and_scoring_failures(fake: FakeVllm, model_dir: Path) -> None:
+    engine = backend(str(model_dir))
+    ask = Request(
+        "s", np.arange(100, 110, dtype=np.int32), 4, continuation=np.asarray([7, 8], dtype=np.int32)
+    )
+    [done] = engine.generate([ask])
+    generated, scored = fake.calls
+    assert generated[0] == [{"prompt_token_ids": list(range(100, 110))}]  # the prompt alone first
+    assert scored[0] == [{"prompt_token_ids": [*range(100, 110), 7, 8]}]
+    assert done.continuation_logprobs == (fake_logprob(10), fake_logprob(11))
+    fake.fail = RuntimeError("CUDA out of memory\nmore")
+    [failed] = engine.score([ScoreRequest("d", np.arange(4), 1)])
+    assert failed.error == "backend_error: RuntimeError: CUDA out of memory"
+    fake.fail = None
+    engine.llm.generate = lambda prompts, params, **_: [types.SimpleNamespace(prompt_logprobs=[None, {}])]
+    [missing] = engine.score([ScoreRequest("e", np.arange(2), 1)])
+    assert missing.error == "vllm returned no log-probability for prompt token 1"

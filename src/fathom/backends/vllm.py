@@ -15,7 +15,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fathom.backends.base import InputKind, Request, split_options
+import numpy as np
+
+from fathom.backends.base import (
+    InputKind,
+    Request,
+    ScoreRequest,
+    TokenScores,
+    attach_continuations,
+    failed_scores,
+    split_options,
+)
 from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.models import resolve_model_path
 from fathom.records import Completion
@@ -191,7 +201,25 @@ class VLLMBackend:
             return [Completion("", len(r.ids), 0, "error", latency, error=error) for r in requests]
         # The engine interleaves the prompts, so a prompt's own time is the batch's share.
         latency = (time.perf_counter() - started) / len(requests)
-        return [_completion(out, latency) for out in outputs]
+        return attach_continuations(self, requests, [_completion(out, latency) for out in outputs])
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        """One ``generate`` call with ``prompt_logprobs=0``: the log-probability of each prompt
+        token as the engine read it (one new token is generated, and ignored)."""
+        if not requests:
+            return []
+        if any(r.start < 1 for r in requests):
+            raise ValueError("cannot score the first token of a sequence: start at 1 or later")
+        prompts = [TokensPrompt(prompt_token_ids=r.ids.tolist()) for r in requests]
+        params = vllm.SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=0, seed=self.options.seed)
+        started = time.perf_counter()
+        try:
+            outputs = self.llm.generate(prompts, [params] * len(requests), use_tqdm=False)
+        except Exception as exc:  # any engine error must cost only its samples, not the sweep
+            error = f"backend_error: {type(exc).__name__}: {first_line(exc)}"
+            return [failed_scores(error, (time.perf_counter() - started) / len(requests))] * len(requests)
+        latency = (time.perf_counter() - started) / len(requests)
+        return [_token_scores(out, r, latency) for out, r in zip(outputs, requests, strict=True)]
 
     def _sampling(self, request: Request) -> Any:
         return vllm.SamplingParams(
@@ -208,6 +236,21 @@ def _completion(out: Any, latency: float) -> Completion:
     # finish_reason is "stop" (EOS or a stop string, which the text leaves out) or "length".
     reason = answer.finish_reason or "stop"
     return Completion(answer.text, len(out.prompt_token_ids), len(answer.token_ids), reason, latency)
+
+
+def _token_scores(out: Any, request: ScoreRequest, latency: float) -> TokenScores:
+    """The prompt's own tokens' log-probabilities from vLLM's ``prompt_logprobs``: one entry per
+    prompt token (None for the first), each a dict from token id to a ``Logprob`` that holds at
+    least the prompt's own token."""
+    entries = out.prompt_logprobs or []
+    values = []
+    for position in range(request.start, len(request.ids)):
+        entry = entries[position] if position < len(entries) else None
+        found = entry.get(int(request.ids[position])) if entry else None
+        if found is None:
+            return failed_scores(f"vllm returned no log-probability for prompt token {position}", latency)
+        values.append(float(found.logprob))
+    return TokenScores(np.asarray(values, dtype=np.float64), request.start, latency)
 
 
 def _version() -> str:
