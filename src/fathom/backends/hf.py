@@ -19,7 +19,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from fathom.backends.base import InputKind, Request, split_options
+from fathom.backends.base import (
+    InputKind,
+    Request,
+    ScoreRequest,
+    TokenScores,
+    attach_continuations,
+    failed_scores,
+    split_options,
+)
 from fathom.errors import FathomError, MissingExtraError, SpecError, TokenizerError
 from fathom.models import resolve_model_path
 from fathom.records import Completion
@@ -37,6 +45,11 @@ _POSITION_TABLES = {"wpe", "embed_positions", "position_embeddings"}
 _GREEDY = {"do_sample": False, "num_beams": 1, "min_new_tokens": 1}
 # What transformers raises for a folder or file it cannot read as a model.
 _LOAD_ERRORS = (OSError, ImportError, ValueError, KeyError, TypeError, RuntimeError)
+# Tokens per forward step when scoring. Each step turns a SCORE_CHUNK x vocabulary block of logits
+# into float32 log-probabilities (0.5 GB for Llama 3's 128k vocabulary at 1024): beside the KV
+# cache, that block is what scoring holds, so a 32k-token sequence fits where its full logits
+# (16 GB) would not. Tests shrink it.
+SCORE_CHUNK = 1024
 
 
 class TransformersTokenizer:
@@ -154,7 +167,7 @@ class TransformersBackend:
         for group in _groups(requests, self.batch):
             batch = [requests[index] for index in group]
             done.update(zip(group, self._run_batch(batch), strict=True))
-        return [done[index] for index in range(len(requests))]
+        return attach_continuations(self, requests, [done[index] for index in range(len(requests))])
 
     def _run_batch(self, batch: list[Request]) -> list[Completion]:
         """One ``generate`` call, so one prefill per prompt; a failure (out of memory, say) fails
@@ -163,14 +176,35 @@ class TransformersBackend:
         try:
             new_tokens = self._generate_ids(batch)
         except Exception as exc:  # any model error must cost only its samples, not the sweep
-            if self.device.type == "cuda":
-                torch.cuda.empty_cache()
-            error = f"backend_error: {type(exc).__name__}: {first_line(exc)}"
-            latency = time.perf_counter() - started
+            error, latency = self._failure(exc), time.perf_counter() - started
             return [Completion("", len(r.ids), 0, "error", latency, error=error) for r in batch]
         # Every prompt of a batch waits for the whole batch: that is each one's latency.
         latency = time.perf_counter() - started
         return [self._completion(r, new, latency) for r, new in zip(batch, new_tokens, strict=True)]
+
+    def _failure(self, exc: Exception) -> str:
+        """The error to record for a failed model call (out of memory, say), after freeing what
+        the failed call left cached on the GPU so that the next one can start afresh."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        return f"backend_error: {type(exc).__name__}: {first_line(exc)}"
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        return [self._score(request) for request in requests]
+
+    def _score(self, request: ScoreRequest) -> TokenScores:
+        if not 1 <= request.start < len(request.ids):
+            raise ValueError(f"cannot score from token {request.start} of {len(request.ids)}")
+        limit = self.max_prompt_tokens
+        if limit is not None and len(request.ids) > limit:
+            return failed_scores(f"too_long: {len(request.ids)} tokens exceed the backend's limit of {limit}")
+        started = time.perf_counter()
+        ids = torch.from_numpy(request.ids.astype(np.int64)).to(self.device)
+        try:
+            logprobs = token_logprobs(self.model, ids, request.start, SCORE_CHUNK)
+        except Exception as exc:  # as in _run_batch: a failure costs only this request
+            return failed_scores(self._failure(exc), time.perf_counter() - started)
+        return TokenScores(logprobs.numpy(), request.start, time.perf_counter() - started)
 
     def _generate_ids(self, batch: list[Request]) -> list[list[int]]:
         ids = torch.from_numpy(np.stack([r.ids for r in batch]).astype(np.int64)).to(self.device)
@@ -209,6 +243,29 @@ class TransformersBackend:
     def _text(self, ids: list[int]) -> str:
         decode = self.tokenizer.hf.decode
         return str(decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False))
+
+
+def token_logprobs(model: Any, ids: torch.Tensor, start: int, chunk: int) -> torch.Tensor:
+    """log p(ids[t] | ids[:t]) for t >= start, as float64 on the CPU: one forward pass over the
+    sequence, ``chunk`` tokens at a time through the KV cache, each chunk's logits reduced to the
+    log-probabilities of the actual next tokens before the next chunk runs."""
+    scored = []
+    cache = None  # the model makes the cache that suits it (sliding windows, say) on the first step
+    # The last token predicts nothing that is scored, so it is never fed.
+    with torch.inference_mode():
+        for begin in range(0, len(ids) - 1, chunk):
+            end = min(begin + chunk, len(ids) - 1)
+            # Position p predicts token p + 1: the rows from start - 1 on are needed.
+            keep = end - max(begin, start - 1)
+            # logits_to_keep=n computes the head for the last n rows only (0 would mean all).
+            step = ids[None, begin:end]
+            out = model(input_ids=step, past_key_values=cache, use_cache=True, logits_to_keep=max(keep, 1))
+            cache = out.past_key_values
+            if keep > 0:
+                logprobs = torch.log_softmax(out.logits[0, -keep:].float(), dim=-1)
+                targets = ids[end - keep + 1 : end + 1, None]
+                scored.append(logprobs.gather(1, targets)[:, 0].to("cpu", torch.float64))
+    return torch.cat(scored)
 
 
 class _StopStrings(transformers.StoppingCriteria):
