@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 from fathom.backends import openai
-from fathom.backends.base import ChatPrompt, Request
-from fathom.backends.openai import OpenAIBackend
+from fathom.backends.base import ChatPrompt, Request, ScoreRequest, score_request
+from fathom.backends.openai import MISALIGNED_LOGPROBS, NO_PROMPT_LOGPROBS, OpenAIBackend
 from fathom.cli import main
-from fathom.errors import SpecError
+from fathom.errors import FathomError, SpecError
 
 KEY = "sk-test-PLANTED-0b7f3c9e1d"
 NEEDLE = re.compile(r"One of the special magic numbers for [\w-]+ is: \d+\.")
@@ -80,6 +80,30 @@ class FaultServer(ThreadingHTTPServer):
         pass  # clients that timed out leave broken pipes behind: expected here
 
 
+def word_logprob(word: str) -> float:
+    """The log-probability that the scripted server gives each of its tokens (words here)."""
+    return -len(word) / 10
+
+
+def echoed(prompt: str, action: str) -> dict[str, Any]:
+    """The prompt echoed in OpenAI's legacy logprobs shape, one token per word (with the space
+    before it), then one generated token; ``action`` may break it as servers do."""
+    # vLLM lists the BOS that it puts before the prompt, and counts its text in the offsets.
+    words = [*["<|begin_of_text|>"] * (action == "bos"), *re.findall(r"\s*\S+", prompt), " more"]
+    offsets = [sum(map(len, words[:i])) for i in range(len(words))]
+    values: list[float | None] = [None, *map(word_logprob, words[1:])]  # OpenAI gives the first none
+    if action == "none":
+        values[2] = None
+    logprobs = {"tokens": words, "text_offset": offsets, "token_logprobs": values, "top_logprobs": None}
+    if action == "shifted":  # llama-cpp-python without BOS: the new token has no entry
+        logprobs = {key: value[:-1] if value else value for key, value in logprobs.items()}
+    choice = {"text": prompt + " more", "logprobs": None if action == "nologprobs" else logprobs}
+    return {
+        "choices": [{**choice, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": len(words) - 1, "completion_tokens": 1},
+    }
+
+
 class FaultHandler(BaseHTTPRequestHandler):
     server: FaultServer
 
@@ -111,6 +135,8 @@ class FaultHandler(BaseHTTPRequestHandler):
             return self._raw(b'{"choices": [{"text": "One of', len(b'{"choices": [{"text": "One of'))
         elif action == "missing":
             return self._send(200, {"id": "cmpl-1", "object": "text_completion"})
+        if body.get("echo"):
+            return self._send(200, echoed(body["prompt"], action))
         found = NEEDLE.search(prompt)
         answer = " " + (found[0] if found else "I do not know.")
         chat = self.path.endswith("/chat/completions")
@@ -360,8 +386,81 @@ def test_the_key_stays_out_of_errors_that_echo_it(server: FaultServer) -> None:
     assert KEY not in json.dumps(backend.settings())
 
 
-@pytest.fixture
-def llama_server(tmp_path: Path) -> Iterator[str]:
+def ask_from(backend: OpenAIBackend, head: str, tail: str) -> ScoreRequest:
+    """A request to score ``tail`` after ``head``, as the runner builds it for a text backend."""
+    encode = backend.tokenizer.encode
+    ask = score_request(backend, "s", np.asarray(encode(head + tail)), len(encode(head)))
+    assert (ask.text, ask.text_start) == (head + tail, len(head))
+    return ask
+
+
+def test_scores_are_the_echoed_prompts_tokens_from_text_start_on_and_a_500_is_retried(
+    server: FaultServer,
+) -> None:
+    server.scripts = [["500"]]
+    backend = OpenAIBackend(f"m@{server.url}?retries=2", "cl100k_base")
+    tail = " and the sky was grey."
+    [scores] = backend.score([ask_from(backend, "The sea was calm", tail)])
+    assert scores.error is None and scores.first_position == 4  # after The, sea, was, calm
+    assert scores.logprobs.tolist() == [word_logprob(word) for word in re.findall(r"\s*\S+", tail)]
+    assert [action for _, action, _ in server.arrivals] == ["500", "ok"]
+    body = server.bodies[-1]
+    assert body["prompt"] == "The sea was calm" + tail
+    assert (body["echo"], body["logprobs"], body["max_tokens"], body["min_tokens"]) == (True, 1, 1, 1)
+
+
+def test_offsets_that_count_the_servers_bos_are_read_from_the_prompts_end(server: FaultServer) -> None:
+    server.scripts = [["bos"]]
+    backend = OpenAIBackend(f"m@{server.url}", "cl100k_base")
+    [scores] = backend.score([ask_from(backend, "The sea", " was calm.")])
+    assert scores.error is None and scores.first_position == 3  # after the BOS, The, sea
+    assert scores.logprobs.tolist() == [word_logprob(" was"), word_logprob(" calm.")]
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"), [("nologprobs", NO_PROMPT_LOGPROBS), ("shifted", MISALIGNED_LOGPROBS)]
+)
+def test_a_server_without_usable_prompt_logprobs_stops_scoring_at_once(
+    server: FaultServer, fault: str, message: str
+) -> None:
+    server.scripts = [[fault]]
+    backend = OpenAIBackend(f"m@{server.url}", "cl100k_base")
+    with pytest.raises(FathomError, match=re.escape(message)):
+        backend.score([ask_from(backend, "The sea", " was calm.")])
+    assert len(server.arrivals) == 1  # no retries: no attempt would do better
+
+
+def test_a_scored_token_without_a_logprob_fails_only_its_request(server: FaultServer) -> None:
+    server.scripts = [["none"], []]  # the server gives the first scored word (" was") no logprob
+    backend = OpenAIBackend(f"m@{server.url}?concurrency=1", "cl100k_base")
+    broken, fine = backend.score([ask_from(backend, "The sea", " was calm."), ask_from(backend, "A b", " c")])
+    assert broken.error == "no_logprobs: the server gave no log-probability for its token at character 7"
+    assert fine.error is None and fine.logprobs.tolist() == [word_logprob(" c")]
+
+
+def test_generate_adds_the_continuations_logprobs_read_after_the_answer(server: FaultServer) -> None:
+    backend = OpenAIBackend(f"m@{server.url}?retries=1", "cl100k_base")
+    encode = backend.tokenizer.encode
+    prompt = "One of the special magic numbers for a-b is: 1234567. The number is:"
+    ids = np.asarray(encode(prompt), dtype=np.int32)
+
+    def ask(answer: str | None) -> Request:
+        continuation = None if answer is None else np.asarray(encode(answer), dtype=np.int32)
+        return Request("s", ids, 8, text=prompt, continuation=continuation)
+
+    right, plain = backend.generate([ask(" 1234567."), ask(None)])
+    assert right.text == plain.text == " One of the special magic numbers for a-b is: 1234567."
+    assert right.continuation_logprobs == (word_logprob(" 1234567."),) and plain.continuation_logprobs is None
+    assert server.bodies[-1]["prompt"] == prompt + " 1234567." and server.bodies[-1]["echo"] is True
+
+    server.scripts = [["500"]]  # the next new prompt: the one scoring the wrong answer
+    [wrong] = backend.generate([ask(" 7654321.")])
+    assert wrong.error is None and wrong.text == right.text
+    assert wrong.continuation_error == "backend_error: HTTP 500 (1 attempt)"
+    assert wrong.continuation_logprobs is None
+
+
+def serve_smollm2(folder: Path, *options: str) -> Iterator[str]:
     """llama-cpp-python's OpenAI-compatible server with SmolLM2 on a free port; its /v1 URL."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("uvicorn", reason="needs llama-cpp-python[server]")
@@ -374,8 +473,8 @@ def llama_server(tmp_path: Path) -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--n_ctx", "4096", "--n_threads", "2"]
-    with (tmp_path / "server.log").open("w") as log:
+    command += ["--port", str(port), "--n_ctx", "4096", "--n_threads", "2", *options]
+    with (folder / "server.log").open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{port}/v1"
@@ -388,6 +487,19 @@ def llama_server(tmp_path: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from serve_smollm2(tmp_path_factory.mktemp("llama-server"))
+
+
+@pytest.fixture(scope="module")
+def bos_llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The same, told to put SmolLM2's BOS (<|im_start|>) before every prompt, as models that
+    add one (Llama, Gemma) do: llama-cpp-python's echo lines up only then."""
+    folder = tmp_path_factory.mktemp("bos-llama-server")
+    yield from serve_smollm2(folder, "--kv_overrides", "tokenizer.ggml.add_bos_token=bool:true")
 
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
@@ -419,8 +531,44 @@ def test_a_real_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
     assert answer["error"] is None and answer["output"].strip()
 
 
+@pytest.mark.slow
+def test_scores_from_a_real_llama_cpp_server_match_llama_cpp_in_process(bos_llama_server: str) -> None:
+    """The same GGUF and engine read the same tokens (BOS, then the text) alike: 1e-7 nats apart
+    on average when measured, and float sums in another order stay far below 1e-3."""
+    from fathom.backends.llamacpp import LlamaCppBackend
+    from fathom.models import smollm2_gguf
+
+    llama = LlamaCppBackend(f"{smollm2_gguf()}?n_ctx=1024", "auto")
+    head, tail = prose_parts()
+    bos = llama.llm.token_bos()
+    ids = np.asarray([bos, *llama.tokenizer.encode(head + tail)])
+    start = 1 + len(llama.tokenizer.encode(head))
+    [expected] = llama.score([ScoreRequest("s", ids, start)])
+    backend = OpenAIBackend(f"smollm2@{bos_llama_server}?timeout=300", "cl100k_base")
+    [scores] = backend.score([ScoreRequest("s", ids, start, head + tail, len(head))])
+    assert scores.error is None and scores.first_position == start - 1  # its echo leaves out the BOS
+    assert scores.logprobs.shape == expected.logprobs.shape and len(expected.logprobs) > 100
+    assert np.abs(scores.logprobs - expected.logprobs).max() < 1e-3
+
+
+@pytest.mark.slow
+def test_a_llama_cpp_server_without_bos_misaligns_and_scoring_says_so(llama_server: str) -> None:
+    backend = OpenAIBackend(f"smollm2@{llama_server}?timeout=300", "cl100k_base")
+    head, tail = prose_parts()
+    with pytest.raises(FathomError, match=re.escape(MISALIGNED_LOGPROBS)):
+        backend.score([ask_from(backend, head, tail)])
+
+
+def prose_parts() -> tuple[str, str]:
+    """About 130 SmolLM2 tokens of prose, split at a word."""
+    from fathom.haystack import load_corpus
+
+    words = load_corpus("prose").text[:700].split(" ")[:-1]
+    return " ".join(words[:10]), " " + " ".join(words[10:])
+
+
 def test_the_prompt_loses_its_bos_text_since_the_server_adds_bos_itself(server: FaultServer) -> None:
     backend = OpenAIBackend(f"m@{server.url}", "cl100k_base")
-    assert backend._prompt_text(request("<s>Hello")) == "<s>Hello"  # cl100k_base adds no BOS
+    assert backend._without_bos("<s>Hello") == "<s>Hello"  # cl100k_base adds no BOS
     backend.tokenizer.bos_token, backend.tokenizer.bos_id = "<s>", 1
-    assert backend._prompt_text(request("<s>Hello")) == "Hello"
+    assert backend._without_bos("<s>Hello") == "Hello"

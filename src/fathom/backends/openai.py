@@ -4,13 +4,16 @@ The completions endpoint (the default) gets fathom's own templated prompt as tex
 reads what was counted; the count is exact when ``--tokenizer`` names the model's tokenizer, and
 approximate (cl100k_base) otherwise. Pick the template with ``--template`` (chatml for SmolLM2 and
 Qwen, say) since cl100k_base ships none. The chat endpoint gets messages that the server templates
-itself, so its lengths are never exact. Only the standard library speaks HTTP: no client
-dependency, and every failure is classified here: retried, refused for one sample, or fatal.
+itself, so its lengths are never exact. Scoring (log-probabilities of given text) always goes to
+the completions endpoint, which echoes the prompt with each token's log-probability. Only the
+standard library speaks HTTP: no client dependency, and every failure is classified here:
+retried, refused for one sample, or fatal.
 """
 
 from __future__ import annotations
 
 import email.utils
+import functools
 import http.client
 import json
 import os
@@ -20,12 +23,22 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from fathom.backends.base import InputKind, Request, split_options
+import numpy as np
+
+from fathom.backends.base import (
+    InputKind,
+    Request,
+    ScoreRequest,
+    TokenScores,
+    attach_continuations,
+    failed_scores,
+    split_options,
+)
 from fathom.errors import FathomError, SpecError
 from fathom.records import Completion
 from fathom.tokenizers import load_tokenizer
@@ -55,6 +68,28 @@ _CHOICES = {"endpoint": ("completions", "chat"), "prefill": ("none", "continue")
 # Every 5xx too: the statuses the official OpenAI client retries, since the next attempt may pass.
 _RETRIED_STATUS = {408, 409, 429}
 T = TypeVar("T", int, float)
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+# Teacher forcing through the completions endpoint: the prompt echoed with each token's
+# log-probability (OpenAI's legacy shape, which vLLM and llama.cpp's servers speak), then one new
+# token, the fewest that all accept; min_tokens (theirs, not OpenAI's) keeps it from being EOS,
+# which some echo leaves out, so the echo ends with an entry for it that marks the prompt's end.
+ECHO = {"max_tokens": 1, "min_tokens": 1, "echo": True, "logprobs": 1, **GREEDY}
+NO_PROMPT_LOGPROBS = (
+    "the server returned no log-probabilities of the prompt's tokens (choices[0].logprobs with "
+    "token_logprobs and text_offset, which echo asks for): score with a server that returns them, such "
+    "as vLLM or llama-cpp-python's (python -m llama_cpp.server, with --logits_all true, its default), "
+    "or with the llamacpp, hf or vllm backend"
+)
+# llama-cpp-python's server reads each echoed token's log-probability off the next position's row
+# unless the prompt starts with BOS, and its echo then lacks the new token's entry; where the
+# prompt's text itself starts with the BOS (SmolLM2's chat prompts), its offsets leave that text
+# out. Either way its echo ends before the prompt does.
+MISALIGNED_LOGPROBS = (
+    "the server's echo of the prompt ends before the prompt does, so its log-probabilities cannot be "
+    "matched to the prompt's tokens (llama-cpp-python's server does this for models that add no BOS): "
+    "score this model with the llamacpp or hf backend"
+)
 
 
 class _Transient(Exception):
@@ -68,6 +103,14 @@ class _Transient(Exception):
 
 class _Rejected(Exception):
     """The server refused this one request (a 400 for a prompt too long, say): it would again."""
+
+
+class _Failed(Exception):
+    """A request that this run will not get through: its error for the record, and the time spent."""
+
+    def __init__(self, error: str, seconds: float) -> None:
+        super().__init__(error)
+        self.error, self.seconds = error, seconds
 
 
 class _KeyRefused(FathomError):
@@ -121,14 +164,22 @@ class OpenAIBackend:
         }
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        return attach_continuations(self, requests, self._map(self._complete, requests))
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        return self._map(self._score, requests)
+
+    def _map(self, work: Callable[[Item, threading.Event], Result], items: Sequence[Item]) -> list[Result]:
+        """``work`` on every item, ``concurrency`` at a time, results in order; a fatal error in
+        any (bad key, wrong URL) stops the others and is raised."""
         stop = threading.Event()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="fathom-openai")
         try:
-            futures = [pool.submit(self._complete, request, stop) for request in requests]
+            futures = [pool.submit(work, item, stop) for item in items]
             wait(futures, return_when=FIRST_EXCEPTION)
             for future in futures:
                 if future.done() and future.exception() is not None:
-                    future.result()  # a fatal error (bad key, wrong URL) stops the whole run
+                    future.result()
             return [future.result() for future in futures]
         finally:
             # After a fatal error or Ctrl-C, the other workers must not sit out their retries.
@@ -149,39 +200,76 @@ class OpenAIBackend:
             pass
 
     def _complete(self, request: Request, stop: threading.Event) -> Completion:
-        """One request, retried with backoff until it succeeds, its attempts or time run out, or
-        another request hit a fatal error."""
-        path = "/chat/completions" if self.input == "chat" else "/completions"
-        body, started = self._body(request), time.monotonic()
+        chat = self.input == "chat"
+        path = "/chat/completions" if chat else "/completions"
+        try:
+            read = functools.partial(_parse, chat=chat)
+            (text, finish, usage), latency = self._post(path, self._body(request), stop, read)
+        except _Failed as failed:
+            return Completion("", len(request.ids), 0, "error", failed.seconds, error=failed.error)
+        prompt_tokens = _count(usage, "prompt_tokens", len(request.ids))
+        completion_tokens = _count(usage, "completion_tokens", len(self.tokenizer.encode(text)))
+        return Completion(text, prompt_tokens, completion_tokens, finish, latency)
+
+    def _score(self, request: ScoreRequest, stop: threading.Event) -> TokenScores:
+        """The server's tokens from ``text_start`` on, from the prompt echoed with log-probabilities."""
+        if request.text is None or request.text_start is None:
+            raise ValueError(f"score request {request.sample_id} has no text for a text backend")
+        if not 1 <= request.start < len(request.ids):
+            raise ValueError(f"cannot score from token {request.start} of {len(request.ids)}")
+        prompt = self._without_bos(request.text)
+        text_start = request.text_start - (len(request.text) - len(prompt))
+        body = {"model": self.model, "prompt": prompt, **ECHO}
+        try:
+            (offsets, values, finish), latency = self._post("/completions", body, stop, _echoed)
+        except _Failed as failed:
+            return failed_scores(failed.error, failed.seconds)
+        # A reply that ran to its one new token (not EOS: see ECHO) lists that token last, at the
+        # prompt's end. Offsets are taken relative to that end, which drops the BOS text that
+        # vLLM counts before the prompt.
+        shift = offsets[-1] - len(prompt) if finish == "length" and offsets else 0
+        if shift < 0:
+            raise FathomError(MISALIGNED_LOGPROBS)
+        kept = [i for i, at in enumerate(offsets) if text_start <= at - shift < len(prompt)]
+        if not kept:
+            error = f"no_logprobs: the server listed no token from character {text_start} on"
+            return failed_scores(error, latency)
+        missing = [offsets[i] for i in kept if values[i] is None]
+        if missing:
+            error = f"no_logprobs: the server gave no log-probability for its token at character {missing[0]}"
+            return failed_scores(error, latency)
+        return TokenScores(np.asarray([values[i] for i in kept], dtype=np.float64), kept[0], latency)
+
+    def _post(
+        self, path: str, body: dict[str, Any], stop: threading.Event, read: Callable[[Any], Result]
+    ) -> tuple[Result, float]:
+        """``read`` of the reply and the answering attempt's latency (the model's time, not our
+        backoff's), retried with backoff until it succeeds, its attempts or time run out, or
+        another request hit a fatal error; _Failed then, and for a refusal."""
+        started = time.monotonic()
         reason, attempts = "stopped before the first attempt", 0
         while attempts < self.retries and not stop.is_set():
             sent, attempts = time.monotonic(), attempts + 1
             try:
-                reply = self._call("POST", path, body, self.timeout)
-                text, finish, usage = _parse(reply, self.input == "chat")
+                return read(self._call("POST", path, body, self.timeout)), time.monotonic() - sent
             except _Transient as exc:
                 reason = exc.reason
                 delay = _backoff(attempts - 1, exc.retry_after)
                 out_of_time = time.monotonic() + delay > started + self.max_wait
                 if attempts == self.retries or out_of_time or stop.wait(delay):
                     break
-                continue
             except _Rejected as exc:
-                return _failed(request, f"rejected: {self._scrub(str(exc))}", time.monotonic() - started)
-            prompt_tokens = _count(usage, "prompt_tokens", len(request.ids))
-            completion_tokens = _count(usage, "completion_tokens", len(self.tokenizer.encode(text)))
-            # The latency is the answering attempt's: the model's time, not our backoff's.
-            return Completion(text, prompt_tokens, completion_tokens, finish, time.monotonic() - sent)
+                raise _Failed(f"rejected: {self._scrub(str(exc))}", time.monotonic() - started) from None
         tried = f"{attempts} attempt{'s' * (attempts != 1)}"
-        error = f"backend_error: {self._scrub(reason)} ({tried})"
-        return _failed(request, error, time.monotonic() - started)
+        raise _Failed(f"backend_error: {self._scrub(reason)} ({tried})", time.monotonic() - started)
 
     def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": max(1, request.max_new_tokens), **GREEDY}
         if request.stop:
             body["stop"] = list(request.stop)
         if self.input == "text":
-            return {**body, "prompt": self._prompt_text(request)}
+            text = request.text if request.text is not None else self.tokenizer.decode(request.ids.tolist())
+            return {**body, "prompt": self._without_bos(text)}
         if request.chat is None:
             raise ValueError(f"request {request.sample_id} has no chat messages for the chat endpoint")
         chat = request.chat
@@ -193,8 +281,7 @@ class OpenAIBackend:
             body.update(continue_final_message=True, add_generation_prompt=False)
         return {**body, "messages": messages}
 
-    def _prompt_text(self, request: Request) -> str:
-        text = request.text if request.text is not None else self.tokenizer.decode(request.ids.tolist())
+    def _without_bos(self, text: str) -> str:
         bos = self.tokenizer.bos_token
         # Servers put BOS before the text they tokenise, as the model's tokenizer says to: the
         # prompt's own copy would make two.
@@ -294,6 +381,26 @@ def _parse(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any]]:
     return text, str(choice.get("finish_reason") or "unknown"), usage if isinstance(usage, dict) else {}
 
 
+def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:
+    """Where each echoed token starts in the prompt, its log-probability, and the finish reason."""
+    try:
+        choice = reply["choices"][0]
+        logprobs, finish = choice.get("logprobs"), choice.get("finish_reason")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise _Transient("the reply has no choices[0]") from None
+    logprobs = logprobs if isinstance(logprobs, dict) else {}
+    offsets, values = logprobs.get("text_offset"), logprobs.get("token_logprobs")
+    if not (
+        isinstance(offsets, list)
+        and isinstance(values, list)
+        and len(offsets) == len(values)
+        and all(isinstance(at, int) for at in offsets)
+        and all(value is None or isinstance(value, int | float) for value in values)
+    ):
+        raise FathomError(NO_PROMPT_LOGPROBS)
+    return offsets, values, str(finish)
+
+
 def _count(usage: dict[str, Any], key: str, fallback: int) -> int:
     value = usage.get(key)
     return value if isinstance(value, int) else fallback
@@ -341,7 +448,3 @@ def _server_message(exc: urllib.error.HTTPError) -> str:
     except ValueError:
         message = raw.decode("utf-8", "replace")
     return " ".join(str(message).split())[:200]
-
-
-def _failed(request: Request, error: str, seconds: float) -> Completion:
-    return Completion("", len(request.ids), 0, "error", seconds, error=error)
