@@ -298,6 +298,21 @@ def test_bad_specs_fail_in_one_line(
     ) as raised:
         backend(f"{model_dir}?max_model_len=8k")
     assert "\n" not in str(raised.value)
+    # vLLM's config checks raise pydantic's ValidationError: its first line only counts errors.
+    fake.fail_load = ValidationError(
+        "1 validation error for ModelConfig\n  Value error, User-specified max_model_len (16384) is ..."
+    )
+    with pytest.raises(
+        FathomError, match=r"cannot load .*: User-specified max_model_len \(16384\) is \.\.\.$"
+    ):
+        backend(f"{model_dir}?max_model_len=16k")
+
+
+class ValidationError(ValueError):
+    """pydantic's ValidationError as vLLM's config checks raise it: a count first, errors() after."""
+
+    def errors(self) -> list[dict[str, str]]:
+        return [{"msg": "Value error, " + str(self).splitlines()[1].split("Value error, ")[1]}]
 
 
 def test_the_registry_reaches_the_backend(fake: FakeVllm, model_dir: Path) -> None:

