@@ -358,8 +358,11 @@ class LlamaCppBackend:
                 logits = np.ctypeslib.as_array(pointer, shape=(len(batch), llm.n_vocab()))
                 rows = logits[first:last]
                 targets = np.asarray(ids[position + first + 1 : position + last + 1])
-                peak = rows.max(axis=1).astype(np.float64)
-                norm = peak + np.log(np.exp(rows - peak[:, None]).sum(axis=1, dtype=np.float64))
+                # exp in float32 (a float64 copy of a batch of 262k-word rows took as long as
+                # the model's own pass); each row's sum is accumulated in float64.
+                peak = rows.max(axis=1)
+                total = np.exp(rows - peak[:, None]).sum(axis=1, dtype=np.float64)
+                norm = peak.astype(np.float64) + np.log(total)
                 out[position + first + 1 - start : position + last + 1 - start] = (
                     rows[np.arange(len(rows)), targets] - norm
                 )
