@@ -63,9 +63,10 @@ def default_run_dir(spec: RunSpec, root: Path) -> Path:
 ORDERS = ("prefix", "shuffled")
 
 
-def run(
-    spec: RunSpec, run_dir: Path, batch_size: int = 16, show_progress: bool = True, order: str = "prefix"
-) -> RunResult:
+BATCH_SIZE = 16
+
+
+def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "prefix") -> RunResult:
     """Run (or resume) a spec into ``run_dir``. ``order`` "prefix" sends prompts that share the
     longest prefixes one after another, so a backend's prefix cache can reuse them; "shuffled" is
     the naive order, for measuring what that saves. Neither changes any answer."""
@@ -90,7 +91,7 @@ def run(
     progress = Progress(len(todo), f"{spec.task} {spec.model}", enabled=show_progress)
     errors, clock = 0, _BackendClock(backend)
     with folder:
-        for batch in _batches(todo, batch_size):
+        for batch in _batches(todo, getattr(backend, "requests_per_call", BATCH_SIZE)):
             for record in _run_batch(spec, clock, task, batch):
                 folder.append(record)
                 errors += record.error is not None
@@ -134,6 +135,10 @@ def _check_shortest(task: Task, todo: Sequence[Cell]) -> None:
 
 
 def _batches(cells: Sequence[Cell], size: int) -> Iterator[Sequence[Cell]]:
+    """Cells in groups of ``size``, each written to disk before the next starts: a backend that
+    batches or overlaps requests gets 16 at a time; one that runs them one by one sets
+    ``requests_per_call = 1``, so an interrupt loses only the sample in progress, not up to 15 long
+    ones already answered."""
     for start in range(0, len(cells), size):
         yield cells[start : start + size]
 

@@ -91,7 +91,9 @@ class Backend(Protocol):
     """A model behind one interface.
 
     ``tokenizer`` counts every prompt: the model's own where the backend has one, else the one the
-    user named. ``exact_lengths`` is False when that tokenizer may not be the model's.
+    user named. ``exact_lengths`` is False when that tokenizer may not be the model's. A backend
+    that runs requests one by one may set ``requests_per_call = 1`` so that the runner saves each
+    answer as it comes rather than 16 at a time.
     """
 
     name: str

@@ -244,6 +244,7 @@ class LlamaCppBackend:
         self.exact_lengths = True
         self.trained_window: int | None = llama_cpp.llama_model_n_ctx_train(self.llm.model) or None
         self.max_prompt_tokens: int | None = self.llm.n_ctx()
+        self.requests_per_call = 1  # it answers one at a time: the runner saves each as it ends
 
     def _load(self, n_ctx: int) -> llama_cpp.Llama:
         try:

@@ -1,0 +1,70 @@
+"""How the runner hands cells to a backend: in batches for those that batch, one by one for those
+that answer one at a time, each batch on disk before the next starts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from fathom import registry
+from fathom.backends.base import Completion, Request
+from fathom.backends.sim import SimulatedBackend
+from fathom.runner import run
+from fathom.spec import RunSpec
+from fathom.store import RunFolder
+from fathom.tokenizers import load_tokenizer
+
+
+class _OneByOne(SimulatedBackend):
+    """A simulated model that says it runs requests one by one, and fails on its fourth call as
+    a killed process would."""
+
+    requests_per_call = 1
+    calls: ClassVar[list[int]] = []
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        self.calls.append(len(requests))
+        if len(self.calls) == 4:
+            raise KeyboardInterrupt
+        return super().generate(requests)
+
+
+def _spec(model: str) -> RunSpec:
+    return RunSpec(
+        task="niah", model=model, tokenizer="cl100k_base", lengths=(256, 512), depths=(0.0, 1.0), samples=3
+    )
+
+
+def test_a_one_by_one_backend_gets_single_requests_and_an_interrupt_loses_only_the_one_running(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(
+        registry.BACKENDS, "one", lambda rest, _: _OneByOne(rest, load_tokenizer("cl100k_base"))
+    )
+    monkeypatch.setattr(_OneByOne, "calls", [])
+    with pytest.raises(KeyboardInterrupt):
+        run(_spec("one:perfect"), runs / "one", show_progress=False)
+    assert _OneByOne.calls == [1, 1, 1, 1]
+    assert len(RunFolder(runs / "one").finished_ids()) == 3  # the three answered are on disk
+    monkeypatch.setattr(_OneByOne, "calls", [-1] * 4)  # past the failing call
+    result = run(_spec("one:perfect"), runs / "one", show_progress=False)
+    assert (result.skipped, result.written) == (3, 9) and _OneByOne.calls[4:] == [1] * 9
+
+
+def test_other_backends_get_sixteen_requests_at_a_time(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: ClassVar[list[int]] = []
+    original = SimulatedBackend.generate
+
+    def counting(self: SimulatedBackend, requests: Sequence[Request]) -> list[Completion]:
+        calls.append(len(requests))
+        return original(self, requests)
+
+    monkeypatch.setattr(SimulatedBackend, "generate", counting)
+    run(_spec("sim:perfect"), runs / "many", show_progress=False)
+    assert calls == [12]
+    run(replace(_spec("sim:perfect"), samples=5), runs / "more", show_progress=False)
+    assert calls[1:] == [16, 4]
