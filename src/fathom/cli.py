@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from fathom.errors import FathomError
@@ -68,9 +69,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-progress", action="store_true")
 
-    report = commands.add_parser("report", help="re-derive summary.json and the plots from a run's records")
+    report = commands.add_parser(
+        "report", help="re-derive summary.json, the plots and report.html from a run's records"
+    )
     report.add_argument("run_dir", type=Path)
     report.add_argument("--threshold", type=float, default=0.85)
+    report.add_argument(
+        "--baseline", type=Path, default=None, help="a run of the same spec to compare with, in report.html"
+    )
 
     trap = commands.add_parser(
         "trap", help="the perplexity trap: perplexity beside retrieval, from one run or a run pair"
@@ -79,6 +85,29 @@ def _parser() -> argparse.ArgumentParser:
     trap.add_argument("--out", type=Path, required=True, help="the PNG to write")
 
     commands.add_parser("models", help="list the small real models installed, and the simulated ones")
+
+    compare = commands.add_parser(
+        "compare",
+        help="did NEW regress against BASE? paired exact tests per cell; exit 1 if a cell regressed",
+    )
+    compare.add_argument("base", type=Path, help="the baseline's run folder")
+    compare.add_argument(
+        "new", type=Path, help="the new checkpoint's run folder: the same spec, another model"
+    )
+    compare.add_argument(
+        "--alpha", type=float, default=0.05, help="family-wise error rate over the cells (Holm's correction)"
+    )
+    compare.add_argument(
+        "--out", type=Path, default=None, help="for compare.json and compare.png (default: NEW/compare-BASE)"
+    )
+
+    runs = commands.add_parser("runs", help="list the run folders under a folder, with status and results")
+    runs.add_argument("folder", type=Path, nargs="?", default=Path("runs"), help="default: runs")
+
+    gallery = commands.add_parser(
+        "gallery", help="run the simulated archetypes on one grid and write gallery.html of their heatmaps"
+    )
+    gallery.add_argument("--out", type=Path, default=Path("gallery"), help="default: gallery")
     return parser
 
 
@@ -141,9 +170,9 @@ def _print_summary(folder: Path) -> None:
 def _report(args: argparse.Namespace) -> None:
     from fathom.report import report
 
-    report(args.run_dir, args.threshold)
+    report(args.run_dir, args.threshold, args.baseline)
     plots = sorted(p.name for p in args.run_dir.glob("*.png"))
-    print(f"wrote summary.json and {', '.join(plots)} in {args.run_dir}")
+    print(f"wrote summary.json, report.html and {', '.join(plots)} in {args.run_dir}")
     _print_summary(args.run_dir)
 
 
@@ -168,10 +197,48 @@ def _models(args: argparse.Namespace) -> None:
     print("backends: " + "; ".join(f"{name}: {backend_status(name)}" for name in BACKEND_PACKAGES))
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from fathom.compare import compare_runs, comparison_text, write_comparison
+
+    comparison = compare_runs(args.base, args.new, args.alpha)
+    out = args.out or args.new / f"compare-{args.base.resolve().name}"
+    data, figure = write_comparison(comparison, out)
+    print("\n".join(comparison_text(comparison)))
+    print(f"wrote {data}, {figure} and {data.with_name('compare.html')}")
+    # 1 on a regression, so a training pipeline can gate a checkpoint on this command.
+    return 1 if comparison.regressed else 0
+
+
+def _runs(args: argparse.Namespace) -> None:
+    from fathom.runs import list_runs, runs_text
+
+    entries = list_runs(args.folder)
+    print("\n".join(runs_text(entries)) if entries else f"no run folders in {args.folder}")
+
+
+def _gallery(args: argparse.Namespace) -> None:
+    import time
+
+    from fathom.gallery import gallery
+
+    started = time.perf_counter()
+    page = gallery(args.out)
+    print(f"wrote {page} ({time.perf_counter() - started:.1f} s); open it in a browser")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        {"run": _run, "report": _report, "trap": _trap, "models": _models}[args.command](args)
+        handlers: dict[str, Callable[[argparse.Namespace], int | None]] = {
+            "run": _run,
+            "report": _report,
+            "trap": _trap,
+            "models": _models,
+            "compare": _compare,
+            "runs": _runs,
+            "gallery": _gallery,
+        }
+        status = handlers[args.command](args)
     except FathomError as exc:
         print(f"fathom: error: {exc}", file=sys.stderr)
         return 2
@@ -180,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             "fathom: interrupted; finished samples are saved, run the same command to resume", file=sys.stderr
         )
         return 130
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

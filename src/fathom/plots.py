@@ -1,5 +1,6 @@
 """The plots of a run, drawn so their uncertainty and the trained window are visible: NIAH's depth x
-length heatmap, RULER's task x length grid and its needle-depth profile.
+length heatmap, RULER's task x length grid and its needle-depth profile; and the difference heatmap
+of two runs compared.
 
 matplotlib is imported inside the plotting functions: it is slow to import and most commands never draw.
 """
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from matplotlib.colors import Colormap
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
+
+    from fathom.compare import CellComparison
 
 NA_GREY = "#c8c8c8"
 HATCH = "////"
@@ -209,6 +212,58 @@ def plot_task_grid(
         ax.set_title(title, fontsize=10)
         note = f"score in percent; hatched: 95% interval wider than {100 * wide_interval:g} points"
         _save(fig, path, note)
+    finally:
+        plt.close(fig)
+
+
+DIFFERENCE_MARKS = {"regressed": "▼", "improved": "▲"}
+
+
+def _difference_label(mark: str) -> Callable[[float], str]:
+    # _draw_cell colours and labels a value in [0, 1]: the difference, -1..+1, arrives mapped onto it.
+    return lambda shade: f"{2 * shade - 1:+.0%}{mark}"
+
+
+def plot_difference_heatmap(cells: Sequence[CellComparison], path: Path, title: str, alpha: float) -> None:
+    """Save a PNG of the new run's mean score minus the base run's by context length (columns) and
+    needle depth (NIAH) or task (RULER) (rows), on a diverging scale from -1 to +1 that is white at 0.
+    Regressed cells are framed and marked ▼, improved ones framed and marked ▲."""
+    _pyplot_agg()
+    import matplotlib.pyplot as plt
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Rectangle
+
+    if not cells:
+        raise ValueError("no cells to plot")
+    lengths = sorted({c.length for c in cells})
+    depths = sorted({c.depth for c in cells if c.depth is not None})
+    tasks = task_order(c.task for c in cells if c.depth is None and c.task is not None)
+    rows: list[float | str] = [*depths, *tasks]
+    by_pos = {(c.length, c.task if c.depth is None else c.depth): c for c in cells}
+    cmap = plt.get_cmap("RdBu")
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(lengths) + 3), max(4.0, 0.45 * len(rows) + 2.5)))
+    try:
+        for col, length in enumerate(lengths):
+            for row, key in enumerate(rows):
+                cell = by_pos.get((length, key))
+                mark = "" if cell is None else DIFFERENCE_MARKS.get(cell.verdict, "")
+                shade = None if cell is None else (cell.test.difference + 1) / 2
+                _draw_cell(ax, (col, row), (shade, 0.0, 0.0), (cmap, 1.0), _difference_label(mark))
+                if mark:
+                    frame = Rectangle(
+                        (col - 0.46, row - 0.46), 0.92, 0.92, fill=False, edgecolor="black", lw=2.5
+                    )
+                    ax.add_patch(frame)
+        ax.set_xlim(-0.5, len(lengths) - 0.5)
+        ax.set_ylim(len(rows) - 0.5, -0.5)  # the shallowest depth (or the suite's first task) on top
+        ax.set_xticks(range(len(lengths)), [format_length(n) for n in lengths])
+        ax.set_yticks(range(len(rows)), [f"{r:.0%}" if isinstance(r, float) else r for r in rows])
+        ax.set_xlabel("context length (tokens)")
+        ax.set_ylabel("task" if tasks else "needle depth")
+        fig.colorbar(ScalarMappable(Normalize(-1.0, 1.0), cmap), ax=ax, label="mean score, new minus base")
+        ax.set_title(title, fontsize=10)
+        _save(fig, path, f"framed: Holm-adjusted exact McNemar p < {alpha:g} (▼ regressed, ▲ improved)")
     finally:
         plt.close(fig)
 

@@ -105,18 +105,27 @@ class SampleRecord:
     # (teacher forcing), or why it could not be read.
     answer_logprobs: tuple[float, ...] | None = None
     answer_error: str | None = None
+    # The decoded prompt around each needle (a few dozen tokens either side of it), so a report can
+    # show what the model read there without the prompt; None in records written before it existed.
+    needle_context: tuple[str, ...] | None = None
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        # Optional and added within schema 3: left out when absent, so such records keep their form
+        # and readers that predate it (which drop unknown fields) still read the rest.
+        if self.needle_context is None:
+            del data["needle_context"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SampleRecord:
         values = _fields(cls, _upgrade(data))
         for key in ("answers", "matched", "needle_token_offsets", "needle_depths"):
             values[key] = tuple(values.get(key, ()))
-        if values.get("answer_logprobs") is not None:
-            values["answer_logprobs"] = tuple(values["answer_logprobs"])
+        for key in ("answer_logprobs", "needle_context"):
+            if values.get(key) is not None:
+                values[key] = tuple(values[key])
         return cls(**values)
 
     @property

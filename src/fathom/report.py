@@ -35,7 +35,7 @@ def split_records(records: Sequence[AnyRecord]) -> tuple[list[SampleRecord], lis
 
 
 def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
-    """Write summary.json and the plots from the records; return the summary.
+    """Write summary.json, the plots and report.html from the records; return the summary.
 
     A NIAH run gets heatmap.png, with ``threshold`` for its effective length. A RULER run gets grid.png
     and (when some task has needles) depth.png; its effective lengths use RULER's own thresholds.
@@ -76,6 +76,9 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
     summary["run"] = {key: spec[key] for key in ("task", "model", "tokenizer", "samples", "seed")}
     summary["trained_window"] = window
     folder.write_derived(SUMMARY, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    from fathom.html_report import write_report  # it reads this module's names
+
+    write_report(folder, summary)
     return summary
 
 
@@ -88,8 +91,17 @@ def _plot_ruler(folder: RunFolder, records: Sequence[SampleRecord], title: str) 
         plot_depth_profile(profile, folder.path / DEPTH, f"{title} · score by needle depth")
 
 
-def report(path: Path, threshold: float = 0.85) -> dict[str, Any]:
-    return derive(RunFolder(path), threshold)
+def report(path: Path, threshold: float = 0.85, baseline: Path | None = None) -> dict[str, Any]:
+    """Re-derive a run's files; with ``baseline``, its report.html also compares the run to that
+    baseline run (fathom compare's paired tests)."""
+    folder = RunFolder(path)
+    summary = derive(folder, threshold)
+    if baseline is not None:
+        from fathom.compare import compare_runs
+        from fathom.html_report import write_report
+
+        write_report(folder, summary, compare_runs(baseline, path).to_json())
+    return summary
 
 
 def trap(runs: Sequence[Path], out: Path) -> None:

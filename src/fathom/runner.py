@@ -26,7 +26,7 @@ import fathom
 from fathom.backends.base import Backend, Request, TokenScores, score_request, scorer
 from fathom.errors import SpecError
 from fathom.progress import Progress
-from fathom.prompts import chat_prompt, length_tolerance
+from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.records import AnyRecord, Cell, Completion, PerplexityRecord, SampleRecord
 from fathom.registry import create_backend, create_task
 from fathom.report import derive
@@ -279,6 +279,21 @@ def _record(
         error=completion.error,
         answer_logprobs=_rounded(completion.continuation_logprobs),
         answer_error=completion.continuation_error,
+        needle_context=needle_context(backend.tokenizer, prompt),
+    )
+
+
+# Tokens of prompt kept on each side of a needle: a sentence or two, enough to see what surrounded it.
+NEEDLE_CONTEXT_TOKENS = 40
+
+
+def needle_context(tokenizer: Tokenizer, prompt: Prompt) -> tuple[str, ...]:
+    """For each needle, the prompt's text from ``NEEDLE_CONTEXT_TOKENS`` before its first token to as
+    many after its last one, decoded with the run's tokenizer (what the model read there)."""
+    ids, reach = prompt.ids, NEEDLE_CONTEXT_TOKENS
+    return tuple(
+        tokenizer.decode(ids[max(0, n.token_offset - reach) : n.token_offset + n.tokens + reach].tolist())
+        for n in prompt.needles
     )
 
 
@@ -296,6 +311,9 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend) 
             "task": task.identity(),
             "backend": {"name": backend.name, "settings": backend.settings()},
         },
+        # Outside the identity, which decides whether a run resumes: how many samples make the run
+        # complete, so 'fathom runs' can tell a partial run without rebuilding its task.
+        "planned": len(task.cells()),
         "backend": {
             "input": backend.input,
             "exact_lengths": backend.exact_lengths,

@@ -1,0 +1,87 @@
+"""The gallery: every simulated archetype run on one NIAH grid, their heatmaps side by side.
+
+The first thing to look at: what an extrapolation cliff, a lost middle or a smooth decay looks like
+on fathom's heatmap, each linked to its full report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fathom.backends.sim import ARCHETYPES
+from fathom.html_page import esc, legend, length_or_none, niah_heatmap, page
+from fathom.html_report import REPORT
+from fathom.report import SUMMARY
+from fathom.runner import run
+from fathom.spec import RunSpec
+
+GALLERY = "gallery.html"
+# What each simulated archetype stands for (sim.py holds their profiles).
+ARCHETYPE_NOTES = {
+    "perfect": "the reference: finds every needle at every length and depth",
+    "cliff": "an extrapolation cliff: near-perfect inside its 8k trained window, near zero beyond it",
+    "lost-in-the-middle": "finds needles at the edges; the middle fades as the context grows",
+    "pi-decay": "position interpolation: a smooth decline with length, half right at 32k",
+    "yarn": "YaRN-style extension: flat to a 64k window, then a gentle slope per doubling",
+}
+
+
+@dataclass(frozen=True)
+class GalleryGrid:
+    """The one NIAH grid every archetype of the gallery runs on: by default 1k to 128k doubling, 11
+    depths, k=3 (about 20 s for all five on 2 cores)."""
+
+    lengths: tuple[int, ...] = tuple(1024 * 2**i for i in range(8))
+    depths: tuple[float, ...] = tuple(round(i / 10, 6) for i in range(11))
+    samples: int = 3
+    tokenizer: str = "cl100k_base"
+    seed: int = 0
+
+
+def gallery(out: Path, grid: GalleryGrid = GalleryGrid(), show_progress: bool = False) -> Path:
+    """Run every simulated archetype on ``grid`` into ``out/<archetype>/`` (resuming what is there),
+    then write ``out/gallery.html``: their heatmaps side by side, each linked to its report."""
+    summaries = {}
+    for name in ARCHETYPES:
+        spec = RunSpec(
+            "niah", f"sim:{name}", grid.tokenizer, grid.lengths, grid.depths, grid.samples, seed=grid.seed
+        )
+        run(spec, out / name, show_progress=show_progress)
+        summaries[name] = json.loads((out / name / SUMMARY).read_text(encoding="utf-8"))
+    return write_gallery(out, summaries)
+
+
+def write_gallery(out: Path, summaries: Mapping[str, Mapping[str, Any]]) -> Path:
+    """gallery.html in ``out`` from NIAH summaries of runs in ``out/<name>/``, named by archetype."""
+    figures = []
+    for name, summary in summaries.items():
+        effective, lim = summary["effective_length"], summary["lost_in_the_middle_index"]
+        numbers = (
+            f"effective length {length_or_none(effective['mean'])} (95% lower bound "
+            f"{length_or_none(effective['lower_bound'])}) · lost-in-the-middle index "
+            f"{'n/a' if lim is None else f'{lim:+.3f}'}"
+        )
+        report = f"{name}/{REPORT}"
+        figures.append(
+            f'<figure class="archetype" data-archetype="{esc(name)}"><figcaption><h2>'
+            f'<a href="{esc(report)}">sim:{esc(name)}</a></h2><p>{esc(ARCHETYPE_NOTES[name])}</p>'
+            f"<p>{esc(numbers)}</p></figcaption>"
+            f"{niah_heatmap(summary, with_samples=False, size='compact', report=report)}</figure>"
+        )
+    first = next(iter(summaries.values()))["run"]
+    intro = (
+        "<header><h1>fathom gallery: the simulated archetypes</h1><p>The simulated models, each a way "
+        "a model can use (or fail to use) a long context, sim:perfect the reference; all run on one "
+        "needle-in-a-haystack grid "
+        f"({esc(first['tokenizer'])}, k={esc(first['samples'])}, seed {esc(first['seed'])}): x = context "
+        "length, y = needle depth, colour = accuracy. Hover a cell for its numbers; click it to open "
+        "that archetype's report at the cell.</p></header>"
+    )
+    body = f'{intro}<div class="gallery">{"".join(figures)}</div>{legend("accuracy")}'
+    path = out / GALLERY
+    path.write_text(page("fathom gallery", body, {}), encoding="utf-8")
+    return path

@@ -1,0 +1,279 @@
+"""The pieces every fathom page is made of: the self-contained page shell and the heatmap component.
+
+The pages need no network: style and script are inline, images are data: URIs, and a
+Content-Security-Policy forbids every external load.
+
+Model output, questions, answers and corpus text are untrusted. Markup written here escapes every
+value with ``html.escape``; a page's samples travel once, as JSON in a
+``<script type="application/json">`` block with ``<``, ``>``, ``&``, U+2028 and U+2029 escaped (so no
+text can close the block), and the page's script builds their DOM with ``createElement`` and
+``textContent`` only. The policy also pins the page's own script by its hash, so even markup that
+slipped through could run no script.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fathom.html_assets import SCRIPT, STYLE
+from fathom.plots import WIDE_INTERVAL, _text_colour, format_length
+from fathom.ruler_analysis import task_order
+
+if TYPE_CHECKING:
+    from matplotlib.colors import Colormap
+
+DATA_ID = "fathom-data"
+_JSON_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def script_json(data: Any) -> str:
+    """JSON that is safe inside a ``<script>`` block: nothing in it can close the block or start a
+    comment, and JavaScript reads U+2028/U+2029 the same as JSON does."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(
+        _JSON_ESCAPES
+    )
+
+
+def page(title: str, body: str, data: Mapping[str, Any]) -> str:
+    """A whole page: the body (already escaped markup), the data block and the shared script."""
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    policy = (
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    )
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{esc(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}\n"
+        f'<script type="application/json" id="{DATA_ID}">{script_json(data)}</script>\n'
+        f"<script>{SCRIPT}</script>\n</body></html>\n"
+    )
+
+
+# The heatmap component: NIAH's length x depth, RULER's task x length and a comparison's differences.
+
+
+@dataclass(frozen=True)
+class Square:
+    """One cell of a heatmap. ``value`` places it on the colour scale (0..1, None: nothing scored,
+    grey); ``marks`` are its classes (wide, beyond, regressed, ...); ``data`` its data-* attributes;
+    ``key`` names the cell (data-key); with ``samples`` a click shows its samples, which the page's
+    data lists under "cell KEY"."""
+
+    row: str
+    column: str
+    value: float | None
+    label: str
+    title: str
+    marks: tuple[str, ...] = ()
+    data: tuple[tuple[str, str], ...] = ()
+    key: str | None = None
+    samples: bool = False
+
+
+@cache
+def _colormap() -> Colormap:
+    import matplotlib
+
+    return matplotlib.colormaps["RdYlGn"]  # the PNG plots' scale, and their label colours below
+
+
+def _fill(value: float) -> str:
+    from matplotlib.colors import to_hex
+
+    cmap = _colormap()
+    ink = _text_colour(cmap, value)
+    # Hatching in the label's colour, faint, so a hatched label stays legible at either end of the scale.
+    hatch = "rgba(255,255,255,.4)" if ink == "white" else "rgba(0,0,0,.28)"
+    return f"background-color:{to_hex(cmap(value))};color:{ink};--hatch:{hatch}"
+
+
+_HEADING = '<div class="head col">{}</div>'
+_BEYOND_HEADING = '<div class="head col beyond" title="beyond the trained window">{}</div>'
+
+
+def heatmap(squares: Sequence[Square], rows: Sequence[str], columns: Sequence[str], **options: str) -> str:
+    """A CSS grid of squares, rows top to bottom, with row and column headings. A column holding a
+    square beyond the trained window gets a marked heading. ``options``: ``corner`` (the heading of
+    the row labels), ``size`` ("compact" for the gallery) and ``report`` (a page that a click on a
+    square opens at that square)."""
+    at = {(s.row, s.column): s for s in squares}
+    beyond = {s.column for s in squares if "beyond" in s.marks}
+    parts = [f'<div class="head corner">{esc(options.get("corner", ""))}</div>']
+    for column in columns:
+        heading = _BEYOND_HEADING if column in beyond else _HEADING
+        parts.append(heading.format(esc(column)))
+    for row in rows:
+        parts.append(f'<div class="head row">{esc(row)}</div>')
+        parts += [
+            _square(at[row, column]) if (row, column) in at else '<div class="gap"></div>'
+            for column in columns
+        ]
+    report = options.get("report")
+    link = f' data-report="{esc(report)}"' if report else ""
+    return (
+        f'<div class="heatmap {esc(options.get("size", ""))}"{link} '
+        f'style="grid-template-columns:auto repeat({len(columns)},auto)">{"".join(parts)}</div>'
+    )
+
+
+def _square(square: Square) -> str:
+    marks = " ".join(("cell", *square.marks))
+    attributes = "".join(f' data-{name}="{esc(value)}"' for name, value in square.data)
+    if square.key is not None:
+        attributes += f' data-key="{esc(square.key)}"'
+    if square.samples:
+        attributes += f' data-samples="cell {esc(square.key)}" tabindex="0" role="button"'
+    style = "" if square.value is None else f' style="{_fill(square.value)}"'
+    return (
+        f'<div class="{esc(marks)}"{attributes} title="{esc(square.title)}"{style}>{esc(square.label)}</div>'
+    )
+
+
+def stats_title(where: str, cell: Mapping[str, Any], what: str) -> str:
+    """Hover text of a grid cell: its mean with the 95% interval, k (scored samples) and errors."""
+    if cell["mean"] is None:
+        text = f"{where}: nothing scored"
+    else:
+        interval = f"{cell['ci_low']:.1%} to {cell['ci_high']:.1%}"
+        text = f"{where}: {what} {cell['mean']:.1%}, 95% interval {interval}"
+    text += f", k={cell['n']}"
+    if cell["errors"]:
+        text += f", {cell['errors']} not scored (errors)"
+    return text + ("; beyond the trained window" if cell["beyond_window"] else "")
+
+
+def stats_marks(cell: Mapping[str, Any]) -> tuple[str, ...]:
+    marks = []
+    if cell["mean"] is None:
+        marks.append("na")
+    elif cell["ci_high"] - cell["ci_low"] > WIDE_INTERVAL:
+        marks.append("wide")
+    if cell["beyond_window"]:
+        marks.append("beyond")
+    return tuple(marks)
+
+
+def depth_label(depth: float) -> str:
+    return f"{100 * depth:.3g}%"
+
+
+def cell_key(length: int, where: float | str) -> str:
+    """A grid cell's name: its length and its depth (NIAH's cells) or task (RULER's)."""
+    return f"{length}|{where!r}" if isinstance(where, float) else f"{where}|{length}"
+
+
+def niah_heatmap(summary: Mapping[str, Any], with_samples: bool = True, **options: str) -> str:
+    cells = summary["cells"]
+    squares = [
+        Square(
+            row=depth_label(c["depth"]),
+            column=format_length(c["length"]),
+            value=c["mean"],
+            label="n/a" if c["mean"] is None else f"{c['mean']:.0%}",
+            title=stats_title(f"{format_length(c['length'])} tokens, depth {c['depth']:.0%}", c, "accuracy"),
+            marks=stats_marks(c),
+            data=(("length", str(c["length"])), ("depth", repr(c["depth"]))),
+            key=cell_key(c["length"], c["depth"]),
+            samples=with_samples,
+        )
+        for c in cells
+    ]
+    rows = [depth_label(d) for d in sorted({c["depth"] for c in cells})]
+    columns = [format_length(n) for n in sorted({c["length"] for c in cells})]
+    return heatmap(squares, rows, columns, corner="depth \\ length", **options)
+
+
+AVERAGE = "average"
+
+
+def ruler_grid(summary: Mapping[str, Any], with_samples: bool = True, **options: str) -> str:
+    """RULER's task x length grid in percent, with the per-length average over tasks as the last row."""
+    grid = summary["grid"]
+    squares = [
+        Square(
+            row=c["task"],
+            column=format_length(c["length"]),
+            value=c["mean"],
+            label="n/a" if c["mean"] is None else f"{100 * c['mean']:.0f}",
+            title=stats_title(f"{c['task']} at {format_length(c['length'])} tokens", c, "score"),
+            marks=stats_marks(c),
+            data=(("task", c["task"]), ("length", str(c["length"]))),
+            key=cell_key(c["length"], c["task"]),
+            samples=with_samples,
+        )
+        for c in grid
+    ]
+    for row in summary["lengths"]:
+        mean = row["mean"]
+        where = f"average over tasks at {format_length(row['length'])} tokens"
+        squares.append(
+            Square(
+                row=AVERAGE,
+                column=format_length(row["length"]),
+                value=mean,
+                label="n/a" if mean is None else f"{100 * mean:.1f}",
+                title=f"{where}: {'n/a (a task has nothing scored)' if mean is None else f'{mean:.1%}'}",
+                marks=("average", "na") if mean is None else ("average",),
+            )
+        )
+    rows = [*task_order(c["task"] for c in grid), AVERAGE]
+    columns = [format_length(n) for n in sorted({c["length"] for c in grid})]
+    return heatmap(squares, rows, columns, corner="task \\ length", **options)
+
+
+def summary_heatmap(summary: Mapping[str, Any], with_samples: bool = True, **options: str) -> str:
+    """The run's grid, whichever kind of run it is; empty for a run of perplexity alone."""
+    if summary.get("kind") == "ruler":
+        return ruler_grid(summary, with_samples, **options)
+    return niah_heatmap(summary, with_samples, **options) if "cells" in summary else ""
+
+
+def legend(what: str) -> str:
+    stops = "".join(f'<span class="swatch" style="{_fill(v)}">{v:.0%}</span>' for v in (0.0, 0.5, 1.0))
+    return (
+        f'<p class="legend">colour: {esc(what)} {stops} · <span class="swatch wide"></span> hatched: 95% '
+        f"interval wider than {WIDE_INTERVAL:g} · "
+        '<span class="swatch beyond"></span> dark bar: beyond the trained window · '
+        '<span class="swatch na"></span> grey: nothing scored · hover a cell for its numbers</p>'
+    )
+
+
+def number_box(value: str, what: str) -> str:
+    return f'<div class="number"><b>{esc(value)}</b><span>{esc(what)}</span></div>'
+
+
+def length_or_none(length: int | None) -> str:
+    return "none" if length is None else format_length(length)
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    top = "".join(f"<th>{esc(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{top}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def image(path: Path, alt: str) -> str:
+    if not path.is_file():
+        return ""
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<figure><img src="data:image/png;base64,{data}" alt="{esc(alt)}"></figure>'

@@ -1,0 +1,153 @@
+"""The run folders under a folder, one summary each: what ran, how far it got, what it found.
+
+A listing must survive the folders it finds: one with a broken manifest or an unreadable file is
+listed with the reason, never allowed to stop the others from being listed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fathom.compare import run_effective_length
+from fathom.errors import FathomError, RunFolderError
+from fathom.report import split_records
+from fathom.store import MANIFEST, RunFolder, is_final
+from fathom.units import format_count
+
+NONE = "—"
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One run folder. ``problem`` says why it could not be read; the other fields are then empty."""
+
+    folder: Path
+    created: str | None = None  # the manifest's ISO time
+    model: str | None = None
+    task: str | None = None
+    lengths: tuple[int, ...] = ()
+    samples: int | None = None  # k, per cell
+    planned: int | None = None  # None in manifests written before fathom recorded it
+    done: int = 0  # samples with a final record (a retried error is not final)
+    errors: int = 0
+    effective_length: int | None = None  # on the mean; None for perplexity-only runs
+    problem: str | None = None
+
+    @property
+    def status(self) -> str:
+        if self.problem is not None:
+            return f"unreadable: {self.problem}"
+        if self.done == 0 and self.errors == 0:
+            state = "empty"
+        elif self.planned is None:
+            state = f"partial? {self.done}/?"  # no plan recorded: complete or not cannot be told
+        elif self.done >= self.planned:
+            state = "complete"
+        else:
+            state = f"partial {self.done}/{self.planned}"
+        return state + (f", {self.errors} errors" if self.errors else "")
+
+
+def list_runs(folder: Path) -> list[RunEntry]:
+    """The run folders directly under ``folder`` (or ``folder`` itself, if it is one), oldest first
+    by the manifest's creation time; unreadable ones last."""
+    if not folder.is_dir():
+        problem = "is not a folder" if folder.exists() else "does not exist"
+        raise RunFolderError(
+            f"'{folder}' {problem}: name the folder that holds your run folders "
+            "('fathom run' writes them to runs/ unless --out names another)"
+        )
+    if (folder / MANIFEST).is_file():
+        candidates = [folder]
+    else:
+        try:
+            candidates = sorted(
+                child for child in folder.iterdir() if child.is_dir() and _is_run_folder(child)
+            )
+        except OSError as exc:
+            raise RunFolderError(f"cannot list '{folder}': {exc.strerror or exc}") from None
+    entries = [_entry(path) for path in candidates]
+    return sorted(entries, key=lambda e: (e.created is None, e.created or "", e.folder.name))
+
+
+def _is_run_folder(path: Path) -> bool:
+    try:
+        return (path / MANIFEST).exists()
+    except OSError:
+        return True  # a folder that cannot be looked into is listed with the reason, not hidden
+
+
+def _entry(path: Path) -> RunEntry:
+    folder = RunFolder(path)
+    try:
+        manifest = folder.read_manifest()
+        spec = _spec(manifest)
+        records = folder.latest()
+    except (FathomError, OSError, ValueError) as exc:
+        return RunEntry(path, problem=str(exc))
+    samples, _ = split_records(records)
+    planned = manifest.get("planned")
+    environment = manifest.get("environment")
+    return RunEntry(
+        folder=path,
+        created=environment.get("created") if isinstance(environment, dict) else None,
+        model=spec.get("model"),
+        task=spec.get("task"),
+        lengths=tuple(sorted(spec.get("lengths", []))),
+        samples=spec.get("samples"),
+        planned=planned if isinstance(planned, int) else None,
+        done=sum(1 for r in records if is_final(r)),
+        errors=sum(1 for r in records if r.error is not None),
+        effective_length=run_effective_length(samples).mean,
+    )
+
+
+def _spec(manifest: Any) -> dict[str, Any]:
+    identity = manifest.get("identity") if isinstance(manifest, dict) else None
+    spec = identity.get("spec") if isinstance(identity, dict) else None
+    if not isinstance(spec, dict):
+        raise RunFolderError(f"{MANIFEST} holds no run spec")
+    return spec
+
+
+def _lengths(lengths: tuple[int, ...]) -> str:
+    if not lengths:
+        return NONE
+    low, high = format_count(lengths[0]), format_count(lengths[-1])
+    return low if low == high else f"{low}-{high}"
+
+
+def _created(created: str | None) -> str:
+    # "2026-11-23T14:00:00+00:00" -> "2026-11-23 14:00": the minute is enough to tell runs apart.
+    return NONE if created is None else created[:16].replace("T", " ")
+
+
+def _columns(entry: RunEntry) -> list[str]:
+    if entry.problem is not None:
+        return [_created(entry.created), entry.folder.name, entry.status]
+    return [
+        _created(entry.created),
+        entry.folder.name,
+        entry.model or NONE,
+        entry.task or NONE,
+        _lengths(entry.lengths),
+        NONE if entry.samples is None else f"k={entry.samples}",
+        entry.status,
+        "effective " + (NONE if entry.effective_length is None else format_count(entry.effective_length)),
+    ]
+
+
+def runs_text(entries: Sequence[RunEntry]) -> list[str]:
+    """One line per run: created, folder, model, task, lengths, k, status and effective length, in
+    aligned columns; an unreadable folder's line gives the reason instead."""
+    rows = [_columns(entry) for entry in entries]
+    # The last column is never padded, so a long reason does not widen the columns of the others.
+    widths: defaultdict[int, int] = defaultdict(int)
+    for row in rows:
+        for index, cell in enumerate(row[:-1]):
+            widths[index] = max(widths[index], len(cell))
+    return ["  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])), row[-1]]) for row in rows]

@@ -1,0 +1,426 @@
+"""report.html, compare.html and gallery.html: self-contained, interactive, and safe with hostile text.
+
+The browser tests open the pages from file:// URLs in Debian's Chromium, driven by playwright (one
+browser per module); the others read the HTML and the records directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from fathom.analysis import FAILURE_KINDS, failure_kind, summarize
+from fathom.backends.sim import ARCHETYPES
+from fathom.cli import main
+from fathom.gallery import ARCHETYPE_NOTES, GalleryGrid
+from fathom.html_page import DATA_ID, page
+from fathom.html_report import REPORT, page_data, write_comparison_html, write_report
+from fathom.prompts import Insertion, Prompt
+from fathom.records import SampleRecord
+from fathom.runner import NEEDLE_CONTEXT_TOKENS, needle_context
+from fathom.store import RunFolder
+from fathom.tokenizers import load_tokenizer
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+CHROMIUM = Path("/usr/bin/chromium")
+# As root in a container: no sandbox; and nothing that would reach for the network on its own.
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PAYLOADS = (
+    "<script>window.__pwned=1</script>",
+    '<img src=x onerror="window.__pwned=1">',
+    "</script><script>window.__pwned=1</script>",
+)
+LENGTHS, DEPTHS, K = (1024, 2048, 4096), (0.0, 0.5, 1.0), 3
+
+
+def cli(*args: str | Path) -> int:
+    return main([str(a) for a in args])
+
+
+def lines(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+
+
+def data_block(html: str) -> str:
+    start = html.index(f'<script type="application/json" id="{DATA_ID}">')
+    body = html[html.index(">", start) + 1 :]
+    return body[: body.index("</script>")]
+
+
+# Runs shared by the module's tests.
+
+
+@pytest.fixture(scope="module")
+def niah_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3 lengths x 3 depths x k=3 of a model whose trained window (2k) ends inside the sweep."""
+    folder = tmp_path_factory.mktemp("niah") / "run"
+    options = ["--tokenizer", "cl100k_base", "--lengths", "1k,2k,4k", "--depths", "3", "--samples", str(K)]
+    assert cli("run", "niah", "--model", "sim:lost-in-the-middle?window=2k", *options, "--run-dir", folder,
+               "--no-progress") == 0  # fmt: skip
+    return folder
+
+
+@pytest.fixture(scope="module")
+def hostile_run(niah_run: Path) -> Path:
+    """The NIAH run with one cell's samples answered again in markup, and one error message in it."""
+    folder = niah_run.parent / "hostile"
+    shutil.copytree(niah_run, folder)
+    records = [SampleRecord.from_json(r) for r in lines(folder)]
+    hostile = "".join(PAYLOADS)
+    again = [
+        dataclasses.replace(
+            r, output=hostile, question=f"{PAYLOADS[2]} which number?", answers=(PAYLOADS[1],),
+            needle_context=(f"before {hostile} after",), score=0.0, matched=(),
+        )
+        for r in records
+        if (r.length, r.depth) == (2048, 0.5)
+    ]  # fmt: skip
+    # An error message is text from a server: here one whose kind (before any ':') is markup.
+    again.append(dataclasses.replace(records[0], error=PAYLOADS[1], score=0.0))
+    with (folder / "samples.jsonl").open("a") as handle:
+        handle.writelines(json.dumps(r.to_json()) + "\n" for r in again)
+    assert cli("report", folder) == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.is_file():
+        pytest.skip("the report's browser tests need Debian's Chromium: apt-get install chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("the report's browser tests need playwright: pip install 'fathom-eval[test]'")
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def open_page(browser: Browser) -> Iterator[Callable[[Path], tuple[Page, list[str]]]]:
+    """Opens a page from its file and collects what went wrong: console errors (CSP violations
+    included), script errors, failed requests and any request that leaves the file system."""
+    context = browser.new_context()
+
+    def opener(path: Path) -> tuple[Page, list[str]]:
+        tab = context.new_page()
+        problems: list[str] = []
+        tab.on("console", lambda m: None if m.type != "error" else problems.append(f"console: {m.text}"))
+        tab.on("pageerror", lambda e: problems.append(f"script error: {e}"))
+        tab.on("requestfailed", lambda r: problems.append(f"failed request: {r.url}"))
+        tab.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(r.url))
+        tab.goto(path.as_uri())
+        return tab, problems
+
+    yield opener
+    context.close()
+
+
+def panel_ids(tab: Page) -> list[str]:
+    return tab.locator("#panel .sample-id").all_inner_texts()
+
+
+# In the browser.
+
+
+@pytest.mark.slow
+def test_the_heatmap_has_one_cell_per_length_and_depth_and_shows_their_samples(
+    niah_run: Path, open_page: Callable[[Path], tuple[Page, list[str]]]
+) -> None:
+    tab, problems = open_page(niah_run / REPORT)
+    cells = tab.locator(".heatmap .cell")
+    assert cells.count() == len(LENGTHS) * len(DEPTHS)
+    places = [(int(c.get_attribute("data-length") or 0), float(c.get_attribute("data-depth") or -1))
+              for c in cells.all()]  # fmt: skip
+    assert sorted(places) == [(n, d) for n in LENGTHS for d in DEPTHS]
+    # Beyond the 2k window: the 4k column, and only it, is marked.
+    assert {c.get_attribute("data-length") for c in tab.locator(".cell.beyond").all()} == {"4096"}
+
+    cell = tab.locator('.cell[data-length="2048"][data-depth="0.5"]')
+    title = cell.get_attribute("title") or ""
+    assert "accuracy" in title and "95% interval" in title and f"k={K}" in title
+    assert tab.locator("#panel").is_hidden()
+    cell.click()
+    assert panel_ids(tab) == [f"niah|L2048|D0.5000|S{i}" for i in range(K)]
+    assert tab.locator("#panel .panel-title").inner_text() == title
+    # Each sample shows the prompt around its needle, with the expected answer marked in it.
+    contexts = tab.locator("#panel pre.context")
+    assert contexts.count() == K
+    assert all(m.inner_text() for m in tab.locator("#panel pre.context mark").all())
+
+    tab.locator('.cell[data-length="4096"][data-depth="1.0"]').click()
+    assert panel_ids(tab) == [f"niah|L4096|D1.0000|S{i}" for i in range(K)]
+    assert "beyond the trained window" in tab.locator("#panel").inner_text()
+    assert problems == []
+
+
+@pytest.mark.slow
+def test_markup_in_model_output_and_questions_is_shown_as_text(
+    hostile_run: Path, open_page: Callable[[Path], tuple[Page, list[str]]]
+) -> None:
+    tab, problems = open_page(hostile_run / REPORT)
+    tab.locator('.cell[data-length="2048"][data-depth="0.5"]').click()
+    panel = tab.locator("#panel")
+    text = panel.inner_text()
+    assert all(payload in text for payload in PAYLOADS)
+    assert panel.locator("img, script, iframe").count() == 0
+    # The whole page: the JSON block and the page's own script, no image, nothing run.
+    assert tab.locator("script").count() == 2 and tab.locator("img").count() == 0
+    assert tab.evaluate("window.__pwned") is None
+
+    errors = tab.locator('details[data-kind="error"]')
+    errors.locator(":scope > summary").click()
+    errors.locator("details > summary").click()
+    listed = errors.locator(".sample")
+    assert listed.count() == 1 and PAYLOADS[1] in listed.inner_text()
+    assert tab.evaluate("window.__pwned") is None
+    assert problems == []
+
+
+@pytest.mark.slow
+def test_a_ruler_report_has_one_cell_per_task_and_length(
+    runs: Path, open_page: Callable[[Path], tuple[Page, list[str]]]
+) -> None:
+    # Two single-task runs' records in one folder: a RULER grid of two tasks without RULER's data files.
+    folders = {}
+    for task in ("niah_single_1", "vt"):
+        folders[task] = runs / task
+        assert cli("run", task, "--model", "sim:cliff?window=2k", "--tokenizer", "char", "--lengths", "2k,4k",
+                   "--samples", "2", "--run-dir", folders[task], "--no-progress") == 0  # fmt: skip
+    merged = folders["niah_single_1"]
+    with (merged / "samples.jsonl").open("a") as handle:
+        handle.write((folders["vt"] / "samples.jsonl").read_text())
+    assert cli("report", merged) == 0
+
+    tab, problems = open_page(merged / REPORT)
+    cells = tab.locator(".cell[data-task]").all()
+    assert sorted((c.get_attribute("data-task"), c.get_attribute("data-length")) for c in cells) == [
+        ("niah_single_1", "2048"), ("niah_single_1", "4096"), ("vt", "2048"), ("vt", "4096"),
+    ]  # fmt: skip
+    assert tab.locator(".cell.average").count() == 2
+    tab.locator('.cell[data-task="vt"][data-length="2048"]').click()
+    assert panel_ids(tab) == ["vt|L2048|S0", "vt|L2048|S1"]
+    # vt's chain has five statements: the prompt around each one.
+    assert tab.locator("#panel .sample").first.locator("pre.context").count() == 5
+    assert problems == []
+
+
+@pytest.mark.slow
+def test_the_gallery_shows_every_archetype_and_opens_its_report_at_a_cell(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    open_page: Callable[[Path], tuple[Page, list[str]]],
+) -> None:
+    import fathom.gallery
+
+    small = GalleryGrid(lengths=(1024, 2048), depths=(0.0, 1.0), samples=1, tokenizer="char")
+    full = fathom.gallery.gallery
+    monkeypatch.setattr(fathom.gallery, "gallery", lambda out: full(out, small))
+    out = tmp_path / "gallery"
+    assert cli("gallery", "--out", out) == 0
+    assert f"wrote {out / 'gallery.html'}" in capsys.readouterr().out
+
+    tab, problems = open_page(out / "gallery.html")
+    figures = tab.locator("figure.archetype")
+    assert [f.get_attribute("data-archetype") for f in figures.all()] == list(ARCHETYPES)
+    for figure in figures.all():
+        assert figure.locator(".heatmap .cell").count() == 4
+        report = figure.locator("h2 a").get_attribute("href") or ""
+        assert (out / report).is_file()
+    tab.locator('figure[data-archetype="cliff"] .cell[data-length="2048"][data-depth="1.0"]').click()
+    tab.wait_for_url("**/cliff/report.html#*")
+    assert panel_ids(tab) == ["niah|L2048|D1.0000|S0"]
+    assert problems == []
+
+
+# Without a browser.
+
+
+def record(**changes: Any) -> SampleRecord:
+    base = SampleRecord(
+        sample_id="niah|L1024|D0.5000|S0", task="niah", length=1024, depth=0.5, sample=0, seed=0,
+        prompt_sha256="0" * 64, target_tokens=1024, actual_tokens=1024, needle_kind="number",
+        needle_token_offsets=(500,), needle_depths=(0.5,), question="Which number?", answers=("1234567",),
+        output="It is 1234567.", finish_reason="stop", score=1.0, matched=("1234567",), scoring="contains",
+        latency_s=0.1, beyond_window=False,
+    )  # fmt: skip
+    return dataclasses.replace(base, **changes)
+
+
+WRONG = {"score": 0.0, "matched": ()}
+FAILURES = [
+    (record(), None),
+    (record(error="backend_error: HTTP 503", beyond_window=True, output="", **WRONG), "error"),
+    (record(beyond_window=True, output="It is 7654321.", **WRONG), "beyond_window"),
+    (record(beyond_window=True), None),  # right beyond the window is right
+    (record(output=" \n", **WRONG), "empty"),
+    (record(answers=("1", "2"), output="1", score=0.5, matched=("1",)), "partial"),
+    (record(output="I'm sorry, the text does not say.", **WRONG), "refusal"),
+    (record(output="I can\u2019t find it.", **WRONG), "refusal"),
+    (record(output="I could not find the answer in the document.", **WRONG), "refusal"),
+    (record(output="It is 7654321.", **WRONG), "wrong_answer"),
+]
+
+
+@pytest.mark.parametrize(("sample", "kind"), FAILURES)
+def test_failure_kind(sample: SampleRecord, kind: str | None) -> None:
+    assert failure_kind(sample) == kind
+
+
+def test_every_failure_kind_is_reachable() -> None:
+    assert {kind for _, kind in FAILURES} == {None, *FAILURE_KINDS}
+
+
+def test_the_data_block_cannot_be_closed_by_the_data_and_reads_back_equal() -> None:
+    hostile = "</script><script>alert(1)</script> <!-- & \u2028 line \u2029 para </SCRIPT >"
+    sample = record(output=hostile, question=hostile, answers=(hostile,), needle_context=(hostile, "x"))
+    html = page("a </script> title", "", page_data([sample]))
+    # Only the two closing tags of the page's own blocks; nothing that opens a comment; no raw separators.
+    assert len(re.findall(r"</script", html, flags=re.IGNORECASE)) == 2
+    assert "<!--" not in html and "\u2028" not in html and "\u2029" not in html
+    (shown,) = json.loads(data_block(html))["samples"]
+    assert shown["output"] == shown["question"] == hostile
+    assert shown["answers"] == [hostile] and shown["context"] == [hostile, "x"]
+    assert "<title>a &lt;/script&gt; title</title>" in html
+
+
+def test_needle_context_is_the_prompt_around_each_needle() -> None:
+    text = "".join(chr(ord("a") + i % 26) for i in range(400))
+    ids = np.asarray(load_tokenizer("char").encode(text), dtype=np.int32)
+    # One needle near the start (its context is cut at the prompt's first token), one in the middle.
+    needles = (Insertion(10, tokens=5, depth=0.0), Insertion(200, tokens=20, depth=0.5))
+    prompt = Prompt(ids=ids, target_tokens=400, head_tokens=0, context_tokens=400, needles=needles)
+    reach = NEEDLE_CONTEXT_TOKENS
+    expected = (text[: 15 + reach], text[200 - reach : 220 + reach])
+    assert needle_context(load_tokenizer("char"), prompt) == expected
+
+
+def test_a_run_records_the_text_around_its_needle(runs: Path) -> None:
+    folder = runs / "context"
+    options = "--tokenizer cl100k_base --lengths 1k --depths 0,0.5,1 --samples 1 --no-progress".split()
+    assert cli("run", "niah", "--model", "sim:perfect", *options, "--run-dir", folder) == 0
+    for line in lines(folder):
+        (context,) = line["needle_context"]
+        # sim:perfect answers with the needle's sentence as it read it in the prompt.
+        assert line["output"] in context and line["answers"][0] in context
+        assert 2 * NEEDLE_CONTEXT_TOKENS < len(context) < 2 * NEEDLE_CONTEXT_TOKENS * 8
+
+
+def test_records_without_needle_context_still_read_and_keep_their_form() -> None:
+    older = record().to_json()
+    assert "needle_context" not in older  # None is left out, as records before it were written
+    assert SampleRecord.from_json(older).needle_context is None
+    newer = json.loads(json.dumps(record(needle_context=("a", "b")).to_json()))
+    assert SampleRecord.from_json(newer) == record(needle_context=("a", "b"))
+
+
+@pytest.mark.slow
+def test_an_old_record_shows_not_recorded(
+    niah_run: Path, tmp_path: Path, open_page: Callable[[Path], tuple[Page, list[str]]]
+) -> None:
+    folder = tmp_path / "old"
+    shutil.copytree(niah_run, folder)
+    old = [{k: v for k, v in line.items() if k != "needle_context"} for line in lines(folder)]
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    assert cli("report", folder) == 0
+    tab, problems = open_page(folder / REPORT)
+    tab.locator('.cell[data-length="1024"][data-depth="0.0"]').click()
+    assert tab.locator("#panel pre.context").count() == 0
+    assert tab.locator("#panel").inner_text().count("not recorded") == K
+    assert problems == []
+
+
+def test_report_prints_that_it_wrote_report_html(niah_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (niah_run / REPORT).unlink()
+    assert cli("report", niah_run) == 0
+    assert "report.html" in capsys.readouterr().out and (niah_run / REPORT).is_file()
+
+
+def comparison() -> dict[str, Any]:
+    def cell(length: int, depth: float, base: float, new: float, p: float, verdict: str) -> dict[str, Any]:
+        return {"length": length, "depth": depth, "task": "niah", "pairs": 5, "base_mean": base,
+                "new_mean": new, "difference": new - base, "worse": round(5 * max(0, base - new)),
+                "better": round(5 * max(0, new - base)), "p_value": p, "p_adjusted": min(1, 4 * p),
+                "verdict": verdict}  # fmt: skip
+
+    cells = [
+        cell(1024, 0.0, 1.0, 1.0, 1.0, "unchanged"),
+        cell(1024, 1.0, 1.0, 1.0, 1.0, "unchanged"),
+        cell(2048, 0.0, 1.0, 0.0, 0.001, "regressed"),
+        cell(2048, 1.0, 0.0, 1.0, 0.002, "improved"),
+    ]
+    return {
+        "base": {"path": "runs/base", "model": "sim:perfect"},
+        "new": {"path": "runs/new", "model": "<b>sim:cliff</b>"},
+        "alpha": 0.05, "correction": "holm", "test": "exact McNemar", "pairs": 20,
+        "left_out": {"errors": 1, "unpaired": 0},
+        "overall": {"base_mean": 0.75, "new_mean": 0.75, "worse": 5, "better": 5, "p_value": 1.0},
+        "cells": cells,
+        "effective_length": {"base": {"mean": 2048, "lower_bound": 1024},
+                             "new": {"mean": 1024, "lower_bound": None}},
+        "regressions": 1, "improvements": 1,
+    }  # fmt: skip
+
+
+def test_the_comparison_page_marks_regressed_and_improved_cells(tmp_path: Path) -> None:
+    html = write_comparison_html(comparison(), tmp_path / "compare.html").read_text()
+    squares = re.findall(r'<div class="cell ([a-z]+)" data-length="(\d+)" data-depth="([\d.]+)"', html)
+    assert sorted(squares) == [
+        ("improved", "2048", "1.0"), ("regressed", "2048", "0.0"),
+        ("unchanged", "1024", "0.0"), ("unchanged", "1024", "1.0"),
+    ]  # fmt: skip
+    rows = re.findall(r"<tr><td>(regressed|improved)</td><td>([^<]+)</td>", html)
+    assert rows == [("improved", "2k · 100%"), ("regressed", "2k · 0%")]
+    assert "2k → 1k" in html and "1k → none" in html  # effective length, on the mean and the lower bound
+    assert "&lt;b&gt;sim:cliff&lt;/b&gt;" in html and "<b>sim:cliff" not in html
+
+
+def test_a_report_given_a_comparison_has_its_section(niah_run: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "compared"
+    shutil.copytree(niah_run, folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    html = write_report(RunFolder(folder), summary, comparison()).read_text()
+    assert '<section id="comparison">' in html and 'data-verdict="regressed"' in html
+
+
+def test_a_large_run_makes_a_light_page(tmp_path: Path, niah_run: Path) -> None:
+    """10 lengths x 11 depths x k=5, each sample with a needle context: the samples are embedded once."""
+    folder = tmp_path / "large"
+    folder.mkdir()
+    shutil.copy(niah_run / "manifest.json", folder)
+    context = ("word " * 90,)
+    records = [
+        record(sample_id=f"{i}|{d}|{s}", length=1024 * 2**i, depth=d, sample=s, needle_context=context)
+        for i in range(10)
+        for d in [j / 10 for j in range(11)]
+        for s in range(5)
+    ]
+    with RunFolder(folder) as run:
+        for r in records:
+            run.append(r)
+    size = write_report(RunFolder(folder), summarize(records)).stat().st_size
+    assert size < 2_000_000, f"report.html of {len(records)} samples is {size} bytes"
+
+
+def test_every_archetype_has_a_note() -> None:
+    assert set(ARCHETYPE_NOTES) == set(ARCHETYPES)
