@@ -459,6 +459,11 @@ def test_runs_lists_complete_partial_old_and_broken_runs(
     assert by_name["old"].status == "partial? 90/?"
     assert by_name["broken"].problem is not None and "cannot read" in by_name["broken"].problem
 
+    created = json.loads((old / "manifest.json").read_text())["environment"]["created"]
+    sweep(old, model=CLIFF)  # resuming the old run records its plan, and changes nothing else
+    assert [e.status for e in list_runs(old)] == ["complete"]
+    assert json.loads((old / "manifest.json").read_text())["environment"]["created"] == created
+
     assert cli("runs", folder) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 5

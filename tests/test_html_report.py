@@ -350,6 +350,18 @@ def test_an_old_record_shows_not_recorded(
     assert problems == []
 
 
+@pytest.mark.parametrize("dirty", [True, False, None])
+def test_the_report_says_when_the_run_came_from_uncommitted_code(
+    niah_run: Path, tmp_path: Path, dirty: bool | None
+) -> None:
+    folder = shutil.copytree(niah_run, tmp_path / "run")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["environment"]["git_dirty"] = dirty  # None: an older manifest, or no git checkout
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert cli("report", folder) == 0
+    assert ("with uncommitted changes" in (folder / REPORT).read_text()) is bool(dirty)
+
+
 def test_report_prints_that_it_wrote_report_html(niah_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (niah_run / REPORT).unlink()
     assert cli("report", niah_run) == 0

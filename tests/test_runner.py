@@ -1,8 +1,10 @@
 """How the runner hands cells to a backend: in batches for those that batch, one by one for those
-that answer one at a time, each batch on disk before the next starts."""
+that answer one at a time, each batch on disk before the next starts; and what it records of the
+code that ran."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 from fathom import registry
 from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
-from fathom.runner import run
+from fathom.runner import run, source_revision
 from fathom.spec import RunSpec
 from fathom.store import RunFolder
 from fathom.tokenizers import load_tokenizer
@@ -68,3 +70,27 @@ def test_other_backends_get_sixteen_requests_at_a_time(runs: Path, monkeypatch: 
     assert calls == [12]
     run(replace(_spec("sim:perfect"), samples=5), runs / "more", show_progress=False)
     assert calls[1:] == [16, 4]
+
+
+def test_the_manifest_names_the_commit_and_whether_the_package_differs_from_it(tmp_path: Path) -> None:
+    assert source_revision(tmp_path) == {"git_sha": None, "git_dirty": None}  # not a checkout
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    package = tmp_path / "src" / "pkg"
+    package.mkdir(parents=True)
+    (package / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    sha = git("rev-parse", "HEAD")
+    assert source_revision(package) == {"git_sha": sha, "git_dirty": False}
+    (tmp_path / "README").write_text("outside the package\n")
+    assert source_revision(package)["git_dirty"] is False
+    (package / "new.py").write_text("y = 2\n")
+    assert source_revision(package) == {"git_sha": sha, "git_dirty": True}
+    (package / "new.py").unlink()
+    (package / "code.py").write_text("x = 2\n")
+    assert source_revision(package)["git_dirty"] is True

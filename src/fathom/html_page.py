@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fathom.html_assets import SCRIPT, STYLE
-from fathom.plots import WIDE_INTERVAL, _text_colour, format_length
+from fathom.plots import WIDE_INTERVAL, format_length, text_colour
 from fathom.ruler_analysis import task_order
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def _fill(value: float) -> str:
     from matplotlib.colors import to_hex
 
     cmap = _colormap()
-    ink = _text_colour(cmap, value)
+    ink = text_colour(cmap, value)
     # Hatching in the label's colour, faint, so a hatched label stays legible at either end of the scale.
     hatch = "rgba(255,255,255,.4)" if ink == "white" else "rgba(0,0,0,.28)"
     return f"background-color:{to_hex(cmap(value))};color:{ink};--hatch:{hatch}"

@@ -51,6 +51,10 @@ FAILURE_LABELS = {
 # The run's report.
 
 
+def _modified(environment: Mapping[str, Any]) -> str:
+    return ", with uncommitted changes" if environment.get("git_dirty") else ""
+
+
 def _short(digest: object) -> str:
     return str(digest)[:12] if digest else "n/a"
 
@@ -88,7 +92,7 @@ def _facts(manifest: Mapping[str, Any], records: Sequence[SampleRecord]) -> list
         ("needle kind", ", ".join(sorted({r.needle_kind for r in records})) or "n/a"),
         ("trained window", "unknown" if window is None else format_length(window)),
         ("input", f"{served.get('input')}, {'exact' if exact else 'approximate'} lengths"),
-        ("fathom", f"{where.get('fathom_version')} (git {_short(where.get('git_sha'))})"),
+        ("fathom", f"{where.get('fathom_version')} (git {_short(where.get('git_sha'))}{_modified(where)})"),
         ("created", f"{where.get('created')} on {where.get('host')}"),
     ]
 

@@ -41,7 +41,7 @@ def _grid(cells: Sequence[CellStats]) -> tuple[list[int], list[float], dict[tupl
     return lengths, depths, {(c.length, c.depth): c for c in cells}
 
 
-def _text_colour(cmap: Colormap, value: float) -> str:
+def text_colour(cmap: Colormap, value: float) -> str:
     """White on the dark ends of the scale, black elsewhere, so every label stays legible."""
     red, green, blue, _ = cmap(value)
     luminance = 0.299 * red + 0.587 * green + 0.114 * blue
@@ -67,7 +67,7 @@ def _draw_cell(
         ax.text(col, row, "n/a", ha="center", va="center", fontsize=8, color="black")
         return
     ax.add_patch(Rectangle(corner, 1, 1, facecolor=cmap(mean), edgecolor="white"))
-    colour = _text_colour(cmap, mean)
+    colour = text_colour(cmap, mean)
     if high - low > wide_interval:
         # Hatch in the label's contrasting colour so it shows on the dark ends of the scale too.
         ax.add_patch(Rectangle(corner, 1, 1, fill=False, hatch=HATCH, edgecolor=colour, lw=0, alpha=0.6))

@@ -322,7 +322,7 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend) 
         },
         "environment": {
             "fathom_version": fathom.__version__,
-            "git_sha": _git_sha(),
+            **source_revision(Path(fathom.__file__).parent),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
             "host": socket.gethostname(),
@@ -331,11 +331,22 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend) 
     }
 
 
-def _git_sha() -> str | None:
+def source_revision(folder: Path) -> dict[str, Any]:
+    """The commit that ``folder`` (fathom's package) is checked out from, and whether the files under
+    it differ from that commit (edited, added or deleted): a run made from uncommitted code must not
+    pass for one made from the commit it names. Both None outside a git checkout."""
+    sha = _git(folder, "rev-parse", "HEAD")
+    if not sha:
+        return {"git_sha": None, "git_dirty": None}
+    changes = _git(folder, "status", "--porcelain", "--", ".")  # only this folder, not the whole repo
+    return {"git_sha": sha, "git_dirty": None if changes is None else bool(changes)}
+
+
+def _git(folder: Path, *args: str) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(fathom.__file__).parent,
+            ["git", *args],
+            cwd=folder,
             capture_output=True,
             text=True,
             timeout=5,
@@ -343,4 +354,4 @@ def _git_sha() -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    return out.stdout.strip()

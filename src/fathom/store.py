@@ -51,7 +51,8 @@ class RunFolder:
     def start(self, manifest: dict[str, Any]) -> None:
         """Create the folder, or reopen it for resuming when it holds a run of the same identity."""
         if self.manifest_path.exists():
-            old = self.read_manifest().get("identity")
+            existing = self.read_manifest()
+            old = existing.get("identity")
             new = json.loads(json.dumps(manifest["identity"]))  # tuples read back as lists
             if old != new:
                 raise RunFolderError(
@@ -59,10 +60,18 @@ class RunFolder:
                     f"{', '.join(_differences(old, new))}); refusing to mix them: "
                     "pass --run-dir with a new folder, or delete this one"
                 )
+            # A manifest from an older fathom lacks fields recorded since (such as 'planned'); add
+            # them, and only them: what the manifest already says about the run stays as written.
+            added = {key: value for key, value in manifest.items() if key not in existing}
+            if added:
+                self._write_manifest(existing | added)
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            _write_atomic(self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            self._write_manifest(manifest)
         self._repair_torn_tail()
+
+    def _write_manifest(self, manifest: dict[str, Any]) -> None:
+        _write_atomic(self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
     def _repair_torn_tail(self) -> None:
         """A kill during a write can leave half a line; move it aside so appends stay valid JSONL."""
