@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from fathom.analysis import CellStats
 from fathom.ruler_analysis import POOLED, DepthBin, TaskCell, length_scores, task_order
@@ -118,7 +118,7 @@ def _label_axes(ax: Axes, cells: Sequence[CellStats]) -> None:
 WIDE_INTERVAL = 0.6
 
 
-def _pyplot_agg() -> None:
+def pyplot_agg() -> None:
     import matplotlib
 
     # Agg draws without a display; set before pyplot is imported so a headless run never looks for one.
@@ -139,7 +139,7 @@ def _finish(fig: Figure, ax: Axes, window: Line2D | None, colorbar: tuple[Colorm
     fig.colorbar(ScalarMappable(Normalize(0.0, top), cmap), ax=ax, label=label)
 
 
-def _save(fig: Figure, path: Path, note: str) -> None:
+def save_figure(fig: Figure, path: Path, note: str) -> None:
     fig.text(0.01, 0.01, note, fontsize=8, color="0.3")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=DPI)
@@ -149,7 +149,7 @@ def plot_heatmap(
     cells: Sequence[CellStats], path: Path, title: str, wide_interval: float = WIDE_INTERVAL
 ) -> None:
     """Save a PNG heatmap of mean accuracy by context length (columns) and needle depth (rows)."""
-    _pyplot_agg()
+    pyplot_agg()
     import matplotlib.pyplot as plt
 
     if not cells:
@@ -163,7 +163,7 @@ def plot_heatmap(
         _finish(fig, ax, _mark_window(ax, cells), (cmap, 1.0, "mean accuracy"))
         ax.set_title(title, fontsize=10)
         note = f"k = samples per cell; hatched: 95% Wilson interval wider than {wide_interval:g}"
-        _save(fig, path, note)
+        save_figure(fig, path, note)
     finally:
         plt.close(fig)
 
@@ -198,7 +198,7 @@ def plot_task_grid(
 ) -> None:
     """Save a PNG of score (percent) by task (rows) and context length (columns), with the per-length
     average over tasks (each task weighing the same) as the bottom row."""
-    _pyplot_agg()
+    pyplot_agg()
     import matplotlib.pyplot as plt
 
     if not grid:
@@ -211,7 +211,7 @@ def plot_task_grid(
         _finish(fig, ax, _mark_window(ax, grid), (cmap, 100.0, "score (%)"))
         ax.set_title(title, fontsize=10)
         note = f"score in percent; hatched: 95% interval wider than {100 * wide_interval:g} points"
-        _save(fig, path, note)
+        save_figure(fig, path, note)
     finally:
         plt.close(fig)
 
@@ -228,7 +228,7 @@ def plot_difference_heatmap(cells: Sequence[CellComparison], path: Path, title: 
     """Save a PNG of the new run's mean score minus the base run's by context length (columns) and
     needle depth (NIAH) or task (RULER) (rows), on a diverging scale from -1 to +1 that is white at 0.
     Regressed cells are framed and marked ▼, improved ones framed and marked ▲."""
-    _pyplot_agg()
+    pyplot_agg()
     import matplotlib.pyplot as plt
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
@@ -263,7 +263,7 @@ def plot_difference_heatmap(cells: Sequence[CellComparison], path: Path, title: 
         ax.set_ylabel("task" if tasks else "needle depth")
         fig.colorbar(ScalarMappable(Normalize(-1.0, 1.0), cmap), ax=ax, label="mean score, new minus base")
         ax.set_title(title, fontsize=10)
-        _save(fig, path, f"framed: Holm-adjusted exact McNemar p < {alpha:g} (▼ regressed, ▲ improved)")
+        save_figure(fig, path, f"framed: Holm-adjusted exact McNemar p < {alpha:g} (▼ regressed, ▲ improved)")
     finally:
         plt.close(fig)
 
@@ -271,7 +271,7 @@ def plot_difference_heatmap(cells: Sequence[CellComparison], path: Path, title: 
 def plot_depth_profile(profile: Sequence[DepthBin], path: Path, title: str) -> None:
     """Save a PNG of score (percent) by the needles' mean depth, one line per task and a thick pooled
     line with its 95% interval shaded."""
-    _pyplot_agg()
+    pyplot_agg()
     import matplotlib.pyplot as plt
 
     scored = [b for b in profile if b.mean is not None]
@@ -297,7 +297,7 @@ def plot_depth_profile(profile: Sequence[DepthBin], path: Path, title: str) -> N
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
         ax.set_title(title, fontsize=10)
-        _save(fig, path, "each point: the samples whose needles' mean depth lies in that bin")
+        save_figure(fig, path, "each point: the samples whose needles' mean depth lies in that bin")
     finally:
         plt.close(fig)
 
@@ -306,151 +306,3 @@ def _depth_line(bins: Sequence[DepthBin]) -> tuple[list[float], list[float]]:
     """Bin centres and scores, in percent, of the bins with a score."""
     points = [(50 * (b.low + b.high), 100 * b.mean) for b in bins if b.mean is not None]
     return [x for x, _ in points], [y for _, y in points]
-
-
-def plot_trap(
-    perplexity: dict[str, Any],
-    retrieval: Sequence[dict[str, Any]],
-    answer: Sequence[dict[str, Any]],
-    path: Path,
-    title: str,
-    window: int | None = None,
-) -> None:
-    """Save the perplexity trap: on the left, perplexity by length (overall, and of the far tokens:
-    the last position bucket) beside retrieval accuracy (and the gold answer's probability) on a
-    second axis; on the right, perplexity by token position, one line per length.
-
-    ``perplexity`` is ``perplexity_table``'s result; ``retrieval`` rows hold length, mean, ci_low and
-    ci_high (a run's summary lengths) and may be empty, as may ``answer`` (answer_likelihood's rows).
-    """
-    _pyplot_agg()
-    import matplotlib.pyplot as plt
-
-    rows = [r for r in perplexity["lengths"] if r["perplexity"] is not None]
-    if not rows:
-        raise ValueError("no perplexity to plot")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13.0, 5.0))
-    try:
-        _trap_lengths(left, rows, perplexity["buckets"], retrieval, answer, window)
-        _trap_positions(right, perplexity["buckets"], window)
-        fig.suptitle(title, fontsize=10)
-        note = "perplexity: exp(mean NLL per token), 95% interval over documents; accuracy: 95% interval"
-        _save(fig, path, note)
-    finally:
-        plt.close(fig)
-
-
-def _log2_lengths(ax: Axes, lengths: Sequence[int]) -> None:
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(lengths), [format_length(n) for n in lengths])
-    ax.minorticks_off()
-
-
-def _trap_lengths(
-    ax: Axes,
-    rows: Sequence[dict[str, Any]],
-    buckets: Sequence[dict[str, Any]],
-    retrieval: Sequence[dict[str, Any]],
-    answer: Sequence[dict[str, Any]],
-    window: int | None,
-) -> None:
-    lengths = [r["length"] for r in rows]
-    ppl = [r["perplexity"] for r in rows]
-    errors = [
-        [p - r["ci_low"] for p, r in zip(ppl, rows, strict=True)],
-        [r["ci_high"] - p for p, r in zip(ppl, rows, strict=True)],
-    ]
-    ax.errorbar(
-        lengths, ppl, yerr=errors, marker="o", color="tab:blue", capsize=3, label="perplexity, all tokens"
-    )
-    last = {b["length"]: b for b in buckets}  # buckets are sorted: the last one per length wins
-    far = [(n, last[n]["perplexity"]) for n in lengths if n in last and last[n]["lo"] > 0]
-    if far:
-        ax.plot(
-            *zip(*far, strict=True),
-            marker="s",
-            linestyle="--",
-            color="tab:cyan",
-            label="perplexity, last bucket",
-        )
-    _log_perplexity(ax)
-    ax.set_ylabel("perplexity (log scale)", color="tab:blue")
-    ax.set_xlabel("context length (tokens)")
-    shown = sorted({*lengths, *(r["length"] for r in retrieval)})
-    _log2_lengths(ax, shown)
-    handles, labels = ax.get_legend_handles_labels()
-    if retrieval or answer:
-        twin = ax.twinx()
-        scored = [r for r in retrieval if r.get("mean") is not None]
-        if scored:
-            x = [r["length"] for r in scored]
-            twin.fill_between(
-                x,
-                [r["ci_low"] for r in scored],
-                [r["ci_high"] for r in scored],
-                color="tab:red",
-                alpha=0.15,
-                linewidth=0,
-            )
-            twin.plot(x, [r["mean"] for r in scored], marker="o", color="tab:red", label="retrieval accuracy")
-        if answer:
-            x = [r["length"] for r in answer]
-            twin.plot(
-                x,
-                [r["mean_probability"] for r in answer],
-                marker="^",
-                linestyle=":",
-                color="tab:orange",
-                label="p(gold answer)",
-            )
-        twin.set_ylim(-0.02, 1.02)
-        twin.set_ylabel("retrieval", color="tab:red")
-        more_handles, more_labels = twin.get_legend_handles_labels()
-        handles, labels = handles + more_handles, labels + more_labels
-    if window is not None:
-        handles.append(ax.axvline(window, color="0.3", linestyle="-.", linewidth=1))
-        labels.append(f"trained window ({format_length(window)})")
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=8)
-    ax.set_title("perplexity and retrieval by context length", fontsize=9)
-    ax.grid(alpha=0.3)
-
-
-def _log_perplexity(ax: Axes) -> None:
-    """A log y axis labelled in plain numbers (12, 20, 50), not powers of ten."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-
-
-def _trap_positions(ax: Axes, buckets: Sequence[dict[str, Any]], window: int | None) -> None:
-    import matplotlib.pyplot as plt
-
-    lengths = sorted({b["length"] for b in buckets})
-    colours = plt.get_cmap("viridis")
-    for i, length in enumerate(lengths):
-        own = [b for b in buckets if b["length"] == length]
-        x = [max(1.0, (b["lo"] + b["hi"]) / 2) for b in own]
-        colour = colours(i / max(1, len(lengths) - 1))
-        ax.plot(
-            x,
-            [b["perplexity"] for b in own],
-            marker="o",
-            markersize=3,
-            color=colour,
-            label=format_length(length),
-        )
-    if window is not None:
-        ax.axvline(window, color="0.3", linestyle="-.", linewidth=1)
-    ax.set_xscale("log", base=2)
-    ticks = sorted({b["hi"] for b in buckets})
-    ax.set_xticks(ticks, [format_length(n) for n in ticks])
-    ax.minorticks_off()
-    _log_perplexity(ax)
-    ax.set_xlabel("token position (points at bucket midpoints: 0-1k, 1k-2k, 2k-4k, ...)")
-    ax.set_ylabel("perplexity (log scale)")
-    ax.legend(title="document length", fontsize=7, title_fontsize=8, loc="best")
-    ax.set_title("perplexity by position in the context", fontsize=9)
-    ax.grid(alpha=0.3)

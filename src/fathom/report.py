@@ -67,7 +67,7 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
         summary["perplexity"] = perplexity_table(documents)
         summary["documents"] = len(documents)
         summary["document_errors"] = sum(1 for r in documents if r.error is not None)
-        from fathom.plots import plot_trap
+        from fathom.trap_plot import plot_trap
 
         retrieval = summary.get("lengths", []) if samples else []
         name = TRAP if samples else PERPLEXITY
@@ -131,7 +131,7 @@ def trap(runs: Sequence[Path], out: Path) -> None:
     spec = manifest["identity"]["spec"]
     title = f"{spec['model']} · perplexity trap · {spec['tokenizer']}"
     window = manifest.get("backend", {}).get("trained_window")
-    from fathom.plots import plot_trap
+    from fathom.trap_plot import plot_trap
 
     out.parent.mkdir(parents=True, exist_ok=True)
     plot_trap(perplexity_table(documents), retrieval, answer_likelihood(samples), out, title, window)
