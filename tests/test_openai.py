@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fathom.backends import openai
+from fathom.backends import jsonhttp
 from fathom.backends.base import ChatPrompt, Request, ScoreRequest, score_request
 from fathom.backends.openai import MISALIGNED_LOGPROBS, NO_PROMPT_LOGPROBS, OpenAIBackend
 from fathom.cli import main
@@ -182,7 +182,7 @@ def server() -> Iterator[FaultServer]:
 
 @pytest.fixture(autouse=True)
 def _fast_and_keyed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(openai, "BACKOFF_BASE", 0.001)
+    monkeypatch.setattr(jsonhttp, "BACKOFF_BASE", 0.001)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # a proxy from the environment must not see these
 
@@ -375,14 +375,14 @@ def test_bad_model_names_and_options_are_refused(model: str, message: str) -> No
 
 
 def test_retry_after_reads_seconds_and_dates() -> None:
-    assert openai._retry_after("2") == 2.0
-    assert openai._retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no wait
-    assert openai._retry_after("soon") is None and openai._retry_after(None) is None
+    assert jsonhttp._retry_after("2") == 2.0
+    assert jsonhttp._retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no wait
+    assert jsonhttp._retry_after("soon") is None and jsonhttp._retry_after(None) is None
 
 
 def test_the_key_stays_out_of_errors_that_echo_it(server: FaultServer) -> None:
     backend = OpenAIBackend(f"m@{server.url}", "cl100k_base")
-    assert backend._scrub(f"bad header Bearer {KEY}") == "bad header Bearer [API key]"
+    assert backend.api.scrub(f"bad header Bearer {KEY}") == "bad header Bearer [API key]"
     assert KEY not in json.dumps(backend.settings())
 
 

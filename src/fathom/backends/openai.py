@@ -6,23 +6,15 @@ approximate (cl100k_base) otherwise. Pick the template with ``--template`` (chat
 Qwen, say) since cl100k_base ships none. The chat endpoint gets messages that the server templates
 itself, so its lengths are never exact. Scoring (log-probabilities of given text) always goes to
 the completions endpoint, which echoes the prompt with each token's log-probability. Only the
-standard library speaks HTTP: no client dependency, and every failure is classified here:
-retried, refused for one sample, or fatal.
+standard library speaks HTTP (``jsonhttp``): no client dependency, and every failure is
+classified: retried, refused for one sample, or fatal.
 """
 
 from __future__ import annotations
 
-import email.utils
 import functools
-import http.client
-import json
-import os
-import random
 import re
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
@@ -39,16 +31,11 @@ from fathom.backends.base import (
     failed_scores,
     split_options,
 )
+from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transient
 from fathom.errors import FathomError, SpecError
 from fathom.records import Completion
 from fathom.tokenizers import load_tokenizer
 from fathom.units import parse_count
-
-# The wait before retry n is uniform in [0, min(CAP, BASE * 2**n)] ("full jitter"), so workers that
-# failed together on one overloaded server do not all come back together. Tests shrink BASE.
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 30.0
-_jitter = random.Random()
 
 APPROXIMATE = "cl100k_base"
 GREEDY = {"temperature": 0, "top_p": 1}
@@ -65,8 +52,6 @@ _DEFAULTS = {
     "max_prompt": "",
 }
 _CHOICES = {"endpoint": ("completions", "chat"), "prefill": ("none", "continue")}
-# Every 5xx too: the statuses the official OpenAI client retries, since the next attempt may pass.
-_RETRIED_STATUS = {408, 409, 429}
 T = TypeVar("T", int, float)
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -92,35 +77,6 @@ MISALIGNED_LOGPROBS = (
 )
 
 
-class _Transient(Exception):
-    """A failure the next attempt may not repeat. ``retry_after`` is the wait the server asked
-    for; ``unreachable`` means no connection was made at all."""
-
-    def __init__(self, reason: str, retry_after: float | None = None, unreachable: bool = False) -> None:
-        super().__init__(reason)
-        self.reason, self.retry_after, self.unreachable = reason, retry_after, unreachable
-
-
-class _Rejected(Exception):
-    """The server refused this one request (a 400 for a prompt too long, say): it would again."""
-
-
-class _Failed(Exception):
-    """A request that this run will not get through: its error for the record, and the time spent."""
-
-    def __init__(self, error: str, seconds: float) -> None:
-        super().__init__(error)
-        self.error, self.seconds = error, seconds
-
-
-class _KeyRefused(FathomError):
-    """HTTP 401 or 403: no request of the run can pass."""
-
-
-class _NotFound(FathomError):
-    """HTTP 404: the URL or the model name is wrong, for every request of the run."""
-
-
 class OpenAIBackend:
     """``openai:MODEL@BASE_URL?endpoint=completions|chat&prefill=none|continue&concurrency=4&
     timeout=120&retries=5&max_wait=600&api_key_env=OPENAI_API_KEY&window=8k&max_prompt=8k``."""
@@ -139,13 +95,16 @@ class OpenAIBackend:
         # Only fathom's own template over the named tokenizer is exact: a chat server re-templates.
         self.exact_lengths = tokenizer != "auto" and self.input == "text"
         self.concurrency = _number(options, "concurrency", int)
-        self.timeout = _number(options, "timeout", float)
-        self.retries = _number(options, "retries", int)
-        self.max_wait = _number(options, "max_wait", float)
         self.trained_window = parse_count(options["window"]) if options["window"] else None
         self.max_prompt_tokens = parse_count(options["max_prompt"]) if options["max_prompt"] else None
-        self.key_env = options["api_key_env"]
-        self._key = os.environ.get(self.key_env) or None  # never stored anywhere but here
+        self.api = JsonApi(
+            self.base_url,
+            self.model,
+            key_env=options["api_key_env"],
+            timeout=_number(options, "timeout", float),
+            retries=_number(options, "retries", int),
+            max_wait=_number(options, "max_wait", float),
+        )
         self._probe()
 
     def settings(self) -> dict[str, Any]:
@@ -158,9 +117,9 @@ class OpenAIBackend:
             "counted_by": self.counted_by,
             "decoding": GREEDY,
             "concurrency": self.concurrency,
-            "timeout_s": self.timeout,
-            "retries": self.retries,
-            "max_wait_s": self.max_wait,
+            "timeout_s": self.api.timeout,
+            "retries": self.api.retries,
+            "max_wait_s": self.api.max_wait,
         }
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
@@ -190,13 +149,13 @@ class OpenAIBackend:
         """Fail before any work when nothing answers at the URL or the key is refused; anything
         else is for the real requests to find out (some servers list no models)."""
         try:
-            self._call("GET", "/models", None, min(self.timeout, 30.0))
-        except _Transient as exc:
+            self.api.call("GET", "/models", None, min(self.api.timeout, 30.0))
+        except Transient as exc:
             if exc.unreachable:
                 raise FathomError(
                     f"no server answers at {self.base_url} ({exc.reason}): start it, or fix the URL"
                 ) from None
-        except (_Rejected, _NotFound):
+        except (Rejected, NotFound):
             pass
 
     def _complete(self, request: Request, stop: threading.Event) -> Completion:
@@ -204,8 +163,8 @@ class OpenAIBackend:
         path = "/chat/completions" if chat else "/completions"
         try:
             read = functools.partial(_parse, chat=chat)
-            (text, finish, usage), latency = self._post(path, self._body(request), stop, read)
-        except _Failed as failed:
+            (text, finish, usage), latency = self.api.post(path, self._body(request), stop, read)
+        except Failed as failed:
             return Completion("", len(request.ids), 0, "error", failed.seconds, error=failed.error)
         prompt_tokens = _count(usage, "prompt_tokens", len(request.ids))
         completion_tokens = _count(usage, "completion_tokens", len(self.tokenizer.encode(text)))
@@ -221,8 +180,8 @@ class OpenAIBackend:
         text_start = request.text_start - (len(request.text) - len(prompt))
         body = {"model": self.model, "prompt": prompt, **ECHO}
         try:
-            (offsets, values, finish), latency = self._post("/completions", body, stop, _echoed)
-        except _Failed as failed:
+            (offsets, values, finish), latency = self.api.post("/completions", body, stop, _echoed)
+        except Failed as failed:
             return failed_scores(failed.error, failed.seconds)
         # A reply that ran to its one new token (not EOS: see ECHO) lists that token last, at the
         # prompt's end. Offsets are taken relative to that end, which drops the BOS text that
@@ -239,29 +198,6 @@ class OpenAIBackend:
             error = f"no_logprobs: the server gave no log-probability for its token at character {missing[0]}"
             return failed_scores(error, latency)
         return TokenScores(np.asarray([values[i] for i in kept], dtype=np.float64), kept[0], latency)
-
-    def _post(
-        self, path: str, body: dict[str, Any], stop: threading.Event, read: Callable[[Any], Result]
-    ) -> tuple[Result, float]:
-        """``read`` of the reply and the answering attempt's latency (the model's time, not our
-        backoff's), retried with backoff until it succeeds, its attempts or time run out, or
-        another request hit a fatal error; _Failed then, and for a refusal."""
-        started = time.monotonic()
-        reason, attempts = "stopped before the first attempt", 0
-        while attempts < self.retries and not stop.is_set():
-            sent, attempts = time.monotonic(), attempts + 1
-            try:
-                return read(self._call("POST", path, body, self.timeout)), time.monotonic() - sent
-            except _Transient as exc:
-                reason = exc.reason
-                delay = _backoff(attempts - 1, exc.retry_after)
-                out_of_time = time.monotonic() + delay > started + self.max_wait
-                if attempts == self.retries or out_of_time or stop.wait(delay):
-                    break
-            except _Rejected as exc:
-                raise _Failed(f"rejected: {self._scrub(str(exc))}", time.monotonic() - started) from None
-        tried = f"{attempts} attempt{'s' * (attempts != 1)}"
-        raise _Failed(f"backend_error: {self._scrub(reason)} ({tried})", time.monotonic() - started)
 
     def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": max(1, request.max_new_tokens), **GREEDY}
@@ -288,45 +224,6 @@ class OpenAIBackend:
         if self.tokenizer.bos_id is not None and bos and text.startswith(bos):
             return text[len(bos) :]
         return text
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None, timeout: float) -> Any:
-        """One HTTP exchange and its JSON, or _Transient, _Rejected or a fatal FathomError."""
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base_url + path, data, headers, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raise self._http_error(exc, path) from None
-        except (OSError, http.client.HTTPException) as exc:
-            # urllib wraps only failures to connect and send in URLError.
-            unreachable = isinstance(exc, urllib.error.URLError)
-            raise _Transient(_describe(exc, timeout), unreachable=unreachable) from None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise _Transient(f"malformed JSON in a reply of {len(raw)} bytes") from None
-
-    def _http_error(self, exc: urllib.error.HTTPError, path: str) -> Exception:
-        status = exc.code
-        if status in (401, 403):
-            doing = f"refused the API key in ${self.key_env}" if self._key else "wants an API key"
-            return _KeyRefused(f"the server {doing} (HTTP {status}): set ${self.key_env} to a key it accepts")
-        if status == 404:
-            return _NotFound(
-                f"no such endpoint or model at {self.base_url}{path} (HTTP 404): check that the URL "
-                f"ends in /v1 and that the server serves the model '{self.model}'"
-            )
-        if status in _RETRIED_STATUS or status >= 500:
-            return _Transient(f"HTTP {status}", _retry_after(exc.headers.get("Retry-After")))
-        return _Rejected(f"HTTP {status}: {_server_message(exc)}")
-
-    def _scrub(self, text: str) -> str:
-        """Errors quote the server; a server that echoes the key must not put it in a record."""
-        return text.replace(self._key, "[API key]") if self._key else text
 
 
 def _target(target: str) -> tuple[str, str]:
@@ -372,11 +269,11 @@ def _parse(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any]]:
         choice = reply["choices"][0]
         text = choice["message"]["content"] if chat else choice["text"]
     except (KeyError, IndexError, TypeError):
-        raise _Transient("the reply has no choices[0] text") from None
+        raise Transient("the reply has no choices[0] text") from None
     if chat and text is None:
         text = ""  # a chat model may answer with no content at all: that is its answer
     if not isinstance(text, str):
-        raise _Transient("the reply's text is not a string")
+        raise Transient("the reply's text is not a string")
     usage = reply.get("usage")
     return text, str(choice.get("finish_reason") or "unknown"), usage if isinstance(usage, dict) else {}
 
@@ -387,7 +284,7 @@ def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:
         choice = reply["choices"][0]
         logprobs, finish = choice.get("logprobs"), choice.get("finish_reason")
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise _Transient("the reply has no choices[0]") from None
+        raise Transient("the reply has no choices[0]") from None
     logprobs = logprobs if isinstance(logprobs, dict) else {}
     offsets, values = logprobs.get("text_offset"), logprobs.get("token_logprobs")
     if not (
@@ -404,47 +301,3 @@ def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:
 def _count(usage: dict[str, Any], key: str, fallback: int) -> int:
     value = usage.get(key)
     return value if isinstance(value, int) else fallback
-
-
-def _backoff(attempt: int, retry_after: float | None) -> float:
-    if retry_after is not None:
-        return retry_after
-    return _jitter.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt))
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds, from a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def _describe(exc: BaseException, timeout: float) -> str:
-    # urllib wraps a failure to connect in URLError; its reason says which.
-    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-    cause = reason if isinstance(reason, BaseException) else exc
-    if isinstance(cause, TimeoutError):
-        return f"no reply within {timeout:g} s"
-    return f"{type(cause).__name__}: {cause}"[:160]
-
-
-def _server_message(exc: urllib.error.HTTPError) -> str:
-    """The server's own words for a refusal, e.g. vLLM's 'maximum context length is ...'."""
-    try:
-        raw = exc.read()
-    except (OSError, http.client.HTTPException):
-        return "no message"
-    try:
-        data = json.loads(raw)
-        error = data.get("error", data.get("detail", data)) if isinstance(data, dict) else data
-        message = error.get("message", error) if isinstance(error, dict) else error
-    except ValueError:
-        message = raw.decode("utf-8", "replace")
-    return " ".join(str(message).split())[:200]
