@@ -21,8 +21,9 @@ from fathom.analysis import FAILURE_KINDS, failure_kind, summarize
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli import main
 from fathom.gallery import ARCHETYPE_NOTES, GalleryGrid
+from fathom.html_compare import write_comparison_html
 from fathom.html_page import DATA_ID, page
-from fathom.html_report import REPORT, page_data, write_comparison_html, write_report
+from fathom.html_report import REPORT, page_data, write_report
 from fathom.prompts import Insertion, Prompt
 from fathom.records import SampleRecord
 from fathom.runner import NEEDLE_CONTEXT_TOKENS, needle_context

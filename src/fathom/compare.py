@@ -332,7 +332,7 @@ def _verdict(test: PairedTest, p_adjusted: float, alpha: float) -> Verdict:
 def write_comparison(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]:
     """Write compare.json, the difference heatmap compare.png and the page compare.html (with both
     runs' heatmaps when their summary.json exist) into ``out_dir``; return the first two paths."""
-    from fathom.html_report import write_comparison_html
+    from fathom.html_compare import write_comparison_html
     from fathom.plots import plot_difference_heatmap
 
     out_dir.mkdir(parents=True, exist_ok=True)

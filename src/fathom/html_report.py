@@ -1,4 +1,4 @@
-"""report.html, one self-contained page per run, and the page of a comparison of two runs.
+"""report.html, one self-contained page per run (a comparison's page is ``fathom.html_compare``'s).
 
 Every number comes from ``fathom.analysis``, ``ruler_analysis`` and ``perplexity_analysis``, through
 the run's summary; this module only presents them (see ``fathom.html_page`` for how pages stay
@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from fathom.analysis import FAILURE_KINDS, error_kinds, failure_kind
+from fathom.html_compare import comparison_section
 from fathom.html_page import (
-    Square,
     cell_key,
     depth_label,
     esc,
-    heatmap,
     image,
     legend,
     length_or_none,
@@ -28,13 +27,11 @@ from fathom.html_page import (
     page,
     percent,
     ruler_grid,
-    summary_heatmap,
     table,
 )
 from fathom.plots import format_length
 from fathom.records import SampleRecord
 from fathom.report import DEPTH, PERPLEXITY, TRAP, split_records
-from fathom.ruler_analysis import task_order
 from fathom.store import RunFolder
 
 REPORT = "report.html"
@@ -47,8 +44,6 @@ FAILURE_LABELS = {
     "refusal": "refused, or said it found no answer",
     "wrong_answer": "wrong answer",
 }
-
-# The run's report.
 
 
 def _modified(environment: Mapping[str, Any]) -> str:
@@ -303,123 +298,3 @@ def write_report(
     spec = manifest.get("identity", {}).get("spec", {})
     title = f"fathom · {spec.get('model')} · {spec.get('task')}"
     return folder.write_derived(REPORT, page(title, "\n".join(body), page_data(samples)))
-
-
-# A comparison of two runs (fathom compare's result).
-
-VERDICT_FLAGS = {"regressed": " ▼", "improved": " ▲"}
-
-
-def _where(cell: Mapping[str, Any]) -> str:
-    row = str(cell["task"]) if cell["depth"] is None else depth_label(cell["depth"])
-    return f"{format_length(cell['length'])} · {row}"
-
-
-def _difference_square(cell: Mapping[str, Any], by_depth: bool) -> Square:
-    title = (
-        f"{_where(cell)}: base {cell['base_mean']:.1%} → new {cell['new_mean']:.1%} "
-        f"({100 * cell['difference']:+.1f} points), {cell['pairs']} pairs, {cell['worse']} worse, "
-        f"{cell['better']} better, p {cell['p_value']:.3g}, adjusted p {cell['p_adjusted']:.3g}: "
-        f"{cell['verdict']}"
-    )
-    return Square(
-        row=depth_label(cell["depth"]) if by_depth else str(cell["task"]),
-        column=format_length(cell["length"]),
-        # The accuracy colours over -1..1: red worse, yellow the same, green better.
-        value=min(1.0, max(0.0, (cell["difference"] + 1) / 2)),
-        label=f"{100 * cell['difference']:+.0f}{VERDICT_FLAGS.get(cell['verdict'], '')}",
-        title=title,
-        marks=(cell["verdict"],),
-        data=(
-            ("length", str(cell["length"])),
-            ("depth", repr(cell["depth"])) if by_depth else ("task", str(cell["task"])),
-            ("verdict", cell["verdict"]),
-        ),
-    )
-
-
-def difference_heatmap(comparison: Mapping[str, Any]) -> str:
-    """New minus base per cell, in points; regressed and improved cells outlined and flagged."""
-    cells = comparison["cells"]
-    by_depth = all(c["depth"] is not None for c in cells)
-    squares = [_difference_square(c, by_depth) for c in cells]
-    if by_depth:
-        rows = [depth_label(d) for d in sorted({c["depth"] for c in cells})]
-    else:
-        rows = task_order(str(c["task"]) for c in cells)
-    columns = [format_length(n) for n in sorted({c["length"] for c in cells})]
-    return heatmap(squares, rows, columns, corner="new minus base")
-
-
-def _changed_cells(comparison: Mapping[str, Any]) -> str:
-    changed = sorted(
-        (c for c in comparison["cells"] if c["verdict"] != "unchanged"),
-        key=lambda c: (c["verdict"], c["p_adjusted"]),
-    )
-    if not changed:
-        return "<p>none</p>"
-    head = ("verdict", "cell", "base", "new", "difference (points)", "pairs", "worse", "better", "p",
-            "adjusted p")  # fmt: skip
-    rows = [
-        (c["verdict"], _where(c), percent(c["base_mean"]), percent(c["new_mean"]),
-         f"{100 * c['difference']:+.1f}", c["pairs"], c["worse"], c["better"], f"{c['p_value']:.3g}",
-         f"{c['p_adjusted']:.3g}")
-        for c in changed
-    ]  # fmt: skip
-    return table(head, rows)
-
-
-def _comparison_boxes(comparison: Mapping[str, Any]) -> str:
-    overall, effective = comparison["overall"], comparison["effective_length"]
-    base, new = effective["base"], effective["new"]
-    boxes = [
-        number_box(
-            f"{percent(overall['base_mean'])} → {percent(overall['new_mean'])}",
-            f"overall, base → new (p {overall['p_value']:.3g})",
-        ),
-        number_box(str(comparison["regressions"]), "regressed cells"),
-        number_box(str(comparison["improvements"]), "improved cells"),
-        number_box(f"{length_or_none(base['mean'])} → {length_or_none(new['mean'])}", "effective length"),
-        number_box(
-            f"{length_or_none(base['lower_bound'])} → {length_or_none(new['lower_bound'])}",
-            "effective length on the 95% lower bound",
-        ),
-    ]
-    return f'<div class="headline">{"".join(boxes)}</div>'
-
-
-def comparison_section(comparison: Mapping[str, Any]) -> str:
-    c, left_out, overall = comparison, comparison["left_out"], comparison["overall"]
-    return (
-        f'<section id="comparison"><h2>Comparison</h2><p>base: {esc(c["base"]["model"])} '
-        f"({esc(c['base']['path'])})<br>new: {esc(c['new']['model'])} ({esc(c['new']['path'])})</p>"
-        f"{_comparison_boxes(c)}<p>{esc(c['test'])} per cell over {esc(c['pairs'])} paired samples, "
-        f"{esc(c['correction'])}-corrected at alpha {esc(c['alpha'])}; {esc(overall['worse'])} pairs worse, "
-        f"{esc(overall['better'])} better; left out: {esc(left_out['errors'])} with errors, "
-        f"{esc(left_out['unpaired'])} unpaired.</p>{difference_heatmap(c)}"
-        '<p class="legend">colour and label: new minus base, in points; ▼ regressed, ▲ improved (adjusted p '
-        "below alpha); hover a cell for its numbers</p>"
-        f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}</section>"
-    )
-
-
-def write_comparison_html(
-    comparison: Mapping[str, Any],
-    out: Path,
-    base_summary: Mapping[str, Any] | None = None,
-    new_summary: Mapping[str, Any] | None = None,
-) -> Path:
-    """A page of its own for a comparison (compare.html), with the two runs' grids side by side
-    when their summaries are given."""
-    names = f"{comparison['base']['model']} → {comparison['new']['model']}"
-    body = [f"<header><h1>{esc(names)}</h1></header>", comparison_section(comparison)]
-    if base_summary is not None and new_summary is not None:
-        figures = "".join(
-            f"<figure><figcaption>{esc(name)}: {esc(comparison[name]['model'])}</figcaption>"
-            f"{summary_heatmap(summary, with_samples=False, size='compact')}</figure>"
-            for name, summary in (("base", base_summary), ("new", new_summary))
-        )
-        body.append(f'<section><h2>The two runs</h2><div class="gallery">{figures}</div></section>')
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page(f"fathom · {names}", "\n".join(body), {}), encoding="utf-8")
-    return out
