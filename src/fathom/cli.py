@@ -16,6 +16,51 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fathom", description="How much of a long context can a model use?")
     commands = parser.add_subparsers(dest="command", required=True)
 
+    _add_run(commands)
+
+    report = commands.add_parser(
+        "report", help="re-derive summary.json, the plots and report.html from a run's records"
+    )
+    report.add_argument("run_dir", type=Path)
+    report.add_argument("--threshold", type=float, default=0.85)
+    report.add_argument(
+        "--baseline", type=Path, default=None, help="a run of the same spec to compare with, in report.html"
+    )
+
+    trap = commands.add_parser(
+        "trap", help="the perplexity trap: perplexity beside retrieval, from one run or a run pair"
+    )
+    trap.add_argument("runs", type=Path, nargs="+", help="one run with both kinds of record, or two runs")
+    trap.add_argument("--out", type=Path, required=True, help="the PNG to write")
+
+    commands.add_parser("models", help="list the small real models installed, and the simulated ones")
+
+    compare = commands.add_parser(
+        "compare",
+        help="did NEW regress against BASE? paired exact tests per cell; exit 1 if a cell regressed",
+    )
+    compare.add_argument("base", type=Path, help="the baseline's run folder")
+    compare.add_argument(
+        "new", type=Path, help="the new checkpoint's run folder: the same spec, another model"
+    )
+    compare.add_argument(
+        "--alpha", type=float, default=0.05, help="family-wise error rate over the cells (Holm's correction)"
+    )
+    compare.add_argument(
+        "--out", type=Path, default=None, help="for compare.json and compare.png (default: NEW/compare-BASE)"
+    )
+
+    runs = commands.add_parser("runs", help="list the run folders under a folder, with status and results")
+    runs.add_argument("folder", type=Path, nargs="?", default=Path("runs"), help="default: runs")
+
+    gallery = commands.add_parser(
+        "gallery", help="run the simulated archetypes on one grid and write gallery.html of their heatmaps"
+    )
+    gallery.add_argument("--out", type=Path, default=Path("gallery"), help="default: gallery")
+    return parser
+
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="run a sweep (resumes when its run folder exists)")
     run.add_argument(
         "task",
@@ -68,47 +113,6 @@ def _parser() -> argparse.ArgumentParser:
         help="prefix (prompts sharing prefixes together) or shuffled (for comparison)",
     )
     run.add_argument("--no-progress", action="store_true")
-
-    report = commands.add_parser(
-        "report", help="re-derive summary.json, the plots and report.html from a run's records"
-    )
-    report.add_argument("run_dir", type=Path)
-    report.add_argument("--threshold", type=float, default=0.85)
-    report.add_argument(
-        "--baseline", type=Path, default=None, help="a run of the same spec to compare with, in report.html"
-    )
-
-    trap = commands.add_parser(
-        "trap", help="the perplexity trap: perplexity beside retrieval, from one run or a run pair"
-    )
-    trap.add_argument("runs", type=Path, nargs="+", help="one run with both kinds of record, or two runs")
-    trap.add_argument("--out", type=Path, required=True, help="the PNG to write")
-
-    commands.add_parser("models", help="list the small real models installed, and the simulated ones")
-
-    compare = commands.add_parser(
-        "compare",
-        help="did NEW regress against BASE? paired exact tests per cell; exit 1 if a cell regressed",
-    )
-    compare.add_argument("base", type=Path, help="the baseline's run folder")
-    compare.add_argument(
-        "new", type=Path, help="the new checkpoint's run folder: the same spec, another model"
-    )
-    compare.add_argument(
-        "--alpha", type=float, default=0.05, help="family-wise error rate over the cells (Holm's correction)"
-    )
-    compare.add_argument(
-        "--out", type=Path, default=None, help="for compare.json and compare.png (default: NEW/compare-BASE)"
-    )
-
-    runs = commands.add_parser("runs", help="list the run folders under a folder, with status and results")
-    runs.add_argument("folder", type=Path, nargs="?", default=Path("runs"), help="default: runs")
-
-    gallery = commands.add_parser(
-        "gallery", help="run the simulated archetypes on one grid and write gallery.html of their heatmaps"
-    )
-    gallery.add_argument("--out", type=Path, default=Path("gallery"), help="default: gallery")
-    return parser
 
 
 def _run(args: argparse.Namespace) -> None:
