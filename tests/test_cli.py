@@ -25,6 +25,11 @@ def lines(folder: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
 
 
+def samples(folder: Path) -> list[dict[str, object]]:
+    """The graded samples, without their no-context controls."""
+    return [r for r in lines(folder) if not r.get("control")]
+
+
 def test_run_writes_the_folder_and_a_rerun_resumes_without_duplicates(
     runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -33,8 +38,8 @@ def test_run_writes_the_folder_and_a_rerun_resumes_without_duplicates(
         cli("run", "niah", "--model", "sim:cliff?window=2k", *SWEEP, "--run-dir", folder, "--no-progress")
         == 0
     )
-    records = lines(folder)
-    assert len(records) == 4 * 5 * 3
+    records = samples(folder)
+    assert len(records) == 4 * 5 * 3 and len(lines(folder)) == 2 * len(records)  # and a control each
     assert {p.name for p in folder.iterdir()} >= {
         "manifest.json",
         "samples.jsonl",
@@ -50,12 +55,13 @@ def test_run_writes_the_folder_and_a_rerun_resumes_without_duplicates(
     assert all(r["beyond_window"] == (r["length"] > 2048) for r in records)
 
     capsys.readouterr()
+    before = lines(folder)
     assert (
         cli("run", "niah", "--model", "sim:cliff?window=2k", *SWEEP, "--run-dir", folder, "--no-progress")
         == 0
     )
-    assert "samples written: 0, already done: 60" in capsys.readouterr().out
-    assert lines(folder) == records
+    assert "samples written: 0, already done: 120" in capsys.readouterr().out
+    assert lines(folder) == before
 
 
 @pytest.mark.parametrize("kind", ["text", "chat"])
@@ -63,9 +69,9 @@ def test_text_and_chat_inputs_carry_the_whole_needle(runs: Path, kind: str) -> N
     folder = runs / kind
     model = f"sim:perfect?input={kind}"
     assert cli("run", "niah", "--model", model, *SWEEP, "--run-dir", folder, "--no-progress") == 0
-    records = lines(folder)
-    assert all(r["score"] == 1.0 and r["error"] is None for r in records)
-    assert all(r["actual_tokens"] == r["target_tokens"] for r in records)
+    records = lines(folder)  # the controls too: their shorter prompts travel the same way
+    assert all(r["error"] is None and r["actual_tokens"] == r["target_tokens"] for r in records)
+    assert all(r["score"] == (0.0 if r.get("control") else 1.0) for r in records)
 
 
 def test_default_folder_is_derived_from_the_spec(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,7 +81,7 @@ def test_default_folder_is_derived_from_the_spec(runs: Path, capsys: pytest.Capt
     assert cli(*args) == 0
     folders = list(runs.iterdir())
     assert len(folders) == 1 and folders[0].name.startswith("niah-sim-perfect-")
-    assert "already done: 3" in capsys.readouterr().out
+    assert "already done: 6" in capsys.readouterr().out  # 3 samples, 3 controls
 
 
 def test_a_killed_run_loses_nothing_and_resumes(runs: Path) -> None:
@@ -95,11 +101,11 @@ def test_a_killed_run_loses_nothing_and_resumes(runs: Path) -> None:
     process.send_signal(signal.SIGKILL)
     process.wait()
     written = samples.read_text().splitlines()
-    assert 20 <= len(written) < 66, "the run should have been killed part-way"
+    assert 20 <= len(written) < 132, "the run should have been killed part-way"
 
     assert subprocess.run(args, check=False).returncode == 0
     ids = [r["sample_id"] for r in lines(folder)]
-    assert len(ids) == len(set(ids)) == 66
+    assert len(ids) == len(set(ids)) == 132  # 66 samples and their controls
     assert lines(folder)[: len(written) - 1] == [json.loads(x) for x in written[:-1]]
 
 
@@ -201,7 +207,7 @@ def test_user_corpus_folder_is_read_sorted_and_hashed(runs: Path, tmp_path: Path
     assert cli("run", "niah", *options.split(), "--corpus", f"dir:{texts}", "--run-dir", folder) == 0
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["identity"]["task"]["corpus"] == f"dir:{texts}"
-    assert all(r["score"] == 1.0 for r in lines(folder))
+    assert all(r["score"] == 1.0 for r in samples(folder))
 
 
 def test_a_local_model_folder_brings_its_tokenizer_and_chat_template(runs: Path, hf_model_dir: Path) -> None:
@@ -210,7 +216,7 @@ def test_a_local_model_folder_brings_its_tokenizer_and_chat_template(runs: Path,
     assert cli("run", "niah", *options.split(), "--tokenizer", f"hf:{hf_model_dir}", "--run-dir", folder) == 0
     identity = json.loads((folder / "manifest.json").read_text())["identity"]
     assert identity["task"]["template"] == f"tokenizer:hf:{hf_model_dir}"
-    records = lines(folder)
+    records = samples(folder)
     assert len(records) == 12
     assert all(r["score"] == 1.0 and r["actual_tokens"] == r["target_tokens"] for r in records)
 
@@ -218,6 +224,7 @@ def test_a_local_model_folder_brings_its_tokenizer_and_chat_template(runs: Path,
 def test_resume_retries_backend_errors_and_counts_each_sample_once(runs: Path) -> None:
     folder = runs / "retry"
     options = "--model sim:perfect --tokenizer char --lengths 1k,2k --depths 3 --samples 2 --no-progress"
+    options += " --no-control"
     assert cli("run", "niah", *options.split(), "--run-dir", folder) == 0
     first = lines(folder)
     # As if a server had failed on three samples and a prompt had missed its length on one.
@@ -259,9 +266,8 @@ def test_order_changes_when_prompts_are_sent_not_what_they_score(
         assert (
             cli("run", "niah", *options.split(), "--order", order, "--run-dir", folder, "--no-progress") == 0
         )
-        records = lines(folder)
-        results[order] = {r["sample_id"]: (r["prompt_sha256"], r["score"]) for r in records}
-        lengths = [r["length"] for r in records]
+        results[order] = {r["sample_id"]: (r["prompt_sha256"], r["score"]) for r in lines(folder)}
+        lengths = [r["length"] for r in samples(folder)]
         assert (lengths == sorted(lengths)) == (order == "prefix")
     assert results["prefix"] == results["shuffled"]
     assert "fathom's own share" in capsys.readouterr().out

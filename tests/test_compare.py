@@ -53,9 +53,12 @@ def sweep(folder: Path, spec: RunSpec = SPEC, **changes: Any) -> Path:
 
 
 def rewrite_samples(folder: Path, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
+    """``edit`` the run's graded samples, in their order; their no-context controls stay as they were."""
     path = folder / "samples.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    path.write_text("".join(json.dumps(r) + "\n" for r in edit(records)))
+    controls = [r for r in records if r.get("control")]
+    samples = [r for r in records if not r.get("control")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in controls + edit(samples)))
 
 
 def edit_manifest(folder: Path, edit: Callable[[dict[str, Any]], None]) -> None:
@@ -426,7 +429,7 @@ def test_alpha_outside_0_1_is_refused(cliff_pair: tuple[Path, Path]) -> None:
 
 def test_the_manifest_plans_its_samples_outside_the_identity(cliff_pair: tuple[Path, Path]) -> None:
     manifest = json.loads((cliff_pair[0] / "manifest.json").read_text())
-    assert manifest["planned"] == 90
+    assert manifest["planned"] == 180  # 90 samples and their no-context controls
     assert "planned" not in manifest["identity"]
 
 
@@ -455,8 +458,8 @@ def test_runs_lists_complete_partial_old_and_broken_runs(
     by_name = {e.folder.name: e for e in entries}
     assert by_name["base"].status == "complete" and by_name["base"].effective_length == 16384
     assert by_name["new"].status == "complete" and by_name["new"].effective_length == 4096
-    assert by_name["partial"].status == "partial 40/90, 2 errors"
-    assert by_name["old"].status == "partial? 90/?"
+    assert by_name["partial"].status == "partial 130/180, 2 errors"  # with the 90 controls
+    assert by_name["old"].status == "partial? 180/?"
     assert by_name["broken"].problem is not None and "cannot read" in by_name["broken"].problem
 
     created = json.loads((old / "manifest.json").read_text())["environment"]["created"]
@@ -470,7 +473,7 @@ def test_runs_lists_complete_partial_old_and_broken_runs(
     assert lines[0].split() == ["2026-11-01", "10:00", "base", "sim:perfect", "niah", "1k-16k", "k=10",
                                 "complete", "effective", "16k"]  # fmt: skip
     assert lines[1].split()[3] == CLIFF and lines[1].split()[-3:] == ["complete", "effective", "4k"]
-    assert "partial 40/90, 2 errors" in lines[2]
+    assert "partial 130/180, 2 errors" in lines[2]
     assert lines[4].startswith("—") and "broken" in lines[4] and "unreadable: cannot read" in lines[4]
     assert base.exists() and new.exists()
 

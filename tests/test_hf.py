@@ -95,10 +95,13 @@ def test_built_prompts_survive_decode_and_encode(smollm2: hf.TransformersBackend
 def test_smollm2_finds_the_needle_at_1k_through_the_cli(tmp_path: Path) -> None:
     argv = ["run", "niah", "--model", "hf:smollm2", "--lengths", "1k", "--depths", "3", "--samples", "1"]
     assert main([*argv, "--run-dir", str(tmp_path), "--no-progress"]) == 0
-    records = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    found = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    records, controls = [r for r in found if not r.get("control")], [r for r in found if r.get("control")]
     assert len(records) == 3 and all(r["error"] is None for r in records)
     assert all(r["target_tokens"] == r["actual_tokens"] == 1024 for r in records)
     assert sum(r["score"] == 1.0 for r in records) >= 2, [r["output"] for r in records]
+    # Without the haystack no model can produce a random 7-digit number.
+    assert len(controls) == 3 and all(c["error"] is None and c["score"] == 0.0 for c in controls)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["backend"] == {
         "input": "ids", "exact_lengths": True, "trained_window": 8192, "max_prompt_tokens": None
@@ -306,8 +309,10 @@ def test_learned_positions_cap_the_prompt_and_the_runner_refuses_longer(gpt2_dir
     assert completion.error is None and completion.completion_tokens >= 1
     argv = ["run", "niah", "--model", f"hf:{gpt2_dir}", "--lengths", "1k", "--depths", "0.5"]
     assert main([*argv, "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 0
-    [record] = [json.loads(line) for line in (runs / "samples.jsonl").read_text().splitlines()]
+    control, record = [json.loads(line) for line in (runs / "samples.jsonl").read_text().splitlines()]
     assert record["error"] == "too_long: 1024 prompt tokens + 32 new exceed the backend's limit of 64"
+    # The control is the same question with the haystack cut out: it fits, and the model answers it.
+    assert control["control"] and control["error"] is None and control["actual_tokens"] < 64
     fits, past = backend.score([ScoreRequest("a", np.arange(10, 74), 1), ScoreRequest("b", np.arange(65), 1)])
     assert fits.error is None and fits.logprobs.shape == (63,)
     assert past.error == "too_long: 65 tokens exceed the backend's limit of 64"

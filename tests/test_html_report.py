@@ -84,7 +84,8 @@ def hostile_run(niah_run: Path) -> Path:
     """The NIAH run with one cell's samples answered again in markup, and one error message in it."""
     folder = niah_run.parent / "hostile"
     shutil.copytree(niah_run, folder)
-    records = [SampleRecord.from_json(r) for r in lines(folder)]
+    records = [SampleRecord.from_json(r) for r in lines(folder) if not r.get("control")]
+    controls = [SampleRecord.from_json(r) for r in lines(folder) if r.get("control")]
     hostile = "".join(PAYLOADS)
     again = [
         dataclasses.replace(
@@ -96,6 +97,8 @@ def hostile_run(niah_run: Path) -> Path:
     ]  # fmt: skip
     # An error message is text from a server: here one whose kind (before any ':') is markup.
     again.append(dataclasses.replace(records[0], error=PAYLOADS[1], score=0.0))
+    # A control "answered" in markup: the report lists it among the questions answered without context.
+    again.append(dataclasses.replace(controls[0], output=hostile, question=PAYLOADS[2], score=1.0))
     with (folder / "samples.jsonl").open("a") as handle:
         handle.writelines(json.dumps(r.to_json()) + "\n" for r in again)
     assert cli("report", folder) == 0
@@ -193,6 +196,7 @@ def test_markup_in_model_output_and_questions_is_shown_as_text(
     errors.locator("details > summary").click()
     listed = errors.locator(".sample")
     assert listed.count() == 1 and PAYLOADS[1] in listed.inner_text()
+    assert all(payload in tab.locator("#control").inner_text() for payload in PAYLOADS)
     assert tab.evaluate("window.__pwned") is None
     assert problems == []
 
@@ -321,6 +325,9 @@ def test_a_run_records_the_text_around_its_needle(runs: Path) -> None:
     options = "--tokenizer cl100k_base --lengths 1k --depths 0,0.5,1 --samples 1 --no-progress".split()
     assert cli("run", "niah", "--model", "sim:perfect", *options, "--run-dir", folder) == 0
     for line in lines(folder):
+        if line.get("control"):
+            assert line["needle_context"] == []  # its prompt has no needle
+            continue
         (context,) = line["needle_context"]
         # sim:perfect answers with the needle's sentence as it read it in the prompt.
         assert line["output"] in context and line["answers"][0] in context

@@ -182,10 +182,13 @@ def _records(folder: Path) -> list[dict[str, object]]:
 def test_smollm2_finds_the_needle_at_1k_through_the_cli(tmp_path: Path) -> None:
     args = ["run", "niah", "--model", "llamacpp:smollm2?threads=1", "--lengths", "1k", "--depths", "3"]
     assert main([*args, "--samples", "1", "--run-dir", str(tmp_path), "--no-progress"]) == 0
-    records = _records(tmp_path)
+    records = [r for r in _records(tmp_path) if not r.get("control")]
+    controls = [r for r in _records(tmp_path) if r.get("control")]
     assert [r["error"] for r in records] == [None] * 3
     assert all(r["actual_tokens"] == r["target_tokens"] == 1024 for r in records)
     assert sum(r["score"] == 1.0 for r in records) >= 2, [r["output"] for r in records]
+    # Without the haystack no model can produce a random 7-digit number.
+    assert len(controls) == 3 and all(c["error"] is None and c["score"] == 0.0 for c in controls)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["backend"] == {
         "input": "ids",
@@ -278,7 +281,17 @@ def test_a_prompt_over_n_ctx_is_refused_without_evaluating_anything(
     assert evaluated == []
     # Through the runner, which refuses it before the backend sees it.
     monkeypatch.setattr(llama_cpp.Llama, "eval", lambda *_: pytest.fail("a refused prompt was evaluated"))
-    args = ["run", "niah", "--model", "llamacpp:smollm2?n_ctx=1k", "--lengths", "1k", "--depths", "1"]
+    args = [
+        "run",
+        "niah",
+        "--model",
+        "llamacpp:smollm2?n_ctx=1k",
+        "--lengths",
+        "1k",
+        "--depths",
+        "1",
+        "--no-control",
+    ]
     assert main([*args, "--samples", "1", "--run-dir", str(tmp_path), "--no-progress"]) == 0
     [record] = _records(tmp_path)
     assert str(record["error"]).startswith("too_long: 1024 prompt tokens + 32 new exceed")

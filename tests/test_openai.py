@@ -220,7 +220,7 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     model = f"openai:m@{server.url}?timeout=0.4&retries=3&concurrency=4"
     folder = tmp_path / "run"
     started = time.monotonic()
-    assert run_cli(model, folder, *SWEEP) == 0
+    assert run_cli(model, folder, *SWEEP, "--no-control") == 0  # the scripted faults meet samples only
     assert time.monotonic() - started < 30
 
     first = records(folder)
@@ -243,7 +243,7 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     assert server.auth == {f"Bearer {KEY}"}
 
     # Resuming redoes the failed sample only: its script is spent, so it now succeeds.
-    assert run_cli(model, folder, *SWEEP) == 0
+    assert run_cli(model, folder, *SWEEP, "--no-control") == 0
     second = records(folder)
     assert second[:12] == first and len(second) == 13
     assert second[12]["sample_id"] == failed[0]["sample_id"] and second[12]["error"] is None
@@ -258,7 +258,17 @@ def test_a_refused_key_stops_the_run_and_keeps_what_was_written(
     server.refuse_after = 16  # the runner's first batch passes, the second is refused
     model = f"openai:m@{server.url}"
     folder = tmp_path / "run"
-    sweep = ("--tokenizer", "cl100k_base", "--lengths", "1k,2k", "--depths", "5", "--samples", "2")
+    sweep = (
+        "--tokenizer",
+        "cl100k_base",
+        "--lengths",
+        "1k,2k",
+        "--depths",
+        "5",
+        "--samples",
+        "2",
+        "--no-control",
+    )
     assert run_cli(model, folder, *sweep) == 2
     err = capsys.readouterr().err
     assert "the server refused the API key in $OPENAI_API_KEY (HTTP 401)" in err
@@ -520,13 +530,16 @@ def test_a_real_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
     model = f"openai:smollm2@{llama_server}?concurrency=1&timeout=300"
     sweep = ("--tokenizer", "auto", "--lengths", "1k", "--depths", "3", "--samples", "1")
     assert run_cli(model, tmp_path / "completions", *sweep, "--template", "chatml") == 0
-    done = records(tmp_path / "completions")
+    found = records(tmp_path / "completions")
+    done, controls = [r for r in found if not r.get("control")], [r for r in found if r.get("control")]
     assert len(done) == 3 and all(r["error"] is None for r in done)
     assert any(r["score"] == 1.0 for r in done)
+    # The questions without their haystacks, as text through the server: none can be answered.
+    assert len(controls) == 3 and all(c["error"] is None and c["score"] == 0.0 for c in controls)
 
     model = f"openai:smollm2@{llama_server}?endpoint=chat&timeout=300"
     sweep = ("--tokenizer", "auto", "--lengths", "512", "--depths", "1", "--samples", "1")
-    assert run_cli(model, tmp_path / "chat", *sweep) == 0
+    assert run_cli(model, tmp_path / "chat", *sweep, "--no-control") == 0
     (answer,) = records(tmp_path / "chat")
     assert answer["error"] is None and answer["output"].strip()
 

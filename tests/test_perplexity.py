@@ -176,7 +176,7 @@ def test_niah_with_perplexity_and_answer_likelihood_draws_the_trap(runs: Path) -
     )
     assert code == 0
     records = RunFolder(runs / "trap").records()
-    samples = [r for r in records if isinstance(r, SampleRecord)]
+    samples = [r for r in records if isinstance(r, SampleRecord) and not r.control]
     assert len(samples) == 12 and len(documents(runs / "trap")) == 6
     for sample in samples:
         assert sample.answer_logprobs is not None and sample.answer_error is None
@@ -198,7 +198,7 @@ def test_niah_with_perplexity_and_answer_likelihood_draws_the_trap(runs: Path) -
     assert main(["run", "niah", "--model", "sim:lost-in-the-middle?window=4k&dip=1", "--lengths", "1k,4k",
                  "--depths", "0,0.5", "--samples", "3", "--perplexity", "--answer-logprob",
                  "--run-dir", str(runs / "trap"), "--no-progress"]) == 0  # fmt: skip
-    assert len(RunFolder(runs / "trap").records()) == 18
+    assert len(RunFolder(runs / "trap").records()) == 30  # 12 samples, their 12 controls, 6 documents
 
 
 def test_trap_from_a_run_pair_and_a_mismatched_pair(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -347,6 +347,11 @@ def lines(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
 
 
+def split_controls(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The graded samples and, apart, their no-context controls."""
+    return [r for r in records if not r.get("control")], [r for r in records if r.get("control")]
+
+
 @pytest.mark.parametrize("variant", ["qa_synth", pytest.param("qa_1", marks=needs_ruler)])
 @pytest.mark.parametrize("kind", ["ids", "text"])
 def test_a_perfect_reader_answers_from_the_gold_documents(tmp_path: Path, variant: str, kind: str) -> None:
@@ -355,7 +360,8 @@ def test_a_perfect_reader_answers_from_the_gold_documents(tmp_path: Path, varian
     assert (
         main([*args, "--lengths", "1k,4k", "--samples", "6", "--run-dir", str(folder), "--no-progress"]) == 0
     )
-    records = lines(folder)
+    records, controls = split_controls(lines(folder))
+    assert len(controls) == len(records) and all(c["error"] is None and c["score"] == 0.0 for c in controls)
     assert len(records) == 12 and all(r["error"] is None for r in records)
     assert sum(r["score"] for r in records) / len(records) > 0.9
     assert all(len(r["needle_depths"]) >= 1 for r in records)

@@ -134,7 +134,9 @@ def test_a_perfect_reader_names_every_variable(tmp_path: Path, kind: str) -> Non
     assert (
         main([*args, "--lengths", "1k,4k", "--samples", "4", "--run-dir", str(folder), "--no-progress"]) == 0
     )
-    records = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    found = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    records, controls = [r for r in found if not r.get("control")], [r for r in found if r.get("control")]
+    assert len(controls) == len(records) and all(c["error"] is None and c["score"] == 0.0 for c in controls)
     assert len(records) == 8 and all(r["error"] is None for r in records)
     assert all(r["score"] == 1.0 for r in records)
     assert all(len(r["needle_depths"]) == 5 for r in records)

@@ -206,6 +206,8 @@ def test_a_perfect_reader_scores_full_marks(tmp_path: Path, task: str, kind: str
     args = ["run", task, "--model", f"sim:perfect?input={kind}", "--tokenizer", "cl100k_base"]
     args += ["--template", "chatml", "--lengths", "2k,8k", "--samples", "2"]
     assert main([*args, "--run-dir", str(folder), "--no-progress"]) == 0
-    found = records(folder)
-    assert len(found) == 4
+    found = [r for r in records(folder) if not r.get("control")]
+    controls = [r for r in records(folder) if r.get("control")]
+    assert len(found) == len(controls) == 4
     assert all(r["error"] is None and r["score"] == 1.0 and r["needle_depths"] == [] for r in found)
+    assert all(c["error"] is None and c["score"] == 0.0 for c in controls)  # no list, no words to count

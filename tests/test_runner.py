@@ -54,7 +54,8 @@ def test_a_one_by_one_backend_gets_single_requests_and_an_interrupt_loses_only_t
     assert len(RunFolder(runs / "one").finished_ids()) == 3  # the three answered are on disk
     monkeypatch.setattr(_OneByOne, "calls", [-1] * 4)  # past the failing call
     result = run(_spec("one:perfect"), runs / "one", show_progress=False)
-    assert (result.skipped, result.written) == (3, 9) and _OneByOne.calls[4:] == [1] * 9
+    # 12 samples and their 12 no-context controls, 3 of which were done.
+    assert (result.skipped, result.written) == (3, 21) and _OneByOne.calls[4:] == [1] * 21
 
 
 def test_other_backends_get_sixteen_requests_at_a_time(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,10 +67,10 @@ def test_other_backends_get_sixteen_requests_at_a_time(runs: Path, monkeypatch: 
         return original(self, requests)
 
     monkeypatch.setattr(SimulatedBackend, "generate", counting)
-    run(_spec("sim:perfect"), runs / "many", show_progress=False)
+    run(replace(_spec("sim:perfect"), control=False), runs / "many", show_progress=False)
     assert calls == [12]
     run(replace(_spec("sim:perfect"), samples=5), runs / "more", show_progress=False)
-    assert calls[1:] == [16, 4]
+    assert calls[1:] == [16, 16, 8]  # 20 samples after their 20 controls
 
 
 def test_the_manifest_names_the_commit_and_whether_the_package_differs_from_it(tmp_path: Path) -> None:

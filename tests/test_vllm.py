@@ -325,11 +325,14 @@ def test_the_registry_reaches_the_backend(fake: FakeVllm, model_dir: Path) -> No
 def test_a_run_through_the_cli_records_the_engine(fake: FakeVllm, model_dir: Path, runs: Path) -> None:
     argv = ["run", "niah", "--model", f"vllm:{model_dir}?max_model_len=2k", "--lengths", "1k,4k"]
     assert main([*argv, "--depths", "0.5", "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 0
-    records = {r["length"]: r for r in map(json.loads, (runs / "samples.jsonl").read_text().splitlines())}
+    found = list(map(json.loads, (runs / "samples.jsonl").read_text().splitlines()))
+    records = {r["length"]: r for r in found if not r.get("control")}
     assert records[1024]["error"] is None and records[1024]["output"] == "read 1024"
     assert records[4096]["error"].startswith("too_long: 4096 prompt tokens")  # past max_model_len
     [(prompts, _, _)] = fake.calls
-    assert [len(p["prompt_token_ids"]) for p in prompts] == [1024]
+    # Both questions without their haystacks (the controls, which fit), then the 1k prompt.
+    controls = [r["actual_tokens"] for r in found if r.get("control")]
+    assert [len(p["prompt_token_ids"]) for p in prompts] == [*controls, 1024] and max(controls) < 256
 
 
 def test_without_vllm_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, model_dir: Path) -> None:

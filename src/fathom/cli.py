@@ -105,6 +105,12 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="niah: also read the gold answer's teacher-forced log-probability after each prompt",
     )
+    run.add_argument(
+        "--no-control",
+        dest="control",
+        action="store_false",
+        help="skip the no-context control (by default every question is also asked without its context)",
+    )
     run.add_argument("--out", type=Path, default=Path("runs"), help="where new run folders go")
     run.add_argument("--run-dir", type=Path, default=None, help="this exact run folder")
     run.add_argument(
@@ -136,6 +142,7 @@ def _run(args: argparse.Namespace) -> None:
         max_new_tokens=args.max_new_tokens,
         perplexity=args.perplexity,
         answer_logprob=args.answer_logprob,
+        control=args.control,
     )
     run_dir = args.run_dir or default_run_dir(spec, args.out)
     result = run(spec, run_dir, show_progress=not args.no_progress, order=args.order)
@@ -151,11 +158,14 @@ def _run(args: argparse.Namespace) -> None:
 def _print_summary(folder: Path) -> None:
     import json
 
+    from fathom.control import control_text
     from fathom.report import perplexity_text, ruler_text
 
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     if "perplexity" in summary:
         print("\n".join(perplexity_text(summary)))
+    if "control" in summary:
+        print(control_text(summary["control"]))
     if summary.get("kind") == "perplexity":
         return
     if summary.get("kind") == "ruler":

@@ -115,6 +115,10 @@ def headline(summary: Mapping[str, Any]) -> str:
             number_box(length_or_none(effective["lower_bound"]), f"on the 95% lower bound ({threshold})"),
             number_box("n/a" if lim is None else f"{lim:+.3f}", "lost-in-the-middle index (edges - middle)"),
         ]
+    if "control" in summary:
+        control = summary["control"]
+        answered = f"{control['answered']} of {control['n']} answered without the context"
+        boxes.append(number_box(percent(control["mean"]), f"no-context control ({answered})"))
     if "perplexity" in summary:
         errors = summary["document_errors"]
         boxes.append(number_box(str(summary["documents"]), f"perplexity documents ({errors} errors)"))
@@ -180,6 +184,39 @@ def _perplexity_section(summary: Mapping[str, Any], folder: RunFolder) -> str:
     head = ("length", "perplexity", "95% interval", "last bucket", "documents", "errors", "beyond window")
     figures = image(folder.path / TRAP, "perplexity trap") + image(folder.path / PERPLEXITY, "perplexity")
     return f'<section id="perplexity"><h2>Perplexity</h2>{table(head, rows)}{figures}</section>'
+
+
+def _control_section(control: Mapping[str, Any]) -> str:
+    """The no-context control: its score per task, how much the context raised the gold answer's
+    log-probability, and the questions answered without the context."""
+    rows = [
+        (task, percent(t["mean"]), f"{percent(t['ci_low'])} to {percent(t['ci_high'])}", t["n"])
+        for task, t in control["by_task"].items()
+    ]
+    parts = [
+        '<section id="control"><h2>No-context control</h2><p>Every question asked again with the '
+        "context cut out of its prompt (template, instruction, question and answer prefix kept). A question "
+        "answered without the context was memorised or guessed: its sample's score is no evidence that the "
+        f"model used the context. {control['errors']} control errors.</p>",
+        table(("task", "score without the context", "95% interval", "questions"), rows),
+    ]
+    if control["answer_logprob_gain"]:
+        gain = control["answer_logprob_gain"]
+        gains = [(format_length(g["length"]), f"{g['mean_nats']:+.2f}", g["pairs"]) for g in gain]
+        parts += [
+            "<h3>What the context adds to the gold answer</h3><p>Mean of log p(gold answer) with the context "
+            "minus without it, teacher-forced, in nats: it falls towards 0 where the model stops using the "
+            "context.</p>",
+            table(("length", "gain (nats)", "pairs"), gains),
+        ]
+    if control["examples"]:
+        examples = [(e["sample_id"], e["question"], ", ".join(e["answers"]), e["output"], f"{e['score']:g}")
+                    for e in control["examples"]]  # fmt: skip
+        parts += [
+            f"<h3>Answered without the context ({control['answered']}; the first {len(examples)})</h3>",
+            table(("sample", "question", "expected", "output without the context", "score"), examples),
+        ]
+    return "".join(parts) + "</section>"
 
 
 def _error_kind(record: SampleRecord) -> str:
@@ -287,6 +324,8 @@ def write_report(
         body.append(_niah_section(summary))
     if samples:
         body += [PANEL, _failures_section(samples)]
+    if "control" in summary:
+        body.append(_control_section(summary["control"]))
     if "perplexity" in summary:
         body.append(_perplexity_section(summary, folder))
     if comparison is not None:

@@ -13,6 +13,7 @@ from typing import Any
 # 2: depth may be None (tasks that draw depths at random), several needles per sample, max_new_tokens.
 # 3: the gold answer's teacher-forced log-probabilities; perplexity records beside sample records.
 RECORD_SCHEMA = 3
+CONTROL = "control"  # the prefix of a no-context control's sample id
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,17 @@ class Cell:
     length: int
     depth: float | None
     sample: int
+    # The no-context control of this cell's sample: its question asked with the context left out.
+    control: bool = False
 
     @property
     def id(self) -> str:
         # Stable across runs and processes: resume matches finished samples by this id.
         if self.depth is None:
-            return f"{self.task}|L{self.length}|S{self.sample}"
-        return f"{self.task}|L{self.length}|D{self.depth:.4f}|S{self.sample}"
+            own = f"{self.task}|L{self.length}|S{self.sample}"
+        else:
+            own = f"{self.task}|L{self.length}|D{self.depth:.4f}|S{self.sample}"
+        return f"{CONTROL}|{own}" if self.control else own
 
 
 @dataclass(frozen=True)
@@ -108,14 +113,19 @@ class SampleRecord:
     # The decoded prompt around each needle (a few dozen tokens either side of it), so a report can
     # show what the model read there without the prompt; None in records written before it existed.
     needle_context: tuple[str, ...] | None = None
+    # The no-context control of the sample at (task, length, depth, sample): the same question asked
+    # with the context left out. Its tokens are the shorter prompt's; it is no cell of the grid.
+    control: bool = False
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         # Optional and added within schema 3: left out when absent, so such records keep their form
-        # and readers that predate it (which drop unknown fields) still read the rest.
+        # and readers that predate them (which drop unknown fields) still read the rest.
         if self.needle_context is None:
             del data["needle_context"]
+        if not self.control:
+            del data["control"]
         return data
 
     @classmethod

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.analysis import cell_table, summarize
+from fathom.control import control_summary
 from fathom.errors import RunFolderError
 from fathom.perplexity_analysis import answer_likelihood, perplexity_table
 from fathom.records import AnyRecord, PerplexityRecord, SampleRecord
@@ -29,9 +30,15 @@ def is_ruler_run(records: Sequence[SampleRecord]) -> bool:
 
 
 def split_records(records: Sequence[AnyRecord]) -> tuple[list[SampleRecord], list[PerplexityRecord]]:
-    """A run's graded samples and its perplexity documents."""
-    samples = [r for r in records if isinstance(r, SampleRecord)]
+    """A run's graded samples (its grid; no-context controls are not in it) and its perplexity
+    documents."""
+    samples = [r for r in records if isinstance(r, SampleRecord) and not r.control]
     return samples, [r for r in records if isinstance(r, PerplexityRecord)]
+
+
+def control_records(records: Sequence[AnyRecord]) -> list[SampleRecord]:
+    """A run's no-context controls."""
+    return [r for r in records if isinstance(r, SampleRecord) and r.control]
 
 
 def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
@@ -43,7 +50,8 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
     run, or perplexity.png for a run of perplexity alone.
     """
     manifest = folder.read_manifest()
-    samples, documents = split_records(folder.latest())
+    records = folder.latest()
+    samples, documents = split_records(records)
     if not samples and not documents:
         raise RunFolderError(f"run folder '{folder.path}' has no sample records yet: run it first")
     spec = manifest["identity"]["spec"]
@@ -63,6 +71,9 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
         likelihood = answer_likelihood(samples)
         if likelihood:
             summary["answer_likelihood"] = likelihood
+    controls = control_records(records)
+    if controls:
+        summary["control"] = control_summary(controls, samples)
     if documents:
         summary["perplexity"] = perplexity_table(documents)
         summary["documents"] = len(documents)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 import fathom
+from fathom import control
 from fathom.backends.base import Backend, Request, TokenScores, score_request, scorer
 from fathom.errors import SpecError
 from fathom.progress import Progress
@@ -80,9 +81,10 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
     if spec.perplexity or spec.answer_logprob or spec.task == "perplexity":
         scorer(backend)  # a backend that cannot score fails here, before any work
     folder = RunFolder(run_dir)
-    folder.start(manifest(spec, tokenizer, task, backend))
+    planned = control.plan(task.cells(), spec.control)
+    folder.start(manifest(spec, tokenizer, task, backend, len(planned)))
     done = folder.finished_ids()
-    todo = [cell for cell in task.cells() if cell.id not in done]
+    todo = [cell for cell in planned if cell.id not in done]
     if order == "shuffled":
         random.Random(spec.seed).shuffle(todo)
     elif order != "prefix":
@@ -130,7 +132,7 @@ def _check_shortest(task: Task, todo: Sequence[Cell]) -> None:
     if todo:
         shortest = min(cell.length for cell in todo)
         for cell in todo:
-            if cell.length == shortest:
+            if cell.length == shortest and not cell.control:
                 task.prepare(cell)
 
 
@@ -145,13 +147,22 @@ def _batches(cells: Sequence[Cell], size: int) -> Iterator[Sequence[Cell]]:
 
 def _run_batch(spec: RunSpec, clock: _BackendClock, task: Task, cells: Sequence[Cell]) -> list[AnyRecord]:
     """The batch's records, in the order of its cells: samples generated, documents scored."""
-    prepared = [task.prepare(cell) for cell in cells]
+    prepared = [_prepare(task, cell) for cell in cells]
     samples = [item for item in prepared if isinstance(item, Sample)]
     documents = [item for item in prepared if isinstance(item, Document)]
     done: dict[str, AnyRecord] = {}
     for record in _generate(spec, clock, samples) + _score(spec, clock, documents):
         done[record.sample_id] = record
     return [done[cell.id] for cell in cells]
+
+
+def _prepare(task: Task, cell: Cell) -> Sample | Document:
+    if not cell.control:
+        return task.prepare(cell)
+    sample = task.prepare(control.sample_cell(cell))
+    if not isinstance(sample, Sample):
+        raise TypeError(f"control cell {cell.id} is not a sample's")
+    return control.without_context(sample, cell)
 
 
 def _generate(spec: RunSpec, clock: _BackendClock, samples: Sequence[Sample]) -> list[SampleRecord]:
@@ -280,6 +291,7 @@ def _record(
         answer_logprobs=_rounded(completion.continuation_logprobs),
         answer_error=completion.continuation_error,
         needle_context=needle_context(backend.tokenizer, prompt),
+        control=cell.control,
     )
 
 
@@ -301,7 +313,9 @@ def _rounded(values: tuple[float, ...] | None) -> tuple[float, ...] | None:
     return None if values is None else tuple(round(v, 5) for v in values)
 
 
-def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend) -> dict[str, Any]:
+def manifest(
+    spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, planned: int
+) -> dict[str, Any]:
     """The resolved run: ``identity`` decides the prompts and answers and must match to resume."""
     return {
         "schema": MANIFEST_SCHEMA,
@@ -313,7 +327,7 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend) 
         },
         # Outside the identity, which decides whether a run resumes: how many samples make the run
         # complete, so 'fathom runs' can tell a partial run without rebuilding its task.
-        "planned": len(task.cells()),
+        "planned": planned,
         "backend": {
             "input": backend.input,
             "exact_lengths": backend.exact_lengths,

@@ -35,6 +35,9 @@ class RunSpec:
     # gold answer's teacher-forced log-probability of every sample.
     perplexity: bool = False
     answer_logprob: bool = False
+    # Ask every sample's question once more with the context left out: a question the model answers
+    # without it is no evidence that it used the context (memorised data, a guessable answer).
+    control: bool = True
 
     def __post_init__(self) -> None:
         if not self.lengths:
@@ -61,6 +64,10 @@ class RunSpec:
         for flag in _LATER_FLAGS:
             if not data[flag]:
                 del data[flag]
+        # Controls came later still, and on by default: runs from before them, whose spec lacks the
+        # key, read as runs with controls, and resuming one adds its controls.
+        if data["control"]:
+            del data["control"]
         return data
 
     @classmethod
