@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fathom.analysis import score_interval
+from fathom.analysis import group_stats
 from fathom.prompts import Prompt
 from fathom.records import CONTROL, Cell, SampleRecord
 from fathom.tasks.base import Sample
@@ -52,19 +52,14 @@ def control_summary(controls: Sequence[SampleRecord], samples: Sequence[SampleRe
     """The controls' score (and per task for a suite), the questions answered without the context,
     and, where the gold answer's log-probability was read both ways, how much the context raised it."""
     scored = [r for r in controls if r.error is None]
-    mean, low, high = score_interval([r.score for r in scored])
-    by_task: dict[str, list[float]] = defaultdict(list)
-    for record in scored:
-        by_task[record.task].append(record.score)
+    by_task: dict[str, list[SampleRecord]] = defaultdict(list)
+    for record in controls:
+        by_task[record.task].append(record)
     answered = sorted((r for r in scored if r.score > 0), key=lambda r: (-r.score, r.sample_id))
     return {
-        "n": len(scored),
-        "errors": len(controls) - len(scored),
-        "mean": mean,
-        "ci_low": low,
-        "ci_high": high,
+        **group_stats(controls),
         "answered": len(answered),
-        "by_task": {task: _stats(scores) for task, scores in sorted(by_task.items())},
+        "by_task": {task: group_stats(group) for task, group in sorted(by_task.items())},
         "examples": [_example(r) for r in answered[:EXAMPLES]],
         "answer_logprob_gain": _gain(scored, samples),
     }
@@ -78,11 +73,6 @@ def _example(record: SampleRecord) -> dict[str, Any]:
         "output": record.output,
         "score": record.score,
     }
-
-
-def _stats(scores: Sequence[float]) -> dict[str, Any]:
-    mean, low, high = score_interval(scores)
-    return {"n": len(scores), "mean": mean, "ci_low": low, "ci_high": high}
 
 
 def _gain(controls: Sequence[SampleRecord], samples: Sequence[SampleRecord]) -> list[dict[str, Any]]:
