@@ -167,7 +167,11 @@ def _trap_positions(ax: Axes, buckets: Sequence[dict[str, Any]], window: int | N
     if window is not None:
         ax.axvline(window, color="0.3", linestyle="-.", linewidth=1)
     ax.set_xscale("log", base=2)
-    ticks = sorted({b["hi"] for b in buckets})
+    ticks: list[int] = []
+    for end in sorted({b["hi"] for b in buckets}):
+        # Bucket ends a few percent apart (30k and 32k) would print over each other: keep the first.
+        if not ticks or end >= 1.25 * ticks[-1]:
+            ticks.append(end)
     ax.set_xticks(ticks, [format_length(n) for n in ticks])
     ax.minorticks_off()
     _log_perplexity(ax)
