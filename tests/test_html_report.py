@@ -195,6 +195,7 @@ def test_markup_in_model_output_and_questions_is_shown_as_text(
     errors.locator(":scope > summary").click()
     errors.locator("details > summary").click()
     listed = errors.locator(".sample")
+    listed.first.wait_for()  # the list is filled on the 'toggle' event, which fires after the click returns
     assert listed.count() == 1 and PAYLOADS[1] in listed.inner_text()
     assert all(payload in tab.locator("#control").inner_text() for payload in PAYLOADS)
     assert tab.evaluate("window.__pwned") is None
