@@ -165,7 +165,7 @@ def bench_fathom(args: argparse.Namespace) -> dict[str, Any]:
     """Run with an empty FATHOM_CACHE_DIR: creating the task then builds the corpus index cold."""
     tokenizer, load_s = timed(lambda: load_tokenizer(args.tokenizer))
     task, cold_s = timed(lambda: make_task(args, tokenizer, args.lengths, args.depths, args.samples))
-    cells = task.cells()
+    cells = list(task.cells())
     _, ids = repeated(lambda: build_ids(task, cells), args.repeats)
     mismatches, text = repeated(lambda: build_text(task, tokenizer, cells), args.repeats)
     result = {
@@ -241,7 +241,7 @@ def memory_probe(args: argparse.Namespace) -> dict[str, Any]:
     prompt of --memory-length tokens as ids."""
     tokenizer = load_tokenizer(args.tokenizer)
     task, load_s = timed(lambda: make_task(args, tokenizer, (1024, args.memory_length), (0.5,), 1))
-    warm_up, cell = task.cells()
+    warm_up, cell = list(task.cells())
     task.prepare(warm_up)
     gc.collect()
     probe = rss_probe if args.memory_probe == "rss" else tracemalloc_probe

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -128,7 +129,14 @@ BAD_INPUTS = [
     (["--lengths", "0"], "positive"),
     (["--lengths", "100"], "below this prompt's fixed overhead"),
     (["--depths", "0,1.5"], r"\[0, 1\]"),
-    (["--samples", "0"], "at least 1"),
+    (["--samples", "0"], r"must lie in 1\.\.100000"),
+    (["--samples", "1000000000"], r"must lie in 1\.\.100000.*got 1000000000"),
+    (["--lengths", "1000000M"], r"1\.05e\+12 tokens is beyond fathom's limit of 32M"),
+    (["--lengths", "99999999999999999999999"], "beyond fathom's limit"),
+    (["--depths", "100000000"], r"count of 1\.\.1001 depths, not 100000000"),
+    (["--depths", "nan"], "cannot read depths 'nan'"),
+    (["--samples", "100000", "--lengths", "1k,2k,4k", "--depths", "11"], r"plans 3\.3e\+06 samples per task"),
+    (["--order", "sideways"], "unknown order 'sideways'"),
     (["--needle", "pin"], "unknown needle kind"),
     (["--scoring", "vibes"], "unknown scoring"),
     (["--template", "fancy"], "unknown chat template"),
@@ -152,9 +160,8 @@ def test_bad_input_is_one_clear_line_and_exit_2(
     assert cli("run", "niah", *args, "--out", runs, "--no-progress") == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("fathom: error: ") and "\n" not in err
-    import re
-
     assert re.search(message, err)
+    assert not runs.exists()  # refused before any folder was made
 
 
 def test_unknown_task_and_empty_corpus_folder(
@@ -221,7 +228,9 @@ def test_a_local_model_folder_brings_its_tokenizer_and_chat_template(runs: Path,
     assert all(r["score"] == 1.0 and r["actual_tokens"] == r["target_tokens"] for r in records)
 
 
-def test_resume_retries_backend_errors_and_counts_each_sample_once(runs: Path) -> None:
+def test_resume_retries_backend_errors_and_counts_each_sample_once(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = runs / "retry"
     options = "--model sim:perfect --tokenizer char --lengths 1k,2k --depths 3 --samples 2 --no-progress"
     options += " --no-control"
@@ -233,7 +242,10 @@ def test_resume_retries_backend_errors_and_counts_each_sample_once(runs: Path) -
     kept = [*failed, final, *first[4:]]
     (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
 
-    assert cli("run", "niah", *options.split(), "--run-dir", folder) == 0
+    capsys.readouterr()
+    # The length miss is final: the run ends, with status 3 and what a retry cannot mend.
+    assert cli("run", "niah", *options.split(), "--run-dir", folder) == 3
+    assert "1 samples ended in errors a retry cannot mend" in capsys.readouterr().err
     raw = lines(folder)
     assert len(raw) == len(first) + 3  # the failed attempts stay on record, append-only
     assert [r["sample_id"] for r in raw[-3:]] == [r["sample_id"] for r in failed]
@@ -273,3 +285,37 @@ def test_order_changes_when_prompts_are_sent_not_what_they_score(
     assert "fathom's own share" in capsys.readouterr().out
     assert cli("run", "niah", *options.split(), "--order", "random", "--out", runs, "--no-progress") == 2
     assert "unknown order 'random'" in capsys.readouterr().err
+
+
+def test_unusable_folders_are_one_line_each(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    options = "--model sim:perfect --tokenizer char --lengths 1k --depths 1 --samples 1 --no-progress".split()
+    cases: list[tuple[list[str | Path], str]] = [
+        (["run", "niah", *options, "--run-dir", afile], r"run folder '.*afile' is a file"),
+        (
+            ["run", "niah", *options, "--run-dir", afile / "sub"],
+            r"cannot create run folder .*Not a directory",
+        ),
+        (["report", tmp_path / "nope"], r"run folder '.*nope' does not exist"),
+        (["report", afile], r"run folder '.*afile' is not a folder"),
+    ]
+    for args, message in cases:
+        assert cli(*args) == 2
+        err = capsys.readouterr().err
+        assert re.search(f"^fathom: error: {message}", err) and err.count("\n") == 1, err
+
+    good = runs / "good"
+    assert cli("run", "niah", *options, "--run-dir", good) == 0
+    (good / "summary.json.tmp").mkdir()  # stands in for a read-only folder: tests may run as root
+    assert cli("report", good) == 2
+    assert re.search(r"^fathom: error: cannot write .*summary.json: Is a directory$", capsys.readouterr().err)
+    assert cli("compare", good, good, "--out", afile / "cmp") == 2
+    assert re.search(r"^fathom: error: cannot use .*afile/cmp.*: Not a directory$", capsys.readouterr().err)
+
+    with pytest.raises(SystemExit) as exit_:
+        cli("run", "niah", *options, "--run-dir", "")
+    assert exit_.value.code == 2
+    assert "argument --run-dir: is empty" in capsys.readouterr().err

@@ -375,7 +375,7 @@ def test_a_run_without_samples_is_a_clear_error(small_base: Path, tmp_path: Path
     shutil.copy(small_base / "manifest.json", empty / "manifest.json")
     with pytest.raises(RunFolderError, match=r"'.*empty' has no graded samples to compare .*run it first"):
         compare_runs(small_base, empty)
-    with pytest.raises(RunFolderError, match="is not a fathom run folder"):
+    with pytest.raises(RunFolderError, match=r"'.*nowhere' does not exist"):
         compare_runs(small_base, tmp_path / "nowhere")
 
 
@@ -452,15 +452,19 @@ def test_runs_lists_complete_partial_old_and_broken_runs(
     (folder / "broken").mkdir()
     (folder / "broken" / "manifest.json").write_text("{")
     (folder / "not-a-run").mkdir()
+    damaged = shutil.copytree(cliff_pair[1], folder / "damaged")
+    with (damaged / "samples.jsonl").open("ab") as handle:
+        handle.write(b"\xff\xfe\n")
 
     entries = list_runs(folder)
-    assert [e.folder.name for e in entries] == ["base", "new", "partial", "old", "broken"]
+    assert [e.folder.name for e in entries] == ["base", "new", "partial", "old", "broken", "damaged"]
     by_name = {e.folder.name: e for e in entries}
     assert by_name["base"].status == "complete" and by_name["base"].effective_length == 16384
     assert by_name["new"].status == "complete" and by_name["new"].effective_length == 4096
     assert by_name["partial"].status == "partial 130/180, 2 errors"  # with the 90 controls
     assert by_name["old"].status == "partial? 180/?"
-    assert by_name["broken"].problem is not None and "cannot read" in by_name["broken"].problem
+    assert by_name["broken"].problem is not None and "manifest.json is damaged" in by_name["broken"].problem
+    assert by_name["damaged"].problem is not None and "line 181 is not a record" in by_name["damaged"].problem
 
     created = json.loads((old / "manifest.json").read_text())["environment"]["created"]
     sweep(old, model=CLIFF)  # resuming the old run records its plan, and changes nothing else
@@ -469,12 +473,13 @@ def test_runs_lists_complete_partial_old_and_broken_runs(
 
     assert cli("runs", folder) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 6
     assert lines[0].split() == ["2026-11-01", "10:00", "base", "sim:perfect", "niah", "1k-16k", "k=10",
                                 "complete", "effective", "16k"]  # fmt: skip
     assert lines[1].split()[3] == CLIFF and lines[1].split()[-3:] == ["complete", "effective", "4k"]
     assert "partial 130/180, 2 errors" in lines[2]
-    assert lines[4].startswith("—") and "broken" in lines[4] and "unreadable: cannot read" in lines[4]
+    assert lines[4].startswith("—") and "broken" in lines[4] and "unreadable: " in lines[4]
+    assert "damaged" in lines[5] and "not UTF-8 text" in lines[5]
     assert base.exists() and new.exists()
 
 

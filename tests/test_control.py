@@ -55,7 +55,7 @@ def test_every_sample_gets_a_control_that_differs_only_in_the_context(runs: Path
 
     tokenizer = load_tokenizer("cl100k_base")
     task = create_task(SPEC, tokenizer)
-    cell = task.cells()[5]
+    cell = list(task.cells())[5]
     sample = task.prepare(cell)
     assert isinstance(sample, Sample)
     alone = control.without_context(sample, replace(cell, control=True))

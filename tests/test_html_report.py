@@ -437,6 +437,7 @@ def test_a_large_run_makes_a_light_page(tmp_path: Path, niah_run: Path) -> None:
         for s in range(5)
     ]
     with RunFolder(folder) as run:
+        run.start(json.loads((folder / "manifest.json").read_text()))
         for r in records:
             run.append(r)
     size = write_report(RunFolder(folder), summarize(records)).stat().st_size

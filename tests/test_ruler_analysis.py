@@ -27,6 +27,7 @@ from fathom.ruler_analysis import (
     ruler_summary,
     task_grid,
 )
+from fathom.spec import RunSpec
 from fathom.store import RunFolder
 
 K4, K8, K16, K32, K64, K128 = (4096 * 2**i for i in range(6))
@@ -326,7 +327,7 @@ def test_depth_profile_plot_writes_a_png(tmp_path: Path) -> None:
 
 def ruler_folder(path: Path, records: list[SampleRecord], exact: bool = True) -> RunFolder:
     folder = RunFolder(path)
-    spec = {"task": "ruler", "model": "sim:cliff", "tokenizer": "char", "samples": 5, "seed": 0}
+    spec = RunSpec("ruler", "sim:cliff", "char", tuple(sorted({r.length for r in records})), (), 5).to_json()
     folder.start(
         {"schema": 1, "identity": {"spec": spec}, "backend": {"trained_window": K16, "exact_lengths": exact}}
     )

@@ -5,7 +5,7 @@ code that ran."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
@@ -15,7 +15,9 @@ import pytest
 from fathom import registry
 from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
-from fathom.runner import run, source_revision
+from fathom.manifest import source_revision
+from fathom.records import ANSWER_BYTES, SampleRecord
+from fathom.runner import run
 from fathom.spec import RunSpec
 from fathom.store import RunFolder
 from fathom.tokenizers import load_tokenizer
@@ -71,6 +73,39 @@ def test_other_backends_get_sixteen_requests_at_a_time(runs: Path, monkeypatch: 
     assert calls == [12]
     run(replace(_spec("sim:perfect"), samples=5), runs / "more", show_progress=False)
     assert calls[1:] == [16, 16, 8]  # 20 samples after their 20 controls
+
+
+class _Streaming(SimulatedBackend):
+    """A simulated model that streams its answers in reverse order, each far over the recorded size,
+    and is interrupted after its third."""
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        answers = super().generate(requests)
+        for count, index in enumerate(reversed(range(len(requests)))):
+            if count == 3:
+                raise KeyboardInterrupt
+            answer = answers[index]
+            yield index, replace(answer, text=answer.text + " é" * 40_000)
+
+
+def test_a_streamed_answer_is_on_disk_as_it_arrives_and_cut_to_size(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(
+        registry.BACKENDS, "stream", lambda rest, _: _Streaming(rest, load_tokenizer("cl100k_base"))
+    )
+    with pytest.raises(KeyboardInterrupt):
+        run(replace(_spec("stream:perfect"), control=False), runs / "s", show_progress=False)
+    records = RunFolder(runs / "s").records()
+    # The three answered before the interrupt, all of one batch of twelve, the last cells first.
+    assert [r.sample_id for r in records] == [f"niah|L512|D1.0000|S{i}" for i in (2, 1, 0)]
+    for record in records:
+        assert isinstance(record, SampleRecord)
+        assert record.score == 1.0  # graded on the whole answer
+        original = record.output.split(" é")[0]  # the model's answer before the padding
+        assert record.output_truncated and record.output_bytes == len(original.encode()) + 40_000 * 3
+        assert ANSWER_BYTES - 3 < len(record.output.encode()) <= ANSWER_BYTES
+        assert record.output.encode().decode() == record.output  # cut at a character boundary
 
 
 def test_the_manifest_names_the_commit_and_whether_the_package_differs_from_it(tmp_path: Path) -> None:

@@ -49,7 +49,10 @@ def _spec(**changes: object) -> RunSpec:
         ({"lengths": ()}, "no lengths"),
         ({"depths": (1.5,)}, r"\[0, 1\]"),
         ({"depths": (-0.1,)}, r"\[0, 1\]"),
-        ({"samples": 0}, "at least 1"),
+        ({"samples": 0}, r"must lie in 1\.\.100000"),
+        ({"samples": 100_001}, r"must lie in 1\.\.100000"),
+        ({"lengths": (32 * 1024 * 1024 + 1,)}, "beyond fathom's limit of 32M tokens"),
+        ({"depths": tuple(i / 2000 for i in range(1002))}, "at most 1001 depths"),
         ({"max_new_tokens": 0}, "at least 1"),
     ],
 )

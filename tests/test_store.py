@@ -1,13 +1,19 @@
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from fathom.errors import RunFolderError
+from fathom.lines import identity_sha256
 from fathom.records import SampleRecord
-from fathom.store import TORN, RunFolder
+from fathom.spec import RunSpec
+from fathom.store import QUARANTINE, RunFolder
 
 
 def record(index: int) -> SampleRecord:
@@ -20,49 +26,165 @@ def record(index: int) -> SampleRecord:
     )  # fmt: skip
 
 
-def manifest(seed: int = 0) -> dict[str, object]:
-    return {"schema": 1, "identity": {"spec": {"seed": seed, "model": "sim:perfect"}}}
+def manifest(seed: int = 0, model: str = "sim:perfect") -> dict[str, object]:
+    spec = RunSpec("niah", model, "cl100k_base", (1024,), (0.5,), 3, seed=seed)
+    return {"schema": 1, "identity": {"spec": spec.to_json()}}
 
 
-def test_records_round_trip_and_survive_a_torn_last_line(tmp_path: Path) -> None:
-    folder = RunFolder(tmp_path / "run")
-    folder.start(manifest())
+def started(path: Path, seed: int = 0, count: int = 2) -> RunFolder:
+    folder = RunFolder(path)
+    folder.start(manifest(seed))
     with folder:
-        folder.append(record(0))
-        folder.append(record(1))
+        for index in range(count):
+            folder.append(record(index))
+    return folder
+
+
+def test_records_round_trip_stamped_with_their_run(tmp_path: Path) -> None:
+    folder = started(tmp_path / "run")
+    own = identity_sha256(manifest()["identity"])  # type: ignore[arg-type]
+    assert [r.sample for r in folder.records()] == [0, 1]
+    assert all(r.run_identity == own for r in folder.records())
+    assert folder.records()[0] == dataclasses.replace(record(0), run_identity=own)
+
+
+def test_a_torn_last_line_is_left_to_readers_and_moved_aside_by_the_writer(tmp_path: Path) -> None:
+    folder = started(tmp_path / "run")
     with folder.samples_path.open("a") as handle:
         handle.write('{"sample_id": "niah|L1024|D0.5000|S2", "task": "ni')  # killed mid-write
-    assert [r.sample for r in folder.records()] == [0, 1]
+    assert [r.sample for r in folder.records()] == [0, 1]  # a reader: a write in flight, left out
 
-    folder.start(manifest())  # resuming moves the torn line aside and appends cleanly after it
+    folder.start(manifest())  # the writer moves it aside and appends cleanly after it
     with folder:
         folder.append(record(2))
     assert [r.sample for r in folder.records()] == [0, 1, 2]
-    assert folder.records()[0] == record(0)
-    assert "niah|L1024|D0.5000|S2" in (folder.path / TORN).read_text()
+    assert "niah|L1024|D0.5000|S2" in (folder.path / QUARANTINE).read_text()
     assert all(json.loads(line) for line in folder.samples_path.read_text().splitlines())
 
 
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b"garbage\n", "not JSON"),
+        (b"\xff\xfe\n", "not UTF-8 text"),
+        (b"[1,2]\n", "a JSON list, not a record object"),
+        (b'{"sample_id": 3}\n', "not a record"),
+        (b'{"sample_id": "x", "score": "high"}\n', "not a record"),
+        (b"\n", "an empty line"),
+    ],
+)
+def test_a_damaged_line_is_named_by_readers_and_quarantined_by_the_writer(
+    tmp_path: Path, line: bytes, reason: str
+) -> None:
+    folder = started(tmp_path / "run", count=1)
+    with folder.samples_path.open("ab") as handle:
+        handle.write(line)
+    with pytest.raises(RunFolderError, match=rf"line 2 is not a record of this run: {reason}.*fathom repair"):
+        folder.records()
+
+    folder.start(manifest())  # resuming moves the line aside; appends after it stay readable
+    with folder:
+        folder.append(record(1))
+    assert [r.sample for r in folder.records()] == [0, 1]
+    assert (folder.path / QUARANTINE).read_bytes() == line if line != b"\n" else b"\n"
+
+
+def test_repair_moves_damage_aside_without_resuming(tmp_path: Path) -> None:
+    folder = started(tmp_path / "run")
+    with folder.samples_path.open("ab") as handle:
+        handle.write(b"[1]\n")
+    assert RunFolder(folder.path).repair() == 1
+    assert [r.sample for r in folder.records()] == [0, 1]
+    assert RunFolder(folder.path).repair() == 0
+
+
+def test_a_record_of_another_run_is_foreign(tmp_path: Path) -> None:
+    other = started(tmp_path / "other", seed=7, count=1)
+    folder = started(tmp_path / "run", count=1)
+    with folder.samples_path.open("ab") as handle:
+        handle.write(other.samples_path.read_bytes())
+    with pytest.raises(RunFolderError, match=r"line 2 .* a record of another run"):
+        folder.records()
+
+
 def test_a_different_spec_is_refused_and_named(tmp_path: Path) -> None:
-    folder = RunFolder(tmp_path / "run")
-    folder.start(manifest(seed=0))
+    started(tmp_path / "run", seed=0)
     with pytest.raises(RunFolderError, match=r"differs in: spec.seed.*--run-dir"):
         RunFolder(tmp_path / "run").start(manifest(seed=1))
 
 
-def test_a_corrupt_middle_line_is_reported_not_skipped(tmp_path: Path) -> None:
+def test_a_folder_with_a_manifest_and_no_samples_takes_a_corrected_spec(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
-    folder.start(manifest())
-    with folder:
-        folder.append(record(0))
-    with folder.samples_path.open("a") as handle:
-        handle.write("garbage\n")
-    with folder:
-        folder.append(record(1))
-    with pytest.raises(RunFolderError, match="line 2 is not a record"):
-        folder.records()
+    folder.start(manifest(seed=0))
+    folder.close()
+    folder.start(manifest(seed=1))  # nothing was written under seed 0: nothing to protect
+    folder.close()
+    assert folder.read_manifest()["identity"]["spec"]["seed"] == 1
+
+
+def test_samples_without_a_manifest_are_never_adopted(tmp_path: Path) -> None:
+    folder = started(tmp_path / "run")
+    folder.manifest_path.unlink()
+    with pytest.raises(RunFolderError, match=r"holds samples but no manifest.json.*restore"):
+        RunFolder(folder.path).start(manifest(seed=1))
+    assert not folder.manifest_path.exists()  # nothing written, nothing taken over
+    assert len(folder.samples_path.read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("content", [b"[1]", b"\xff\xfe", b"{not json", b'{"identity": {"spec": 3}}', b""])
+def test_a_damaged_manifest_is_refused_by_readers_and_writers(tmp_path: Path, content: bytes) -> None:
+    folder = started(tmp_path / "run")
+    folder.manifest_path.write_bytes(content)
+    for attempt in (folder.read_manifest, lambda: RunFolder(folder.path).start(manifest())):
+        with pytest.raises(RunFolderError, match=r"manifest.json is damaged.*restore it"):
+            attempt()
 
 
 def test_a_folder_without_manifest_is_not_a_run(tmp_path: Path) -> None:
     with pytest.raises(RunFolderError, match="not a fathom run folder"):
         RunFolder(tmp_path).read_manifest()
+    with pytest.raises(RunFolderError, match="does not exist"):
+        RunFolder(tmp_path / "nope").read_manifest()
+
+
+def test_unusable_folders_are_named(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(RunFolderError, match=r"'.*afile' is a file"):
+        RunFolder(afile).start(manifest())
+    with pytest.raises(RunFolderError, match=r"cannot create run folder '.*afile/sub': Not a directory"):
+        RunFolder(afile / "sub").start(manifest())
+
+
+def test_an_unwritable_derived_file_is_a_clear_error(tmp_path: Path) -> None:
+    folder = started(tmp_path / "run")
+    (folder.path / "summary.json.tmp").mkdir()  # stands in for a read-only folder (tests may run as root)
+    with pytest.raises(RunFolderError, match=r"cannot write .*summary.json: Is a directory"):
+        folder.write_derived("summary.json", "{}")
+
+
+def test_one_writer_at_a_time(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.start(manifest())
+    try:
+        with pytest.raises(RunFolderError, match=r"is in use by pid \d+"):
+            RunFolder(tmp_path / "run").start(manifest())
+        assert [r.sample for r in folder.records()] == []  # a reader needs no lock
+    finally:
+        folder.close()
+    RunFolder(tmp_path / "run").start(manifest())  # given back on close
+
+
+def test_a_dead_writers_lock_does_not_block(tmp_path: Path) -> None:
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_store import manifest
+        from fathom.store import RunFolder
+        RunFolder(__import__("pathlib").Path({str(tmp_path / "run")!r})).start(manifest())
+        os._exit(0)  # dies holding the lock, never closing the folder
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True)
+    folder = RunFolder(tmp_path / "run")
+    folder.start(manifest())  # the kernel dropped the dead process's lock
+    folder.close()

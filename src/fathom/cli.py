@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=None, help="for compare.json and compare.png (default: NEW/compare-BASE)"
     )
 
+    repair = commands.add_parser(
+        "repair", help="move the damaged lines of a run folder's samples.jsonl aside (as a resumed run does)"
+    )
+    repair.add_argument("run_dir", type=_folder)
+
     runs = commands.add_parser("runs", help="list the run folders under a folder, with status and results")
     runs.add_argument("folder", type=Path, nargs="?", default=Path("runs"), help="default: runs")
 
@@ -58,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     gallery.add_argument("--out", type=Path, default=Path("gallery"), help="default: gallery")
     return parser
+
+
+def _folder(text: str) -> Path:
+    """A folder argument: an empty one would silently mean the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: name a folder, e.g. runs/my-run")
+    return Path(text)
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,8 +125,8 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_false",
         help="skip the no-context control (by default every question is also asked without its context)",
     )
-    run.add_argument("--out", type=Path, default=Path("runs"), help="where new run folders go")
-    run.add_argument("--run-dir", type=Path, default=None, help="this exact run folder")
+    run.add_argument("--out", type=_folder, default=Path("runs"), help="where new run folders go")
+    run.add_argument("--run-dir", type=_folder, default=None, help="this exact run folder")
     run.add_argument(
         "--order",
         default="prefix",
@@ -121,7 +135,12 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--no-progress", action="store_true")
 
 
-def _run(args: argparse.Namespace) -> None:
+# Exit statuses (README, "Guarantees"): 0 done; 1 fathom compare found a regression; 2 bad input or
+# an unusable folder, nothing run; 3 the run finished but some samples ended in errors; 130 interrupted.
+SAMPLE_ERRORS = 3
+
+
+def _run(args: argparse.Namespace) -> int:
     from fathom.registry import takes_depths
     from fathom.runner import default_run_dir, run
 
@@ -153,6 +172,19 @@ def _run(args: argparse.Namespace) -> None:
         f"(fathom's own share: {result.harness_share:.1%})"
     )
     _print_summary(result.folder)
+    if result.retryable:
+        print(
+            f"fathom: {result.retryable} samples ended in backend errors (the server failed or timed out): "
+            f"run the same command again to retry them (--run-dir {result.folder})",
+            file=sys.stderr,
+        )
+    if result.unretryable:
+        print(
+            f"fathom: {result.unretryable} samples ended in errors a retry cannot mend (a prompt too long "
+            "for the backend, a missed length): see report.html's failures",
+            file=sys.stderr,
+        )
+    return SAMPLE_ERRORS if result.retryable or result.unretryable else 0
 
 
 def _print_summary(folder: Path) -> None:
@@ -223,6 +255,14 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if comparison.regressed else 0
 
 
+def _repair(args: argparse.Namespace) -> None:
+    from fathom.store import QUARANTINE, RunFolder
+
+    moved = RunFolder(args.run_dir).repair()
+    where = args.run_dir / QUARANTINE
+    print(f"moved {moved} damaged lines aside to {where}" if moved else "nothing to repair")
+
+
 def _runs(args: argparse.Namespace) -> None:
     from fathom.runs import list_runs, runs_text
 
@@ -242,6 +282,7 @@ def _gallery(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _show_warnings()
     try:
         handlers: dict[str, Callable[[argparse.Namespace], int | None]] = {
             "run": _run,
@@ -249,12 +290,17 @@ def main(argv: list[str] | None = None) -> int:
             "trap": _trap,
             "models": _models,
             "compare": _compare,
+            "repair": _repair,
             "runs": _runs,
             "gallery": _gallery,
         }
         status = handlers[args.command](args)
     except FathomError as exc:
-        print(f"fathom: error: {exc}", file=sys.stderr)
+        print(f"fathom: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file fathom had to read or write; which one, and why
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"fathom: error: {_one_line(f'cannot use{where}: {exc.strerror or exc}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(
@@ -262,6 +308,28 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 130
     return status or 0
+
+
+def _one_line(message: str) -> str:
+    """A message as one line: control characters from the user's input (a newline in a value) are
+    shown escaped, as Python writes them."""
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], message)
+
+
+class _Warnings(logging.Handler):
+    """The library's warnings (a damaged cache rebuilt, lines moved aside), one line each on the
+    stderr of the moment (tests swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"fathom: warning: {_one_line(record.getMessage())}", file=sys.stderr)
+
+
+def _show_warnings() -> None:
+    logger = logging.getLogger("fathom")
+    if not any(isinstance(h, _Warnings) for h in logger.handlers):
+        logger.addHandler(_Warnings(logging.WARNING))
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
 
 
 if __name__ == "__main__":

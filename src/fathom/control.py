@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,12 +26,13 @@ from fathom.tasks.perplexity import PERPLEXITY
 EXAMPLES = 10
 
 
-def plan(cells: Sequence[Cell], control: bool) -> list[Cell]:
-    """The run's cells, after one control per sample cell when ``control``: the controls first,
-    since they are short and show a memorised or guessable question set before the long prompts."""
-    if not control:
-        return list(cells)
-    return [dataclasses.replace(c, control=True) for c in cells if c.task != PERPLEXITY] + list(cells)
+def plan(cells: Callable[[], Iterable[Cell]], control: bool) -> Iterator[Cell]:
+    """The run's cells (``cells`` makes them afresh on each call), after one control per sample cell
+    when ``control``: the controls first, since they are short and show a memorised or guessable
+    question set before the long prompts."""
+    if control:
+        yield from (dataclasses.replace(c, control=True) for c in cells() if c.task != PERPLEXITY)
+    yield from cells()
 
 
 def sample_cell(cell: Cell) -> Cell:

@@ -7,12 +7,17 @@ A run folder holds a manifest and an append-only JSONL of ``SampleRecord``; ever
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 # 2: depth may be None (tasks that draw depths at random), several needles per sample, max_new_tokens.
 # 3: the gold answer's teacher-forced log-probabilities; perplexity records beside sample records.
-RECORD_SCHEMA = 3
+# 4: every record carries its run's identity fingerprint; answers over ANSWER_BYTES are cut there.
+RECORD_SCHEMA = 4
+# The most of an answer a record keeps, in UTF-8 bytes: far beyond any answer the tasks ask for, and
+# a bound on what a runaway or hostile backend can make fathom write, hold and render.
+ANSWER_BYTES = 64 * 1024
 CONTROL = "control"  # the prefix of a no-context control's sample id
 
 
@@ -116,27 +121,31 @@ class SampleRecord:
     # The no-context control of the sample at (task, length, depth, sample): the same question asked
     # with the context left out. Its tokens are the shorter prompt's; it is no cell of the grid.
     control: bool = False
+    # The answer's size in UTF-8 bytes when ``output`` holds only its first ANSWER_BYTES (it was
+    # graded whole); None when ``output`` is the whole answer.
+    output_bytes: int | None = None
+    # identity_sha256 of the run that wrote the record; None in records written before schema 4.
+    run_identity: str | None = None
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        # Optional and added within schema 3: left out when absent, so such records keep their form
-        # and readers that predate them (which drop unknown fields) still read the rest.
-        if self.needle_context is None:
-            del data["needle_context"]
+        # Optional: left out when absent, so such records keep their form and readers that predate
+        # them (which drop unknown fields) still read the rest.
+        for key in ("needle_context", "output_bytes"):
+            if data[key] is None:
+                del data[key]
         if not self.control:
             del data["control"]
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SampleRecord:
-        values = _fields(cls, _upgrade(data))
-        for key in ("answers", "matched", "needle_token_offsets", "needle_depths"):
-            values[key] = tuple(values.get(key, ()))
-        for key in ("answer_logprobs", "needle_context"):
-            if values.get(key) is not None:
-                values[key] = tuple(values[key])
-        return cls(**values)
+        return cls(**_typed(cls, _upgrade(data)))
+
+    @property
+    def output_truncated(self) -> bool:
+        return self.output_bytes is not None
 
     @property
     def answer_logprob(self) -> float | None:
@@ -168,6 +177,7 @@ class PerplexityRecord:
     latency_s: float
     beyond_window: bool
     error: str | None = None
+    run_identity: str | None = None  # as in SampleRecord
     record: str = "perplexity"
     schema: int = field(default=RECORD_SCHEMA)
 
@@ -176,9 +186,7 @@ class PerplexityRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PerplexityRecord:
-        values = _fields(cls, data)
-        values["logprobs"] = tuple(values.get("logprobs", ()))
-        return cls(**values)
+        return cls(**_typed(cls, data))
 
 
 AnyRecord = SampleRecord | PerplexityRecord
@@ -191,9 +199,48 @@ def record_from_json(data: dict[str, Any]) -> AnyRecord:
     return SampleRecord.from_json(data)
 
 
-def _fields(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
+def _typed(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """The record's fields from ``data``, lists as tuples, each checked against its annotation: a
+    line that is JSON but no record (a field of the wrong type, one missing) is a TypeError here,
+    never a crash later in the analysis. Unknown keys are dropped."""
+    values = {}
+    for name, kind in _annotations(cls).items():
+        if name not in data:
+            continue
+        value = data[name]
+        if isinstance(value, list):
+            value = tuple(value)
+        if not _is(value, kind):
+            raise TypeError(f"field '{name}' is {value!r:.40}, not {kind}")
+        values[name] = value
+    return values
+
+
+@functools.cache
+def _annotations(cls: Any) -> dict[str, str]:
+    return {f.name: str(f.type) for f in dataclasses.fields(cls)}
+
+
+_SCALARS: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (float, int),
+    "bool": (bool,),
+    "None": (type(None),),
+}
+
+
+def _is(value: Any, kind: str) -> bool:
+    """Whether a JSON value fits an annotation as records write them: ``str``, ``int``, ``float``,
+    ``bool``, ``X | None``, ``tuple[X, ...]``."""
+    if "|" in kind:
+        return any(_is(value, part.strip()) for part in kind.split("|"))
+    if kind.startswith("tuple["):
+        inner = kind[len("tuple[") : -len(", ...]")]
+        return isinstance(value, tuple) and all(_is(item, inner) for item in value)
+    if kind in ("int", "float") and isinstance(value, bool):
+        return False  # JSON true is no number
+    return isinstance(value, _SCALARS[kind])
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:

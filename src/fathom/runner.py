@@ -1,43 +1,39 @@
 """A run: plan the cells, skip the finished ones, build, generate, score, append, derive.
 
-Every finished sample is on disk before the next batch starts, so a crashed or killed run resumes
-where it stopped by running the same command again.
+Every sample's record is on disk as soon as its answer is scored, so a crashed or killed run
+resumes where it stopped by running the same command again, having lost at most the samples in
+flight.
 """
 
 from __future__ import annotations
 
 import hashlib
-import platform
+import itertools
 import random
 import re
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-import fathom
 from fathom import control
-from fathom.backends.base import Backend, Request, TokenScores, score_request, scorer
+from fathom.backends.base import Backend, Request, Streamer, TokenScores, score_request, scorer
 from fathom.errors import SpecError
+from fathom.manifest import manifest
 from fathom.progress import Progress
 from fathom.prompts import Prompt, chat_prompt, length_tolerance
-from fathom.records import AnyRecord, Cell, Completion, PerplexityRecord, SampleRecord
+from fathom.records import ANSWER_BYTES, AnyRecord, Cell, Completion, PerplexityRecord, SampleRecord
 from fathom.registry import create_backend, create_task
 from fathom.report import derive
 from fathom.scoring import check_method, score
 from fathom.spec import RunSpec
-from fathom.store import RunFolder
+from fathom.store import RETRIED_ERRORS, RunFolder
 from fathom.tasks.base import Document, Sample, Task
 from fathom.tokenizers import Tokenizer
 
-MANIFEST_SCHEMA = 1
+Write = Callable[[AnyRecord], None]
 
 
 @dataclass(frozen=True)
@@ -45,9 +41,13 @@ class RunResult:
     folder: Path
     written: int
     skipped: int
-    errors: int
+    errors: int  # records this run wrote with an error
     seconds: float  # wall time of the run
     backend_seconds: float  # of which the model's own work: loading it, and inside generate
+    # Samples whose latest record is an error, after this run: those a resume retries (the server
+    # failed), and those it cannot help (a prompt too long for the backend, say).
+    retryable: int = 0
+    unretryable: int = 0
 
     @property
     def harness_share(self) -> float:
@@ -72,36 +72,69 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
     longest prefixes one after another, so a backend's prefix cache can reuse them; "shuffled" is
     the naive order, for measuring what that saves. Neither changes any answer."""
     started = time.perf_counter()
-    if spec.scoring is not None:
-        check_method(spec.scoring)
-    backend = create_backend(spec.model, spec.tokenizer)
-    loading = time.perf_counter() - started
+    backend, task, loading = prepare(spec, order)
     tokenizer = backend.tokenizer
-    task = create_task(spec, tokenizer)
-    if spec.perplexity or spec.answer_logprob or spec.task == "perplexity":
-        scorer(backend)  # a backend that cannot score fails here, before any work
+
+    def planned() -> Iterator[Cell]:
+        return control.plan(task.cells, spec.control)
+
     folder = RunFolder(run_dir)
-    planned = control.plan(task.cells(), spec.control)
-    folder.start(manifest(spec, tokenizer, task, backend, len(planned)))
-    done = folder.finished_ids()
-    todo = [cell for cell in planned if cell.id not in done]
-    if order == "shuffled":
-        random.Random(spec.seed).shuffle(todo)
-    elif order != "prefix":
-        raise SpecError(f"unknown order '{order}': use one of {', '.join(ORDERS)}")
-    _check_shortest(task, todo)
-    progress = Progress(len(todo), f"{spec.task} {spec.model}", enabled=show_progress)
-    errors, clock = 0, _BackendClock(backend)
     with folder:
-        for batch in _batches(todo, getattr(backend, "requests_per_call", BATCH_SIZE)):
-            for record in _run_batch(spec, clock, task, batch):
-                folder.append(record)
-                errors += record.error is not None
-            progress.advance(len(batch))
-    progress.finish()
+        folder.start(manifest(spec, tokenizer, task, backend, sum(1 for _ in planned())))
+        done = folder.finished_ids()
+
+        def todo() -> Iterator[Cell]:
+            return (cell for cell in planned() if cell.id not in done)
+
+        cells: Iterable[Cell] = todo()
+        if order == "shuffled":
+            shuffled = list(cells)
+            random.Random(spec.seed).shuffle(shuffled)
+            cells = shuffled
+        progress = Progress(sum(1 for _ in todo()), f"{spec.task} {spec.model}", enabled=show_progress)
+        written: list[AnyRecord] = []
+
+        def write(record: AnyRecord) -> None:
+            folder.append(record)
+            written.append(record)
+            progress.advance()
+
+        clock = _BackendClock(backend)
+        for batch in _batches(cells, getattr(backend, "requests_per_call", BATCH_SIZE)):
+            _run_batch(spec, clock, task, batch, write)
+        progress.finish()
+        failed = [r.error for r in folder.latest() if r.error is not None]
     derive(folder)
     seconds = time.perf_counter() - started
-    return RunResult(run_dir, len(todo), len(done), errors, seconds, loading + clock.seconds)
+    retryable = sum(error.startswith(RETRIED_ERRORS) for error in failed)
+    return RunResult(
+        run_dir,
+        len(written),
+        len(done),
+        sum(r.error is not None for r in written),
+        seconds,
+        loading + clock.seconds,
+        retryable,
+        len(failed) - retryable,
+    )
+
+
+def prepare(spec: RunSpec, order: str = "prefix") -> tuple[Backend, Task, float]:
+    """The run's backend and task, and the seconds loading the model took, with everything checked
+    that can be before the run folder is touched: a bad name, setting or length leaves no folder
+    behind that would refuse the corrected spec."""
+    if order not in ORDERS:
+        raise SpecError(f"unknown order '{order}': use one of {', '.join(ORDERS)}")
+    if spec.scoring is not None:
+        check_method(spec.scoring)
+    started = time.perf_counter()
+    backend = create_backend(spec.model, spec.tokenizer)
+    loading = time.perf_counter() - started
+    task = create_task(spec, backend.tokenizer)
+    if spec.perplexity or spec.answer_logprob or spec.task == "perplexity":
+        scorer(backend)  # a backend that cannot score fails here, before any work
+    _check_shortest(task, min(spec.lengths))
+    return backend, task, loading
 
 
 class _BackendClock:
@@ -110,12 +143,28 @@ class _BackendClock:
     def __init__(self, backend: Backend) -> None:
         self.backend, self.seconds = backend, 0.0
 
-    def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        started = time.perf_counter()
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        """Each completion as the backend finishes it: as they come from a Streamer, else all
+        together after one ``generate`` call."""
+        backend = self.backend
+        answers = backend.stream(requests) if isinstance(backend, Streamer) else self._generate(requests)
         try:
-            return self.backend.generate(requests)
+            while True:
+                started = time.perf_counter()
+                try:
+                    answer = next(answers)
+                except StopIteration:
+                    return
+                finally:
+                    self.seconds += time.perf_counter() - started
+                yield answer
         finally:
-            self.seconds += time.perf_counter() - started
+            close = getattr(answers, "close", None)
+            if close is not None:
+                close()  # an interrupt stops the requests still in flight
+
+    def _generate(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        yield from enumerate(self.backend.generate(requests))
 
     def score(self, documents: Sequence[Document]) -> list[TokenScores]:
         asks = [score_request(self.backend, d.cell.id, d.ids, 1) for d in documents]
@@ -126,34 +175,30 @@ class _BackendClock:
             self.seconds += time.perf_counter() - started
 
 
-def _check_shortest(task: Task, todo: Sequence[Cell]) -> None:
-    """Build every prompt of the shortest length first: a length below the prompt's own overhead
-    fails here, before any sample is generated."""
-    if todo:
-        shortest = min(cell.length for cell in todo)
-        for cell in todo:
-            if cell.length == shortest and not cell.control:
-                task.prepare(cell)
+def _check_shortest(task: Task, shortest: int) -> None:
+    """Build one prompt of the shortest length for each task: a length below the prompt's own
+    overhead fails here, before any sample is generated."""
+    seen: set[str] = set()
+    for cell in task.cells():
+        if cell.length == shortest and cell.task not in seen:
+            seen.add(cell.task)
+            task.prepare(cell)
 
 
-def _batches(cells: Sequence[Cell], size: int) -> Iterator[Sequence[Cell]]:
-    """Cells in groups of ``size``, each written to disk before the next starts: a backend that
-    batches or overlaps requests gets 16 at a time; one that runs them one by one sets
-    ``requests_per_call = 1``, so an interrupt loses only the sample in progress, not up to 15 long
-    ones already answered."""
-    for start in range(0, len(cells), size):
-        yield cells[start : start + size]
+def _batches(cells: Iterable[Cell], size: int) -> Iterator[list[Cell]]:
+    """Cells in groups of ``size``: a backend that batches or overlaps requests gets 16 at a
+    time; one that runs them one by one sets ``requests_per_call = 1``."""
+    iterator = iter(cells)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
 
 
-def _run_batch(spec: RunSpec, clock: _BackendClock, task: Task, cells: Sequence[Cell]) -> list[AnyRecord]:
-    """The batch's records, in the order of its cells: samples generated, documents scored."""
+def _run_batch(spec: RunSpec, clock: _BackendClock, task: Task, cells: Sequence[Cell], write: Write) -> None:
+    """Generate the batch's samples and score its documents, writing each record as it is done."""
     prepared = [_prepare(task, cell) for cell in cells]
-    samples = [item for item in prepared if isinstance(item, Sample)]
-    documents = [item for item in prepared if isinstance(item, Document)]
-    done: dict[str, AnyRecord] = {}
-    for record in _generate(spec, clock, samples) + _score(spec, clock, documents):
-        done[record.sample_id] = record
-    return [done[cell.id] for cell in cells]
+    _generate(spec, clock, [item for item in prepared if isinstance(item, Sample)], write)
+    for record in _score(spec, clock, [item for item in prepared if isinstance(item, Document)]):
+        write(record)
 
 
 def _prepare(task: Task, cell: Cell) -> Sample | Document:
@@ -165,21 +210,19 @@ def _prepare(task: Task, cell: Cell) -> Sample | Document:
     return control.without_context(sample, cell)
 
 
-def _generate(spec: RunSpec, clock: _BackendClock, samples: Sequence[Sample]) -> list[SampleRecord]:
+def _generate(spec: RunSpec, clock: _BackendClock, samples: Sequence[Sample], write: Write) -> None:
     backend = clock.backend
-    requests, counts, refusals = [], [], []
+    to_send: list[tuple[Sample, int, Request]] = []
     for sample in samples:
         request, actual, refusal = _request(backend, sample, spec.answer_logprob)
-        requests.append(request)
-        counts.append(actual)
-        refusals.append(refusal)
-    to_send = [r for r, refusal in zip(requests, refusals, strict=True) if refusal is None]
-    answers = iter(clock.generate(to_send) if to_send else [])
-    records = []
-    for sample, actual, refusal in zip(samples, counts, refusals, strict=True):
-        completion = next(answers) if refusal is None else _failed(refusal, actual)
-        records.append(_record(spec, backend, sample, actual, completion))
-    return records
+        if refusal is None:
+            to_send.append((sample, actual, request))
+        else:
+            write(_record(spec, backend, sample, actual, _failed(refusal, actual)))
+    if to_send:
+        for index, completion in clock.stream([request for _, _, request in to_send]):
+            sample, actual, _ = to_send[index]
+            write(_record(spec, backend, sample, actual, completion))
 
 
 def _score(spec: RunSpec, clock: _BackendClock, documents: Sequence[Document]) -> list[PerplexityRecord]:
@@ -262,7 +305,8 @@ def _record(
     spec: RunSpec, backend: Backend, sample: Sample, actual: int, completion: Completion
 ) -> SampleRecord:
     cell, prompt = sample.cell, sample.prompt
-    graded = score(sample.scoring, completion.text, sample.answers)
+    graded = score(sample.scoring, completion.text, sample.answers)  # the whole answer, before any cut
+    output, output_bytes = cap_answer(completion.text)
     window = backend.trained_window
     return SampleRecord(
         sample_id=cell.id,
@@ -279,7 +323,8 @@ def _record(
         needle_depths=tuple(round(n.depth, 6) for n in prompt.needles),
         question=sample.question,
         answers=sample.answers,
-        output=completion.text,
+        output=output,
+        output_bytes=output_bytes,
         finish_reason=completion.finish_reason,
         score=graded.value if completion.error is None else 0.0,
         matched=graded.matched,
@@ -309,63 +354,14 @@ def needle_context(tokenizer: Tokenizer, prompt: Prompt) -> tuple[str, ...]:
     )
 
 
+def cap_answer(text: str) -> tuple[str, int | None]:
+    """The answer as recorded: whole, or its first ANSWER_BYTES bytes (at a character boundary) and
+    its full size in bytes."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= ANSWER_BYTES:
+        return text, None
+    return data[:ANSWER_BYTES].decode("utf-8", "ignore"), len(data)
+
+
 def _rounded(values: tuple[float, ...] | None) -> tuple[float, ...] | None:
     return None if values is None else tuple(round(v, 5) for v in values)
-
-
-def manifest(
-    spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, planned: int
-) -> dict[str, Any]:
-    """The resolved run: ``identity`` decides the prompts and answers and must match to resume."""
-    return {
-        "schema": MANIFEST_SCHEMA,
-        "identity": {
-            "spec": spec.to_json(),
-            "tokenizer": {"name": tokenizer.name, "sha256": tokenizer.identity},
-            "task": task.identity(),
-            "backend": {"name": backend.name, "settings": backend.settings()},
-        },
-        # Outside the identity, which decides whether a run resumes: how many samples make the run
-        # complete, so 'fathom runs' can tell a partial run without rebuilding its task.
-        "planned": planned,
-        "backend": {
-            "input": backend.input,
-            "exact_lengths": backend.exact_lengths,
-            "trained_window": backend.trained_window,
-            "max_prompt_tokens": backend.max_prompt_tokens,
-        },
-        "environment": {
-            "fathom_version": fathom.__version__,
-            **source_revision(Path(fathom.__file__).parent),
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "host": socket.gethostname(),
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        },
-    }
-
-
-def source_revision(folder: Path) -> dict[str, Any]:
-    """The commit that ``folder`` (fathom's package) is checked out from, and whether the files under
-    it differ from that commit (edited, added or deleted): a run made from uncommitted code must not
-    pass for one made from the commit it names. Both None outside a git checkout."""
-    sha = _git(folder, "rev-parse", "HEAD")
-    if not sha:
-        return {"git_sha": None, "git_dirty": None}
-    changes = _git(folder, "status", "--porcelain", "--", ".")  # only this folder, not the whole repo
-    return {"git_sha": sha, "git_dirty": None if changes is None else bool(changes)}
-
-
-def _git(folder: Path, *args: str) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", *args],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip()

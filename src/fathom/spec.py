@@ -5,11 +5,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from fathom.errors import SpecError
-from fathom.units import parse_count
+from fathom.units import format_count, parse_count
+
+# Sizes beyond these are typing mistakes, not sweeps: refused up front, before any memory is spent on
+# them. A prompt of MAX_LENGTH tokens is 128 MB of ids; a run of MAX_PLANNED samples per task is
+# weeks of a fast model's time, and its records fill gigabytes.
+MAX_LENGTH = 32 * 1024 * 1024
+MAX_DEPTHS = 1001
+MAX_SAMPLES = 100_000
+MAX_PLANNED = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -44,10 +53,27 @@ class RunSpec:
             raise SpecError("no lengths given: pass e.g. --lengths 1k,2k,4k")
         if any(n <= 0 for n in self.lengths):
             raise SpecError(f"lengths must be positive token counts, got {list(self.lengths)}")
+        if max(self.lengths) > MAX_LENGTH:
+            raise SpecError(
+                f"a length of {max(self.lengths):.3g} tokens is beyond fathom's limit of "
+                f"{format_count(MAX_LENGTH)} tokens: check --lengths (k = 1024, M = 1024k)"
+            )
         if any(not 0.0 <= d <= 1.0 for d in self.depths):
             raise SpecError(f"depths must lie in [0, 1] (0 = start, 1 = end), got {list(self.depths)}")
-        if self.samples < 1:
-            raise SpecError(f"samples must be at least 1 (3 or more for intervals), got {self.samples}")
+        if not 1 <= self.samples <= MAX_SAMPLES:
+            raise SpecError(
+                f"samples per cell must lie in 1..{MAX_SAMPLES} (3 or more for intervals), got {self.samples}"
+            )
+        if len(self.depths) > MAX_DEPTHS:
+            raise SpecError(f"at most {MAX_DEPTHS} depths, got {len(self.depths)}")
+        planned = len(self.lengths) * max(1, len(self.depths)) * self.samples
+        if planned > MAX_PLANNED:
+            raise SpecError(
+                f"this spec plans {planned:.3g} samples per task ({len(self.lengths)} lengths x "
+                f"{max(1, len(self.depths))} depths x {self.samples} samples), more than fathom runs in one "
+                f"run ({MAX_PLANNED:,}): split the sweep into several runs"
+            )
+
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise SpecError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
         for flag in ("perplexity", "answer_logprob"):
@@ -96,13 +122,15 @@ def parse_depths(text: str) -> tuple[float, ...]:
     text = text.strip()
     if text.isdigit():
         count = int(text)
-        if count < 1:
-            raise SpecError("--depths needs at least 1 depth")
+        if not 1 <= count <= MAX_DEPTHS:
+            raise SpecError(f"--depths takes a count of 1..{MAX_DEPTHS} depths, not {text}")
         if count == 1:
             return (0.5,)
         return tuple(round(i / (count - 1), 6) for i in range(count))
     try:
         values = {float(p) for p in text.split(",") if p.strip()}
     except ValueError:
-        raise SpecError(f"cannot read depths '{text}': write a count (11) or fractions (0,0.5,1)") from None
+        values = {math.nan}
+    if not values or any(math.isnan(v) for v in values):
+        raise SpecError(f"cannot read depths '{text}': write a count (11) or fractions (0,0.5,1)")
     return tuple(sorted(values))

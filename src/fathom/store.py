@@ -1,22 +1,35 @@
-"""The run folder: manifest.json, the append-only samples.jsonl, and the files derived from them."""
+"""The run folder: manifest.json, the append-only samples.jsonl, and the files derived from them.
+
+What a run folder promises (README, "Guarantees"): one writer at a time, holding ``run.lock``;
+records appended whole, one line each, on disk before the next sample starts; no record of another
+run adopted; damaged lines moved aside, never silently dropped (see ``fathom.lines``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import json
+import logging
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
-from fathom.errors import RunFolderError
-from fathom.records import AnyRecord, record_from_json
+from fathom.errors import FathomError, RunFolderError
+from fathom.lines import Parsed, identity_sha256, parse
+from fathom.records import AnyRecord
+from fathom.spec import RunSpec
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
-TORN = "samples.torn"  # an incomplete last line left by a kill, kept for inspection
+QUARANTINE = "samples.quarantine"  # lines moved aside: torn tails of killed writes, damaged lines
+LOCK = "run.lock"
 # Errors that another attempt may not repeat (a server that timed out or failed): resuming retries
 # these samples. Other errors (a prompt that missed its length, one too long) are final.
 RETRIED_ERRORS = ("backend_error",)
+
+log = logging.getLogger(__name__)
 
 
 def is_final(record: AnyRecord) -> bool:
@@ -24,12 +37,14 @@ def is_final(record: AnyRecord) -> bool:
 
 
 class RunFolder:
-    """One run's folder. Records are appended one line at a time and flushed to disk each time,
-    so a run killed at any moment loses nothing it had written."""
+    """One run's folder. Reading needs no lock; ``start`` takes the folder's lock for writing, which
+    ``close`` gives back (a dead process's lock goes with it: the kernel drops it)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._handle: IO[str] | None = None
+        self._fd: int | None = None  # samples.jsonl, opened for appending
+        self._lock: int | None = None
+        self._identity: str | None = None
 
     @property
     def manifest_path(self) -> Path:
@@ -40,65 +55,152 @@ class RunFolder:
         return self.path / SAMPLES
 
     def read_manifest(self) -> dict[str, Any]:
+        if not self.path.is_dir():
+            problem = "is not a folder" if self.path.exists() else "does not exist"
+            raise RunFolderError(f"run folder '{self.path}' {problem}")
         if not self.manifest_path.is_file():
             raise RunFolderError(f"'{self.path}' is not a fathom run folder (it has no {MANIFEST})")
         try:
-            data: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RunFolderError(f"cannot read {self.manifest_path}: {exc}") from None
-        return data
+            data = json.loads(self.manifest_path.read_bytes().decode("utf-8"))
+        except OSError as exc:
+            raise RunFolderError(f"cannot read {self.manifest_path}: {exc.strerror or exc}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            data = None
+        if not _has_spec(data):
+            raise RunFolderError(
+                f"{self.manifest_path} is damaged (not a JSON object with the run's identity): restore it "
+                "from a copy, or move the folder aside and start the run again in a new one"
+            )
+        manifest: dict[str, Any] = data
+        return manifest
+
+    def identity(self) -> str:
+        """The fingerprint that this run's records carry."""
+        if self._identity is None:
+            self._identity = identity_sha256(self.read_manifest()["identity"])
+        return self._identity
 
     def start(self, manifest: dict[str, Any]) -> None:
-        """Create the folder, or reopen it for resuming when it holds a run of the same identity."""
-        if self.manifest_path.exists():
-            existing = self.read_manifest()
-            old = existing.get("identity")
-            new = json.loads(json.dumps(manifest["identity"]))  # tuples read back as lists
-            if old != new:
+        """Take the folder for writing: create it, or reopen it to resume a run of the same identity;
+        then move aside whatever in samples.jsonl is not a record of this run."""
+        _make_folder(self.path)
+        self._take_lock()
+        try:
+            self._adopt(manifest)
+            self._identity = identity_sha256(json.loads(json.dumps(manifest["identity"])))
+            self._quarantine(self._parse())
+        except BaseException:
+            self.close()
+            raise
+
+    def _adopt(self, manifest: dict[str, Any]) -> None:
+        holds_samples = self._holds_samples()
+        if not self.manifest_path.exists():
+            if holds_samples:
                 raise RunFolderError(
-                    f"run folder '{self.path}' holds a different run (differs in: "
-                    f"{', '.join(_differences(old, new))}); refusing to mix them: "
-                    "pass --run-dir with a new folder, or delete this one"
+                    f"run folder '{self.path}' holds samples but no {MANIFEST}, so nothing says which run "
+                    "wrote them: restore its manifest.json, or give --run-dir a new folder"
                 )
+            self._write_manifest(manifest)
+            return
+        existing = self.read_manifest()
+        new = json.loads(json.dumps(manifest["identity"]))  # tuples read back as lists
+        if existing["identity"] == new:
             # A manifest from an older fathom lacks fields recorded since (such as 'planned'); add
             # them, and only them: what the manifest already says about the run stays as written.
             added = {key: value for key, value in manifest.items() if key not in existing}
             if added:
                 self._write_manifest(existing | added)
+        elif holds_samples:
+            raise RunFolderError(
+                f"run folder '{self.path}' holds a different run (differs in: "
+                f"{', '.join(_differences(existing['identity'], new))}); refusing to mix them: "
+                "pass --run-dir with a new folder, or delete this one"
+            )
         else:
-            self.path.mkdir(parents=True, exist_ok=True)
+            # A run that stopped before its first sample (a bad setting, say) has nothing to protect:
+            # the corrected spec takes the folder over.
+            log.warning("run folder '%s' held a run with no samples; it now holds this one", self.path)
             self._write_manifest(manifest)
-        self._repair_torn_tail()
+
+    def _holds_samples(self) -> bool:
+        return any(_size(self.path / name) for name in (SAMPLES, QUARANTINE))
+
+    def _take_lock(self) -> None:
+        path = self.path / LOCK
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise RunFolderError(f"cannot write in run folder '{self.path}': {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise RunFolderError(
+                f"run folder '{self.path}' is in use by pid {holder} (another fathom run writes to it): "
+                "wait for it to finish, or give --run-dir another folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock = fd
+
+    def _parse(self) -> Parsed:
+        try:
+            data = self.samples_path.read_bytes() if self.samples_path.exists() else b""
+        except OSError as exc:
+            raise RunFolderError(f"cannot read {self.samples_path}: {exc.strerror or exc}") from None
+        return parse(data, self._identity or self.identity())
+
+    def _quarantine(self, parsed: Parsed) -> None:
+        """Move damaged lines and a torn tail to samples.quarantine, then rewrite samples.jsonl with
+        the records alone. The quarantine is on disk first, so a kill in between loses nothing."""
+        if not parsed.damaged and not parsed.torn:
+            return
+        moved = [d.raw + b"\n" for d in parsed.damaged] + ([parsed.torn + b"\n"] if parsed.torn else [])
+        with (self.path / QUARANTINE).open("ab") as handle:
+            handle.write(b"".join(moved))
+            handle.flush()
+            os.fsync(handle.fileno())
+        _write_atomic(self.samples_path, b"".join(parsed.good))
+        if parsed.damaged:
+            first = parsed.damaged[0]
+            log.warning(
+                "moved %d damaged line(s) of %s aside to %s (line %d: %s)",
+                len(parsed.damaged),
+                self.samples_path,
+                self.path / QUARANTINE,
+                first.line,
+                first.reason,
+            )
+
+    def repair(self) -> int:
+        """Move the damaged lines and torn tail of samples.jsonl aside, under the folder's lock, as a
+        resumed run would; how many lines were moved."""
+        self.read_manifest()
+        self._take_lock()
+        try:
+            parsed = self._parse()
+            self._quarantine(parsed)
+            return len(parsed.damaged) + bool(parsed.torn)
+        finally:
+            self.close()
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
-        _write_atomic(self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-
-    def _repair_torn_tail(self) -> None:
-        """A kill during a write can leave half a line; move it aside so appends stay valid JSONL."""
-        if not self.samples_path.exists():
-            return
-        data = self.samples_path.read_bytes()
-        if not data or data.endswith(b"\n"):
-            return
-        keep = data.rfind(b"\n") + 1
-        with (self.path / TORN).open("ab") as torn:
-            torn.write(data[keep:] + b"\n")
-        with self.samples_path.open("r+b") as handle:
-            handle.truncate(keep)
+        _write_atomic(self.manifest_path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
 
     def records(self) -> list[AnyRecord]:
-        if not self.samples_path.exists():
-            return []
-        records = []
-        lines = self.samples_path.read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines, start=1):
-            try:
-                records.append(record_from_json(json.loads(line)))
-            except (json.JSONDecodeError, TypeError) as exc:
-                if number == len(lines):
-                    break  # a torn last line from a kill; the next run moves it aside
-                raise RunFolderError(f"{self.samples_path} line {number} is not a record: {exc}") from None
-        return records
+        """The run's records, in the order written. A damaged line is an error naming it (the run's
+        writer moves such lines aside); a torn last line is a write in flight and is left out."""
+        parsed = self._parse()
+        if parsed.damaged:
+            first = parsed.damaged[0]
+            more = f" (and {len(parsed.damaged) - 1} more)" if len(parsed.damaged) > 1 else ""
+            raise RunFolderError(
+                f"{self.samples_path} line {first.line} is not a record of this run: {first.reason}{more}; "
+                f"'fathom repair {self.path}' moves damaged lines aside to {QUARANTINE}"
+            )
+        return parsed.records
 
     def latest(self) -> list[AnyRecord]:
         """One record per sample: the last one written. A retried sample keeps its failed
@@ -112,21 +214,31 @@ class RunFolder:
         return {record.sample_id for record in self.latest() if is_final(record)}
 
     def append(self, record: AnyRecord) -> None:
-        if self._handle is None:
-            self._handle = self.samples_path.open("a", encoding="utf-8")
-        self._handle.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        """Write one record as one line, on disk before this returns. One ``write`` of the whole
+        line to a file opened for appending: a reader sees the line whole or not yet."""
+        if self._lock is None:
+            raise RunFolderError(f"run folder '{self.path}' was not started for writing")
+        if self._fd is None:
+            self._fd = os.open(self.samples_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # Stamped with the run's identity, so a reader can tell this run's records from another's.
+        stamped = dataclasses.replace(record, run_identity=self._identity)
+        line = (json.dumps(stamped.to_json(), sort_keys=True) + "\n").encode()
+        written = os.write(self._fd, line)
+        if written != len(line):  # only a full disk does this; leave no half line behind
+            os.ftruncate(self._fd, os.lseek(self._fd, 0, os.SEEK_END) - written)
+            raise RunFolderError(f"could not write a whole record to {self.samples_path}: is the disk full?")
+        os.fsync(self._fd)
 
     def write_derived(self, name: str, content: str) -> Path:
         path = self.path / name
-        _write_atomic(path, content)
+        _write_atomic(path, content.encode())
         return path
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        for fd in (self._fd, self._lock):
+            if fd is not None:
+                os.close(fd)  # closing the lock file's descriptor releases the lock
+        self._fd = self._lock = None
 
     def __enter__(self) -> RunFolder:
         return self
@@ -137,9 +249,35 @@ class RunFolder:
         self.close()
 
 
+def _make_folder(path: Path) -> None:
+    """The run folder, created if needed; anything that stops it from being one is a clear error."""
+    if path.exists() and not path.is_dir():
+        raise RunFolderError(f"run folder '{path}' is a file: give --run-dir a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunFolderError(f"cannot create run folder '{path}': {exc.strerror or exc}") from None
+
+
+def _has_spec(manifest: Any) -> bool:
+    """Whether a manifest read from disk holds an identity with a run spec that reads."""
+    identity = manifest.get("identity") if isinstance(manifest, dict) else None
+    spec = identity.get("spec") if isinstance(identity, dict) else None
+    try:
+        RunSpec.from_json(spec)  # type: ignore[arg-type]
+    except (TypeError, KeyError, ValueError, AttributeError, FathomError):
+        return False
+    return True
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def _differences(old: Any, new: dict[str, Any]) -> list[str]:
-    if not isinstance(old, dict):
-        return ["manifest format"]
     found = []
     for section in sorted(set(old) | set(new)):
         a, b = old.get(section), new.get(section)
@@ -150,7 +288,13 @@ def _differences(old: Any, new: dict[str, Any]) -> list[str]:
     return found or ["unknown"]
 
 
-def _write_atomic(path: Path, content: str) -> None:
+def _write_atomic(path: Path, content: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(content, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        with tmp.open("wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise RunFolderError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from fathom.errors import SpecError
@@ -15,7 +16,12 @@ def parse_count(text: str) -> int:
     match = _COUNT.match(text)
     if not match:
         raise SpecError(f"cannot read '{text}' as a token count: write e.g. 4096, 4k or 1M")
-    value = float(match.group(1)) * _SCALE[match.group(2).lower()]
+    try:
+        value = float(match.group(1)) * _SCALE[match.group(2).lower()]
+    except OverflowError:  # hundreds of digits: no count of tokens, and float cannot hold it
+        value = math.inf
+    if math.isinf(value):
+        raise SpecError(f"token count '{text[:24]}...' is far too large: write e.g. 4096, 4k or 1M")
     if value != int(value):
         raise SpecError(f"token count '{text}' is not a whole number of tokens")
     return int(value)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
@@ -115,6 +115,16 @@ class Scorer(Protocol):
     """A backend that can read log-probabilities of given tokens (perplexity, answer likelihood)."""
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]: ...
+
+
+@runtime_checkable
+class Streamer(Protocol):
+    """A backend that hands back each completion as soon as it is done, in any order, as
+    ``(index into requests, completion)``: the runner writes each record as its answer arrives, so
+    an interrupt loses no answered sample (a paid request, on an API). Every index comes exactly
+    once; closing the iterator early cancels the requests still in flight."""
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]: ...
 
 
 SCORING_BACKENDS = "llamacpp, hf, vllm, openai (a server returning prompt logprobs) or sim"

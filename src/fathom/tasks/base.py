@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -49,8 +50,9 @@ class Document:
 class Task(Protocol):
     name: str
 
-    def cells(self) -> list[Cell]:
-        """Every cell of the run, in the order that lets a prefix cache reuse most tokens."""
+    def cells(self) -> Iterator[Cell]:
+        """Every cell of the run, in the order that lets a prefix cache reuse most tokens; made as
+        they are asked for, so a large sweep holds no list of them all."""
         ...
 
     def prepare(self, cell: Cell) -> Sample | Document: ...

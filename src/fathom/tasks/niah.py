@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 from fathom.errors import SpecError
@@ -47,14 +48,14 @@ class NiahTask:
         # With --perplexity, documents of the same corpus at the same lengths, k per length.
         self.documents = DocumentBuilder(self.corpus, tokenizer, spec.seed) if spec.perplexity else None
 
-    def cells(self) -> list[Cell]:
+    def cells(self) -> Iterator[Cell]:
         # Length-major, then depth: consecutive prompts share the haystack up to the earlier needle.
-        spec, cells = self.spec, []
+        spec = self.spec
         for length in spec.lengths:
-            cells += [Cell(self.name, length, d, index) for d in spec.depths for index in range(spec.samples)]
+            for depth in spec.depths:
+                yield from (Cell(self.name, length, depth, index) for index in range(spec.samples))
             if self.documents is not None:
-                cells += self.documents.cells((length,), spec.samples)
-        return cells
+                yield from self.documents.cells((length,), spec.samples)
 
     def prepare(self, cell: Cell) -> Sample | Document:
         if cell.task == PERPLEXITY and self.documents is not None:

@@ -9,6 +9,7 @@ repeated text is predicted by copying, which would flatter the perplexity of lon
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -77,8 +78,8 @@ class PerplexityTask:
         self.spec = spec
         self.documents = DocumentBuilder(load_corpus(spec.corpus or "prose"), tokenizer, spec.seed)
 
-    def cells(self) -> list[Cell]:
-        return self.documents.cells(self.spec.lengths, self.spec.samples)
+    def cells(self) -> Iterator[Cell]:
+        return iter(self.documents.cells(self.spec.lengths, self.spec.samples))
 
     def prepare(self, cell: Cell) -> Document:
         return self.documents.build(cell)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from fathom.errors import SpecError
@@ -62,14 +63,14 @@ class RulerTask:
                 raise SpecError(f"RULER task '{variant.name}' is not available yet")
             self.families[variant.name] = factories[variant.family](variant, setting)
 
-    def cells(self) -> list[Cell]:
+    def cells(self) -> Iterator[Cell]:
         # Length-major: a backend loads each length's KV budget once, and every task runs at each length.
-        return [
+        return (
             Cell(name, length, None, index)
             for length in self.spec.lengths
             for name in self.variants
             for index in range(self.spec.samples)
-        ]
+        )
 
     def prepare(self, cell: Cell) -> Sample:
         variant = self.variants[cell.task]

@@ -1,0 +1,85 @@
+"""Reading samples.jsonl: every line is a record of this run, damaged, or the torn tail of a write.
+
+One policy for every reader and writer. A line that ends in a newline and is not a record of this
+run (not UTF-8, not JSON, not an object, not a record, or a record of another run) is *damaged*:
+a reader refuses the folder and names the line; the run's writer moves it aside, to
+``samples.quarantine``, before it appends. Bytes after the last newline are a *torn tail*: a write
+in flight, or one a kill cut short. Readers leave it alone (a writer may be finishing it); the
+writer, which holds the folder's lock and so knows no write is in flight, moves it aside too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fathom.records import AnyRecord, record_from_json
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A complete line of samples.jsonl that is no record of this run."""
+
+    line: int  # 1-based
+    reason: str
+    raw: bytes  # the line as it was on disk, without its newline
+
+
+@dataclass(frozen=True)
+class Parsed:
+    records: list[AnyRecord]
+    damaged: list[Damage]
+    torn: bytes  # whatever follows the last newline
+    good: list[bytes]  # the records' lines as they were on disk, newline included
+
+
+def identity_sha256(identity: Mapping[str, Any]) -> str:
+    """The run identity's fingerprint, which every record carries: a reader can tell a record that
+    another run wrote (a folder reused by hand, a file copied in) from one of its own."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def parse(data: bytes, identity: str | None) -> Parsed:
+    """Every line of ``data``, sorted into records and damage. ``identity`` is the run's
+    fingerprint; records without one predate it and count as the run's own."""
+    last = data.rfind(b"\n")
+    lines = data[:last].split(b"\n") if last >= 0 else []
+    records, damaged, good = [], [], []
+    for number, raw in enumerate(lines, start=1):
+        record, reason = _record(raw, identity)
+        if record is None:
+            damaged.append(Damage(number, reason, raw))
+        else:
+            records.append(record)
+            good.append(raw + b"\n")
+    torn = data[last + 1 :]
+    return Parsed(records, damaged, torn, good)
+
+
+def _record(raw: bytes, identity: str | None) -> tuple[AnyRecord | None, str]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None, "not JSON" if text.strip() else "an empty line"
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    if not isinstance(data, dict):
+        return None, f"a JSON {type(data).__name__}, not a record object"
+    try:
+        record = record_from_json(data)
+    except (TypeError, ValueError, KeyError) as exc:
+        return None, f"not a record ({_first_line(exc)})"
+    if identity is not None and record.run_identity not in (None, identity):
+        return None, f"a record of another run (identity {record.run_identity}, this run's is {identity})"
+    return record, ""
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -1,0 +1,77 @@
+"""The run's manifest: the resolved spec, what decides its prompts and answers, and where it ran."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import fathom
+from fathom.backends.base import Backend
+from fathom.spec import RunSpec
+from fathom.tasks.base import Task
+from fathom.tokenizers import Tokenizer
+
+MANIFEST_SCHEMA = 1
+
+
+def manifest(
+    spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, planned: int
+) -> dict[str, Any]:
+    """The resolved run: ``identity`` decides the prompts and answers and must match to resume."""
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "identity": {
+            "spec": spec.to_json(),
+            "tokenizer": {"name": tokenizer.name, "sha256": tokenizer.identity},
+            "task": task.identity(),
+            "backend": {"name": backend.name, "settings": backend.settings()},
+        },
+        # Outside the identity, which decides whether a run resumes: how many samples make the run
+        # complete, so 'fathom runs' can tell a partial run without rebuilding its task.
+        "planned": planned,
+        "backend": {
+            "input": backend.input,
+            "exact_lengths": backend.exact_lengths,
+            "trained_window": backend.trained_window,
+            "max_prompt_tokens": backend.max_prompt_tokens,
+        },
+        "environment": {
+            "fathom_version": fathom.__version__,
+            **source_revision(Path(fathom.__file__).parent),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "host": socket.gethostname(),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+    }
+
+
+def source_revision(folder: Path) -> dict[str, Any]:
+    """The commit that ``folder`` (fathom's package) is checked out from, and whether the files under
+    it differ from that commit (edited, added or deleted): a run made from uncommitted code must not
+    pass for one made from the commit it names. Both None outside a git checkout."""
+    sha = _git(folder, "rev-parse", "HEAD")
+    if not sha:
+        return {"git_sha": None, "git_dirty": None}
+    changes = _git(folder, "status", "--porcelain", "--", ".")  # only this folder, not the whole repo
+    return {"git_sha": sha, "git_dirty": None if changes is None else bool(changes)}
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
