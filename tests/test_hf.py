@@ -259,16 +259,29 @@ def test_perplexity_agrees_with_llama_cpp_on_the_same_gguf(smollm2: hf.Transform
     assert 2 < -ours.logprobs.mean() < 6  # a small model reading plain English prose
 
 
+SETTING = "hf setting"
+DEVICE = "auto, cpu, mps, cuda or cuda:N"
+
+
 @pytest.mark.parametrize(
     ("model", "tokenizer", "message"),
     [
         ("hf:/no/such/model.gguf", "auto", "no model at '/no/such/model.gguf'"),
         ("hf:smollm2", "cl100k_base", "drop --tokenizer cl100k_base"),
-        ("hf:smollm2?dtype=float8", "auto", "unknown dtype 'float8'"),
-        ("hf:smollm2?threads=4", "auto", "has no setting 'threads'"),
-        ("hf:smollm2?batch=0", "auto", "batch must be a whole number"),
+        ("hf:smollm2?dtype=float8", "auto", f"{SETTING} 'dtype' must be one of auto, float32, bfloat16, "
+         "float16, not 'float8'"),
+        ("hf:smollm2?threads=4", "auto", "hf has no setting 'threads=4': its settings are dtype=, attn=, "
+         "device=, batch="),
+        ("hf:smollm2?dtpye=float32", "auto", "hf has no setting 'dtpye=float32' (did you mean 'dtype'?)"),
+        ("hf:smollm2?batch=0", "auto", f"{SETTING} 'batch' must be auto or a whole number of at least 1, "
+         "not '0'"),
+        ("hf:smollm2?attn=fast", "auto", f"{SETTING} 'attn' must be one of auto, sdpa, eager, "
+         "flash_attention_2, flash_attention_3, flex_attention, not 'fast'"),
+        # torch.device would read cuda:128 as cuda:-128.
+        ("hf:smollm2?device=cuda:128", "auto", f"{SETTING} 'device' must be {DEVICE}, not 'cuda:128'"),
+        ("hf:smollm2?device=tpu", "auto", f"{SETTING} 'device' must be {DEVICE}, not 'tpu'"),
     ],
-)
+)  # fmt: skip
 def test_bad_specs_fail_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, tokenizer: str, message: str
 ) -> None:
@@ -308,7 +321,8 @@ def test_learned_positions_cap_the_prompt_and_the_runner_refuses_longer(gpt2_dir
     [completion] = backend.generate([request(list(range(10, 30)), max_new_tokens=3)])
     assert completion.error is None and completion.completion_tokens >= 1
     argv = ["run", "niah", "--model", f"hf:{gpt2_dir}", "--lengths", "1k", "--depths", "0.5"]
-    assert main([*argv, "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 0
+    # Refused as too long: a final error, so the run exits 3.
+    assert main([*argv, "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 3
     control, record = [json.loads(line) for line in (runs / "samples.jsonl").read_text().splitlines()]
     assert record["error"] == "too_long: 1024 prompt tokens + 32 new exceed the backend's limit of 64"
     # The control is the same question with the haystack cut out, and the same limit holds for it.

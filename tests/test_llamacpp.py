@@ -292,7 +292,8 @@ def test_a_prompt_over_n_ctx_is_refused_without_evaluating_anything(
         "1",
         "--no-control",
     ]
-    assert main([*args, "--samples", "1", "--run-dir", str(tmp_path), "--no-progress"]) == 0
+    # Refused as too long: a final error, so the run exits 3.
+    assert main([*args, "--samples", "1", "--run-dir", str(tmp_path), "--no-progress"]) == 3
     [record] = _records(tmp_path)
     assert str(record["error"]).startswith("too_long: 1024 prompt tokens + 32 new exceed")
 
@@ -332,6 +333,11 @@ def test_gemma_reads_its_single_bos_and_reports_its_settings(capsys: pytest.Capt
     }
 
 
+SETTING = "llamacpp setting"
+TOKENS = "a whole number of tokens from 1 to 1024M"
+THREADS = "a whole number of threads from 1 to 4096"
+
+
 @pytest.mark.parametrize(
     ("model", "tokenizer", "message"),
     [
@@ -339,12 +345,18 @@ def test_gemma_reads_its_single_bos_and_reports_its_settings(capsys: pytest.Capt
         ("{junk}", "auto", "junk.gguf' is not a GGUF file"),
         ("{folder}", "auto", "is a folder: give the .gguf model file itself"),
         ("smollm2", "cl100k_base", "not 'cl100k_base': drop --tokenizer"),
-        ("smollm2?n_gpu=1", "auto", "no setting 'n_gpu=1': its settings are n_ctx=, threads=, batch=, seed="),
-        ("smollm2?threads=two", "auto", "'threads' needs a whole number, not 'two'"),
-        ("smollm2?n_ctx=0", "auto", "'n_ctx' must be at least 1"),
-        ("smollm2?flash_attn=yes", "auto", "'flash_attn' is 1 (on) or 0 (off), not 'yes'"),
+        ("smollm2?n_gpu=1", "auto", "llamacpp has no setting 'n_gpu=1': its settings are n_ctx=, threads=, "
+         "batch=, seed=, flash_attn="),
+        ("smollm2?nctx=8k", "auto", "llamacpp has no setting 'nctx=8k' (did you mean 'n_ctx'?)"),
+        ("smollm2?threads=two", "auto", f"{SETTING} 'threads' must be {THREADS}, not 'two'"),
+        ("smollm2?threads=0", "auto", f"{SETTING} 'threads' must be {THREADS}, not '0'"),
+        ("smollm2?n_ctx=0", "auto", f"{SETTING} 'n_ctx' must be {TOKENS} (e.g. 16k), not '0'"),
+        ("smollm2?batch=1.5", "auto", f"{SETTING} 'batch' must be {TOKENS} (e.g. 512), not '1.5'"),
+        ("smollm2?seed=4294967296", "auto",
+         f"{SETTING} 'seed' must be a whole number from 0 to 4294967295, not '4294967296'"),
+        ("smollm2?flash_attn=yes", "auto", f"{SETTING} 'flash_attn' must be 1 (on) or 0 (off), not 'yes'"),
     ],
-)
+)  # fmt: skip
 def test_bad_models_and_options_are_one_line_errors(
     model: str, tokenizer: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -253,22 +253,29 @@ def test_settings_record_what_changes_outputs(fake: FakeVllm, model_dir: Path) -
     json.dumps(settings)  # it goes into the manifest
 
 
+SETTING = "vllm setting"
+TOKENS = "a whole number of tokens from 1 to 1024M (e.g. 32k)"
+FRACTION = "a number above 0 and at most 1"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         ("threads=4", "vllm has no setting 'threads=4': its settings are max_model_len=, dtype=, tp=, "
          "gpu_memory_utilization=, prefix_caching=, seed=, enforce_eager="),
-        ("max_model_len=lots", "vllm setting 'max_model_len' needs a token count such as 32k, not 'lots'"),
-        ("max_model_len=0", "vllm setting 'max_model_len' needs a token count such as 32k, not '0'"),
-        ("dtype=float8", "vllm setting 'dtype' needs one of auto, bfloat16, float16, float32, not 'float8'"),
-        ("tp=0", "vllm setting 'tp' needs a whole number of GPUs, at least 1, not '0'"),
-        ("tp=1.5", "vllm setting 'tp' needs a whole number of GPUs, at least 1, not '1.5'"),
-        ("gpu_memory_utilization=1.5", "'gpu_memory_utilization' needs a fraction above 0 and at most 1"),
-        ("gpu_memory_utilization=0", "'gpu_memory_utilization' needs a fraction above 0 and at most 1"),
-        ("gpu_memory_utilization=nan", "'gpu_memory_utilization' needs a fraction above 0 and at most 1"),
-        ("prefix_caching=yes", "vllm setting 'prefix_caching' needs 1 or 0, not 'yes'"),
-        ("enforce_eager=2", "vllm setting 'enforce_eager' needs 1 or 0, not '2'"),
-        ("seed=-1", "vllm setting 'seed' needs a whole number, not '-1'"),
+        ("max_model_len=lots", f"{SETTING} 'max_model_len' must be {TOKENS}, not 'lots'"),
+        ("max_model_len=0", f"{SETTING} 'max_model_len' must be {TOKENS}, not '0'"),
+        ("max_model_len=9" + "9" * 400, f"{SETTING} 'max_model_len' must be {TOKENS}, not '999"),
+        ("dtype=float8", f"{SETTING} 'dtype' must be one of auto, bfloat16, float16, float32, not 'float8'"),
+        ("tp=0", f"{SETTING} 'tp' must be a whole number of GPUs of at least 1, not '0'"),
+        ("tp=1.5", f"{SETTING} 'tp' must be a whole number of GPUs of at least 1, not '1.5'"),
+        ("gpu_memory_utilization=1.5", f"{SETTING} 'gpu_memory_utilization' must be {FRACTION}, not '1.5'"),
+        ("gpu_memory_utilization=0", f"{SETTING} 'gpu_memory_utilization' must be {FRACTION}, not '0'"),
+        ("gpu_memory_utilization=nan", f"{SETTING} 'gpu_memory_utilization' must be {FRACTION}, not 'nan'"),
+        ("prefix_caching=yes", f"{SETTING} 'prefix_caching' must be 1 (on) or 0 (off), not 'yes'"),
+        ("enforce_eager=2", f"{SETTING} 'enforce_eager' must be 1 (on) or 0 (off), not '2'"),
+        ("seed=-1", f"{SETTING} 'seed' must be a whole number of at least 0, not '-1'"),
+        ("sed=1", "vllm has no setting 'sed=1' (did you mean 'seed'?): its settings are max_model_len="),
     ],
 )  # fmt: skip
 def test_bad_options_are_refused_before_the_engine_starts(
@@ -286,7 +293,7 @@ def test_bad_specs_fail_in_one_line(
     for model, tokenizer, message in [
         ("vllm:/no/such/model", "auto", "no model at '/no/such/model'"),
         (f"vllm:{model_dir}", "cl100k_base", "vllm: models count with their own tokenizer; drop --tokenizer"),
-        (f"vllm:{model_dir}?dtype=fp4", "auto", "vllm setting 'dtype' needs one of"),
+        (f"vllm:{model_dir}?dtype=fp4", "auto", "vllm setting 'dtype' must be one of"),
     ]:
         argv = ["run", "niah", "--model", model, "--tokenizer", tokenizer, "--run-dir", str(tmp_path / "r")]
         assert main(argv) == 2
@@ -324,7 +331,8 @@ def test_the_registry_reaches_the_backend(fake: FakeVllm, model_dir: Path) -> No
 
 def test_a_run_through_the_cli_records_the_engine(fake: FakeVllm, model_dir: Path, runs: Path) -> None:
     argv = ["run", "niah", "--model", f"vllm:{model_dir}?max_model_len=2k", "--lengths", "1k,4k"]
-    assert main([*argv, "--depths", "0.5", "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 0
+    # Refused as too long: a final error, so the run exits 3.
+    assert main([*argv, "--depths", "0.5", "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 3
     found = list(map(json.loads, (runs / "samples.jsonl").read_text().splitlines()))
     records = {r["length"]: r for r in found if not r.get("control")}
     assert records[1024]["error"] is None and records[1024]["output"] == "read 1024"

@@ -28,6 +28,7 @@ from fathom.backends.base import (
     failed_scores,
     split_options,
 )
+from fathom.backends.settings import choice, or_auto, parse_settings, text, unless_auto, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError, TokenizerError
 from fathom.models import resolve_model_path
 from fathom.records import Completion
@@ -38,7 +39,6 @@ try:
 except ImportError:
     raise MissingExtraError("torch/transformers", "hf") from None
 
-_OPTIONS = "dtype=auto|float32|bfloat16|float16, attn=auto|sdpa|eager|flash_attention_2, device, batch"
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 # Learned absolute position tables (GPT-2's wpe, OPT's embed_positions), which end at the window.
 _POSITION_TABLES = {"wpe", "embed_positions", "position_embeddings"}
@@ -117,15 +117,17 @@ class TransformersBackend:
         target, options = split_options(rest)
         if tokenizer != "auto":
             raise SpecError(f"hf: models count with their own tokenizer; drop --tokenizer {tokenizer}")
-        unknown = set(options) - {"dtype", "attn", "device", "batch"}
-        if unknown:
-            raise SpecError(f"hf: has no setting '{sorted(unknown)[0]}': its settings are {_OPTIONS}")
+        values = parse_settings("hf", _SETTINGS, options)
         self.name = f"hf:{target}"
         self.path = resolve_model_path(target)
-        self.device = _device(options.get("device", "auto"))
-        self.dtype = _dtype(options.get("dtype", "auto"), self.device)
-        self.batch = _batch(options.get("batch", "auto"), self.device)
-        attn = _attention(options.get("attn", "auto"), self.device, self.dtype)
+        self.device = torch.device(
+            unless_auto(values["device"], "cuda" if torch.cuda.is_available() else "cpu")
+        )
+        gpu = self.device.type == "cuda"
+        # CPUs lack fast bfloat16 matrix kernels; GPUs run it at full speed in half the memory.
+        self.dtype = _DTYPES[unless_auto(values["dtype"], "bfloat16" if gpu else "float32")]
+        self.batch = unless_auto(values["batch"], 8 if gpu else 1)
+        attn = _attention(values["attn"], self.device, self.dtype)
         self.model, hf_tokenizer = _load(self.path, self.dtype, attn, self.device)
         self.tokenizer = TransformersTokenizer(hf_tokenizer, f"hf:{self.path}")
         config = self.model.config.get_text_config()
@@ -369,22 +371,13 @@ def _window(config: Any) -> dict[str, int]:
     return window
 
 
-def _device(value: str) -> torch.device:
-    if value == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        return torch.device(value)
-    except RuntimeError:
-        raise SpecError(f"hf: unknown device '{value}': use auto, cpu, cuda or cuda:N") from None
-
-
-def _dtype(value: str, device: torch.device) -> torch.dtype:
-    if value == "auto":
-        # CPUs lack fast bfloat16 matrix kernels; GPUs run it at full speed in half the memory.
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    if value not in _DTYPES:
-        raise SpecError(f"hf: unknown dtype '{value}': use auto, {', '.join(_DTYPES)}")
-    return _DTYPES[value]
+_SETTINGS = {
+    "dtype": choice("auto", *_DTYPES),
+    "attn": choice("auto", "sdpa", "eager", "flash_attention_2", "flash_attention_3", "flex_attention"),
+    # torch.device itself reads cuda:128 as cuda:-128: device numbers stop at 99 here.
+    "device": text("auto", r"auto|cpu|mps|cuda(:[0-9]{1,2})?", "auto, cpu, mps, cuda or cuda:N"),
+    "batch": or_auto(whole(None, least=1)),
+}
 
 
 def _attention(value: str, device: torch.device, dtype: torch.dtype) -> str:
@@ -396,14 +389,6 @@ def _attention(value: str, device: torch.device, dtype: torch.dtype) -> str:
     except ImportError:
         return "sdpa"
     return "flash_attention_2"
-
-
-def _batch(value: str, device: torch.device) -> int:
-    if value == "auto":
-        return 8 if device.type == "cuda" else 1
-    if not value.isdigit() or int(value) < 1:
-        raise SpecError(f"hf: batch must be a whole number of at least 1, not '{value}'")
-    return int(value)
 
 
 def first_line(exc: BaseException) -> str:

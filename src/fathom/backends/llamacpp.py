@@ -32,10 +32,10 @@ from fathom.backends.base import (
     split_options,
     with_continuation,
 )
+from fathom.backends.settings import count, flag, parse_settings, whole
 from fathom.errors import MissingExtraError, SpecError, TokenizerError
 from fathom.models import resolve_model_path
 from fathom.records import Completion
-from fathom.units import parse_count
 
 try:
     import llama_cpp
@@ -175,31 +175,13 @@ def load_llama(path: Path, **params: Any) -> llama_cpp.Llama:
         return llama_cpp.Llama(str(path), kv_overrides=overrides, verbose=False, **params)
 
 
-_OPTIONS = ("n_ctx", "threads", "batch", "seed", "flash_attn")
-_SWITCHES = ("flash_attn",)
-
-
-def _option(key: str, value: str) -> int:
-    """A token count for n_ctx and batch (16k), a whole number for the others."""
-    if key in ("n_ctx", "batch"):
-        return parse_count(value)
-    if key in _SWITCHES and value not in ("0", "1"):
-        raise SpecError(f"llamacpp setting '{key}' is 1 (on) or 0 (off), not '{value}'")
-    if not value.isdigit():
-        raise SpecError(f"llamacpp setting '{key}' needs a whole number, not '{value}'")
-    return int(value)
-
-
-def _parse_options(options: dict[str, str]) -> dict[str, int]:
-    parsed = {}
-    for key, value in options.items():
-        if key not in _OPTIONS:
-            known = ", ".join(f"{name}=" for name in _OPTIONS)
-            raise SpecError(f"llamacpp has no setting '{key}={value}': its settings are {known}")
-        parsed[key] = _option(key, value)
-        if parsed[key] < 1 and key not in ("seed", *_SWITCHES):
-            raise SpecError(f"llamacpp setting '{key}' must be at least 1, not '{value}'")
-    return parsed
+_SETTINGS = {
+    "n_ctx": count(0, example="16k"),  # 0, when not given: the context the model was trained for
+    "threads": whole(os.cpu_count() or 1, least=1, most=4096, unit="threads"),
+    "batch": count(512, example="512"),
+    "seed": whole(0, most=2**32 - 1),  # llama.cpp keeps it in 32 bits
+    "flash_attn": flag(False),
+}
 
 
 def _model_file(target: str) -> Path:
@@ -233,11 +215,12 @@ class LlamaCppBackend:
             raise SpecError(
                 f"llamacpp models count with their own tokenizer, not '{tokenizer}': drop --tokenizer"
             )
-        parsed = _parse_options(options)
-        self.threads = parsed.get("threads", os.cpu_count() or 1)
-        self.batch, self.seed = parsed.get("batch", 512), parsed.get("seed", 0)
-        self.flash_attn = bool(parsed.get("flash_attn", 0))
-        self.llm = self._load(parsed.get("n_ctx", 0))  # 0: the context the model was trained for
+        values = parse_settings("llamacpp", _SETTINGS, options)
+        self.threads: int = values["threads"]
+        self.batch: int = values["batch"]
+        self.seed: int = values["seed"]
+        self.flash_attn: bool = values["flash_attn"]
+        self.llm = self._load(values["n_ctx"])
         self.name = f"llamacpp:{target}"
         self.tokenizer = LlamaCppTokenizer(self.llm)
         self.input: InputKind = "ids"

@@ -19,15 +19,15 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from fathom.backends.base import InputKind, Request, ScoreRequest, TokenScores, split_options
+from fathom.backends.settings import Setting, choice, count, number, parse_settings, whole
 from fathom.errors import SpecError
 from fathom.records import Completion
 from fathom.tokenizers import Tokenizer
-from fathom.units import parse_count
 
 NOT_FOUND = "I could not find the answer in the document."
 DEFAULT_NLL = 2.5  # nats per token: a perplexity of about 12, like a small model on prose
@@ -50,6 +50,9 @@ def _lost_in_the_middle(length: int, depth: float, p: dict[str, float]) -> float
 
 
 def _pi_decay(length: int, depth: float, p: dict[str, float]) -> float:
+    # Past e^700 the chance is below 1e-304, and the power itself would overflow a float.
+    if p["slope"] * math.log(length / p["half"]) > 700:
+        return 0.0
     return float(1.0 / (1.0 + (length / p["half"]) ** p["slope"]))
 
 
@@ -62,18 +65,39 @@ def _yarn(length: int, depth: float, p: dict[str, float]) -> float:
 @dataclass(frozen=True)
 class Archetype:
     profile: Profile
-    defaults: dict[str, float]
+    settings: dict[str, Setting]  # the profile's parameters, with their defaults
     has_window: bool
+
+
+def _chance(default: float) -> Setting:
+    return number(default, least=0.0, most=1.0)
 
 
 ARCHETYPES = {
     "perfect": Archetype(lambda _l, _d, _p: 1.0, {}, has_window=False),
-    "cliff": Archetype(_cliff, {"window": 8192, "accuracy": 0.98, "floor": 0.02}, has_window=True),
-    "lost-in-the-middle": Archetype(_lost_in_the_middle, {"window": 131072, "dip": 0.7}, True),
-    "pi-decay": Archetype(_pi_decay, {"half": 32768, "slope": 2.0}, has_window=False),
-    "yarn": Archetype(_yarn, {"window": 65536, "accuracy": 0.97, "slope": 0.15}, has_window=True),
+    "cliff": Archetype(
+        _cliff, {"window": count(8192), "accuracy": _chance(0.98), "floor": _chance(0.02)}, has_window=True
+    ),
+    # Its ramp rises from 1k tokens to the window, so the window must end past 1k.
+    "lost-in-the-middle": Archetype(
+        _lost_in_the_middle, {"window": count(131072, least=1025), "dip": _chance(0.7)}, has_window=True
+    ),
+    # A slope past 64 is a cliff at ``half`` already; a slope of 0 is a coin toss at every length.
+    "pi-decay": Archetype(
+        _pi_decay, {"half": count(32768), "slope": number(2.0, least=0.0, most=64.0, above=True)}, False
+    ),
+    # slope: the chance lost per doubling past the window; 1 already loses it all at once.
+    "yarn": Archetype(
+        _yarn, {"window": count(65536), "accuracy": _chance(0.97), "slope": _chance(0.15)}, has_window=True
+    ),
 }
-_INTEGER_PARAMS = {"window", "half"}
+_COMMON = {
+    "seed": whole(0),
+    # Seconds per request; an hour is past any model's latency (and time.sleep overflows past 9e9).
+    "delay": number(0.0, least=0.0, most=3600.0, unit="seconds"),
+    "nll": number(DEFAULT_NLL, least=0.0, unit="nats"),
+    "input": choice("ids", "text", "chat"),
+}
 
 
 class SimulatedBackend:
@@ -90,29 +114,15 @@ class SimulatedBackend:
         self.archetype = ARCHETYPES[archetype_name]
         self.name = f"sim:{archetype_name}"
         self.tokenizer = tokenizer
-        self.params = dict(self.archetype.defaults)
-        self.seed, self.delay, self.nll = 0, 0.0, DEFAULT_NLL
-        self.input: InputKind = "ids"
+        values = parse_settings(self.name, {**self.archetype.settings, **_COMMON}, options)
+        self.params: dict[str, float] = {key: values[key] for key in self.archetype.settings}
+        self.seed: int = values["seed"]
+        self.delay: float = values["delay"]
+        self.nll: float = values["nll"]
+        self.input: InputKind = values["input"]
         self.exact_lengths = True
-        for key, value in options.items():
-            self._set(key, value)
         has_window = self.archetype.has_window
         self.trained_window = int(self.params["window"]) if has_window else None
-
-    def _set(self, key: str, value: str) -> None:
-        if key == "seed" and value.isdigit():
-            self.seed = int(value)
-        elif key == "delay":
-            self.delay = _float(key, value)
-        elif key == "nll":
-            self.nll = _float(key, value)
-        elif key == "input" and value in {"ids", "text", "chat"}:
-            self.input = cast(InputKind, value)
-        elif key in self.params:
-            self.params[key] = parse_count(value) if key in _INTEGER_PARAMS else _float(key, value)
-        else:
-            options = ", ".join([*self.params, "seed", "delay", "nll", "input=ids|text|chat"])
-            raise SpecError(f"{self.name} has no setting '{key}={value}': its settings are {options}")
 
     def settings(self) -> dict[str, Any]:
         # delay changes no answer, so it stays out of the run's identity.
@@ -181,13 +191,6 @@ def _visible_text(request: Request, tokenizer: Tokenizer) -> str:
     if request.text is not None:
         return request.text
     return tokenizer.decode(request.ids.tolist())
-
-
-def _float(key: str, value: str) -> float:
-    try:
-        return float(value)
-    except ValueError:
-        raise SpecError(f"simulated model setting '{key}' needs a number, not '{value}'") from None
 
 
 def _context(request: Request, tokenizer: Tokenizer) -> tuple[str, tuple[str, ...]]:

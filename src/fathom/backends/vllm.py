@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +26,10 @@ from fathom.backends.base import (
     failed_scores,
     split_options,
 )
+from fathom.backends.settings import choice, count, flag, number, parse_settings, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.models import resolve_model_path
 from fathom.records import Completion
-from fathom.units import parse_count
 
 try:
     import vllm
@@ -46,77 +46,26 @@ from fathom.backends.hf import (
     model_window,
 )
 
-_DTYPES = ("auto", "bfloat16", "float16", "float32")
+_SETTINGS = {
+    "max_model_len": count(None, example="32k"),  # None: the engine's default, the trained window
+    "dtype": choice("auto", "bfloat16", "float16", "float32"),
+    "tp": whole(1, least=1, unit="GPUs"),
+    "gpu_memory_utilization": number(0.9, least=0.0, most=1.0, above=True),
+    "prefix_caching": flag(True),
+    "seed": whole(0),
+    "enforce_eager": flag(False),
+}
 
 
 @dataclass(frozen=True)
 class _Options:
-    max_model_len: int | None = None  # None: the engine's default, the model's trained window
-    dtype: str = "auto"
-    tp: int = 1
-    gpu_memory_utilization: float = 0.9
-    prefix_caching: bool = True
-    seed: int = 0
-    enforce_eager: bool = False
-
-
-def _count(value: str) -> int:
-    try:
-        count = parse_count(value)
-    except SpecError:
-        raise ValueError(value) from None
-    return _at_least(1, count)
-
-
-def _at_least(least: int, value: int) -> int:
-    if value < least:
-        raise ValueError(value)
-    return value
-
-
-def _dtype(value: str) -> str:
-    if value not in _DTYPES:
-        raise ValueError(value)
-    return value
-
-
-def _fraction(value: str) -> float:
-    fraction = float(value)
-    if not 0 < fraction <= 1:  # NaN fails this too
-        raise ValueError(value)
-    return fraction
-
-
-def _flag(value: str) -> bool:
-    if value not in ("0", "1"):
-        raise ValueError(value)
-    return value == "1"
-
-
-# Each setting: what it needs, and its parser (a ValueError means the value is not that).
-_PARSERS: dict[str, tuple[str, Callable[[str], object]]] = {
-    "max_model_len": ("a token count such as 32k", _count),
-    "dtype": (f"one of {', '.join(_DTYPES)}", _dtype),
-    "tp": ("a whole number of GPUs, at least 1", lambda v: _at_least(1, int(v))),
-    "gpu_memory_utilization": ("a fraction above 0 and at most 1, such as 0.9", _fraction),
-    "prefix_caching": ("1 or 0", _flag),
-    "seed": ("a whole number", lambda v: _at_least(0, int(v))),
-    "enforce_eager": ("1 or 0", _flag),
-}
-
-
-def _parse_options(options: dict[str, str]) -> _Options:
-    parsed: dict[str, Any] = {}
-    for key, value in options.items():
-        if key not in _PARSERS:
-            known = ", ".join(f"{name}=" for name in _PARSERS)
-            raise SpecError(f"vllm has no setting '{key}={value}': its settings are {known}")
-        needs, parse = _PARSERS[key]
-        try:
-            parsed[key] = parse(value)
-        except ValueError:
-            raise SpecError(f"vllm setting '{key}' needs {needs}, not '{value}'") from None
-    return _Options(**parsed)
+    max_model_len: int | None
+    dtype: str
+    tp: int
+    gpu_memory_utilization: float
+    prefix_caching: bool
+    seed: int
+    enforce_eager: bool
 
 
 class VLLMBackend:
@@ -137,7 +86,7 @@ class VLLMBackend:
         target, options = split_options(rest)
         if tokenizer != "auto":
             raise SpecError(f"vllm: models count with their own tokenizer; drop --tokenizer {tokenizer}")
-        self.options = _parse_options(options)
+        self.options = _Options(**parse_settings("vllm", _SETTINGS, options))
         self.name = f"vllm:{target}"
         self.path = resolve_model_path(target)
         self.tokenizer = TransformersTokenizer(load_tokenizer(self.path), f"hf:{self.path}")
