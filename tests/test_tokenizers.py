@@ -349,3 +349,16 @@ def test_bad_pattern(rank_files: tuple[Path, Path]) -> None:
 def test_unknown_builtin_name() -> None:
     with pytest.raises(TokenizerError, match="unknown tiktoken encoding 'p50k_base'"):
         TiktokenTokenizer.builtin("p50k_base")
+
+
+def test_a_missing_or_folder_file_is_named_in_plain_words(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.tiktoken"
+    expected = {
+        f"tiktoken:{missing}": f"no .tiktoken rank file at '{missing}': the path does not exist",
+        f"tiktoken:{tmp_path}": f"'{tmp_path}' is a folder, not a .tiktoken rank file; give the file itself",
+        f"hf:{tmp_path / 'gone'}": f"no tokenizer.json at '{tmp_path / 'gone'}': the path does not exist",
+    }
+    for spec, message in expected.items():
+        with pytest.raises(TokenizerError) as caught:
+            load_tokenizer(spec)
+        assert str(caught.value) == message

@@ -124,7 +124,7 @@ class TiktokenTokenizer:
     def from_file(cls, path: str | Path, pat_str: str | None = None) -> TiktokenTokenizer:
         """A ``.tiktoken`` rank file (plain or gzipped) without specials, split by cl100k's pattern
         unless ``pat_str`` is given."""
-        raw = _read_file(Path(path), "a .tiktoken rank file")
+        raw = _read_file(Path(path), ".tiktoken rank file")
         try:
             # Sniff gzip by its magic number rather than the suffix: users rename files.
             contents = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
@@ -284,7 +284,7 @@ def _read_file(path: Path, what: str) -> bytes:
     if not path.exists():
         raise TokenizerError(f"no {what} at '{path}': the path does not exist")
     if path.is_dir():
-        raise TokenizerError(f"'{path}' is a folder, not {what}; give the file itself")
+        raise TokenizerError(f"'{path}' is a folder, not a {what}; give the file itself")
     try:
         return path.read_bytes()
     except OSError as exc:

@@ -6,6 +6,7 @@ never re-read or re-tokenised per cell.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tempfile
@@ -19,6 +20,7 @@ from fathom.haystack.corpora import Corpus
 from fathom.tokenizers import Tokenizer
 
 INDEX_VERSION = 1
+_LOG = logging.getLogger(__name__)
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'\u201d\u2019)]?$")
 
 Ids = NDArray[np.int32]
@@ -77,6 +79,7 @@ def _cache_path(corpus: Corpus, tokenizer: Tokenizer) -> Path:
 
 
 _MEMORY: dict[tuple[str, str], TokenizedCorpus] = {}
+_UNWRITABLE: set[Path] = set()  # cache folders already warned about, to warn once per folder
 
 
 def tokenize_corpus(corpus: Corpus, tokenizer: Tokenizer) -> TokenizedCorpus:
@@ -85,24 +88,44 @@ def tokenize_corpus(corpus: Corpus, tokenizer: Tokenizer) -> TokenizedCorpus:
     if key in _MEMORY:
         return _MEMORY[key]
     path = _cache_path(corpus, tokenizer)
-    try:
-        with np.load(path) as data:
-            indexed = TokenizedCorpus(data["ids"], data["boundaries"], *key)
-    except (OSError, KeyError, ValueError):
+    indexed = _load(path, key)
+    if indexed is None:
         indexed = _build(corpus, tokenizer)
         _save(path, indexed)
     _MEMORY[key] = indexed
     return indexed
 
 
-def _save(path: Path, indexed: TokenizedCorpus) -> None:
-    """Write atomically: a run killed mid-write must not leave a corrupt cache behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
+def _load(path: Path, key: tuple[str, str]) -> TokenizedCorpus | None:
+    """The cached index, or None where there is none or it cannot be read: a damaged entry
+    (truncated, empty, not an npz, a folder) is rebuilt and written over."""
     try:
+        with np.load(path) as data:
+            return TokenizedCorpus(data["ids"], data["boundaries"], *key)
+    # Whatever is wrong with an entry (np.load raises OSError, EOFError, ValueError, BadZipFile
+    # and more, by the damage), rebuilding it is the cure: the cache only saves time.
+    except Exception:
+        return None
+
+
+def _save(path: Path, indexed: TokenizedCorpus) -> None:
+    """Write atomically: a run killed mid-write must not leave a corrupt cache behind. A cache
+    that cannot be written (a read-only folder, a full disk) is skipped with one warning."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
         with os.fdopen(fd, "wb") as handle:
             np.savez(handle, ids=indexed.ids, boundaries=indexed.boundaries)
         os.replace(tmp, path)
-    except OSError:
-        # The cache only saves time; failing to write it must not fail the run.
-        Path(tmp).unlink(missing_ok=True)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if path.parent not in _UNWRITABLE:
+            _UNWRITABLE.add(path.parent)
+            _LOG.warning(
+                "cannot write the corpus cache %s (%s): corpora are tokenised anew in each run; "
+                "set FATHOM_CACHE_DIR to a writable folder",
+                path,
+                exc.strerror or exc,
+            )
