@@ -1,190 +1,41 @@
-"""The OpenAI-compatible backend against local servers on 127.0.0.1 only: a scripted faulty one
-(timeouts, 429, 500, malformed and truncated bodies, resets, a refused key) and a real one
+"""The OpenAI-compatible backend against local servers on 127.0.0.1 only: the scripted faulty one of
+http_faults in runs and requests (the hostile cases in test_hostile_server), and a real one
 (llama.cpp's server with SmolLM2, marked slow)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import socket
-import struct
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from http_faults import KEY, FaultServer, fast_and_keyed, request, serving, word_logprob
 
 from fathom.backends import jsonhttp
-from fathom.backends.base import ChatPrompt, Request, ScoreRequest, score_request
+from fathom.backends.base import Request, ScoreRequest, score_request
 from fathom.backends.openai import MISALIGNED_LOGPROBS, NO_PROMPT_LOGPROBS, OpenAIBackend
-from fathom.cli import main
+from fathom.cli import SAMPLE_ERRORS, main
 from fathom.errors import FathomError, SpecError
-
-KEY = "sk-test-PLANTED-0b7f3c9e1d"
-NEEDLE = re.compile(r"One of the special magic numbers for [\w-]+ is: \d+\.")
-SLEEP_PAST_TIMEOUT = 1.0  # the runs below use timeout=0.4
-
-
-class FaultServer(ThreadingHTTPServer):
-    """Answers like a model that finds the needle, after the faults scripted for each prompt.
-
-    Prompts get the scripts in ``scripts`` in the order they first arrive (each a list of faults,
-    one per attempt, then success), so outcomes do not depend on how requests interleave.
-    """
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), FaultHandler)
-        self.scripts: list[list[str]] = []
-        self.assigned: dict[str, list[str]] = {}
-        self.attempts: Counter[str] = Counter()
-        self.arrivals: list[tuple[str, str, float]] = []  # prompt digest, behaviour, time
-        self.bodies: list[dict[str, Any]] = []
-        self.auth: set[str | None] = set()
-        self.refuse_after: int | None = None  # 401 once this many completions succeeded
-        self.answered = 0
-        self.lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-    def behaviour(self, body: dict[str, Any]) -> tuple[str, str]:
-        prompt = json.dumps(body.get("prompt", body.get("messages")))
-        digest = hashlib.sha256(prompt.encode()).hexdigest()
-        with self.lock:
-            self.bodies.append(body)
-            if digest not in self.assigned:
-                self.assigned[digest] = self.scripts.pop(0) if self.scripts else []
-            script = self.assigned[digest]
-            attempt = self.attempts[digest]
-            self.attempts[digest] += 1
-            action = script[attempt] if attempt < len(script) else "ok"
-            if action == "ok" and self.refuse_after is not None and self.answered >= self.refuse_after:
-                action = "401"
-            self.answered += action == "ok"
-            self.arrivals.append((digest, action, time.monotonic()))
-        return action, prompt
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # clients that timed out leave broken pipes behind: expected here
-
-
-def word_logprob(word: str) -> float:
-    """The log-probability that the scripted server gives each of its tokens (words here)."""
-    return -len(word) / 10
-
-
-def echoed(prompt: str, action: str) -> dict[str, Any]:
-    """The prompt echoed in OpenAI's legacy logprobs shape, one token per word (with the space
-    before it), then one generated token; ``action`` may break it as servers do."""
-    # vLLM lists the BOS that it puts before the prompt, and counts its text in the offsets.
-    words = [*["<|begin_of_text|>"] * (action == "bos"), *re.findall(r"\s*\S+", prompt), " more"]
-    offsets = [sum(map(len, words[:i])) for i in range(len(words))]
-    values: list[float | None] = [None, *map(word_logprob, words[1:])]  # OpenAI gives the first none
-    if action == "none":
-        values[2] = None
-    logprobs = {"tokens": words, "text_offset": offsets, "token_logprobs": values, "top_logprobs": None}
-    if action == "shifted":  # llama-cpp-python without BOS: the new token has no entry
-        logprobs = {key: value[:-1] if value else value for key, value in logprobs.items()}
-    choice = {"text": prompt + " more", "logprobs": None if action == "nologprobs" else logprobs}
-    return {
-        "choices": [{**choice, "finish_reason": "length"}],
-        "usage": {"prompt_tokens": len(words) - 1, "completion_tokens": 1},
-    }
-
-
-class FaultHandler(BaseHTTPRequestHandler):
-    server: FaultServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.server.auth.add(self.headers.get("Authorization"))
-        self._send(200, {"object": "list", "data": [{"id": "m", "object": "model"}]})
-
-    def do_POST(self) -> None:
-        self.server.auth.add(self.headers.get("Authorization"))
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if not self.path.startswith("/v1/"):
-            return self._send(404, {"error": {"message": "Not Found"}})
-        action, prompt = self.server.behaviour(body)
-        if action == "sleep":
-            time.sleep(SLEEP_PAST_TIMEOUT)
-        elif action == "reset":
-            # Linger 0: closing sends a TCP reset instead of a response.
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.close_connection = True
-            return None
-        elif action in ("429", "500", "401", "400"):
-            status = int(action)
-            message = "This model's maximum context length is 4096 tokens" if status == 400 else "no"
-            return self._send(status, {"error": {"message": message}}, {"Retry-After": "1"})
-        elif action == "malformed":
-            return self._raw(b'{"choices": [{"text": "One of', len(b'{"choices": [{"text": "One of'))
-        elif action == "missing":
-            return self._send(200, {"id": "cmpl-1", "object": "text_completion"})
-        if body.get("echo"):
-            return self._send(200, echoed(body["prompt"], action))
-        found = NEEDLE.search(prompt)
-        answer = " " + (found[0] if found else "I do not know.")
-        chat = self.path.endswith("/chat/completions")
-        choice = {"message": {"role": "assistant", "content": answer}} if chat else {"text": answer}
-        reply = {
-            "choices": [{**choice, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1000, "completion_tokens": 12},
-        }
-        data = json.dumps(reply).encode()
-        return self._raw(data[: len(data) // 2] if action == "truncated" else data, len(data))
-
-    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _raw(self, data: bytes, length: int) -> None:
-        """A 200 whose Content-Length may promise more than the body has: a truncated reply."""
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(length))
-        self.end_headers()
-        self.wfile.write(data)
 
 
 @pytest.fixture
 def server() -> Iterator[FaultServer]:
-    fault = FaultServer()
-    thread = threading.Thread(target=fault.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving() as fault:
         yield fault
-    finally:
-        fault.shutdown()
-        fault.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture(autouse=True)
 def _fast_and_keyed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jsonhttp, "BACKOFF_BASE", 0.001)
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # a proxy from the environment must not see these
+    fast_and_keyed(monkeypatch)
 
 
 def run_cli(model: str, folder: Path, *args: str) -> int:
@@ -220,7 +71,8 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     model = f"openai:m@{server.url}?timeout=0.4&retries=3&concurrency=4"
     folder = tmp_path / "run"
     started = time.monotonic()
-    assert run_cli(model, folder, *SWEEP, "--no-control") == 0  # the scripted faults meet samples only
+    # The scripted faults meet samples only; one sample runs out of attempts.
+    assert run_cli(model, folder, *SWEEP, "--no-control") == SAMPLE_ERRORS
     assert time.monotonic() - started < 30
 
     first = records(folder)
@@ -297,19 +149,14 @@ def test_a_wrong_url_and_a_dead_server_fail_with_one_clear_line(
     assert "no server answers at http://127.0.0.1:" in capsys.readouterr().err
 
 
-def request(text: str = "One of the special magic numbers for a-b is: 1234567. Question?") -> Request:
-    chat = ChatPrompt("Be brief.", text, "Answer:")
-    return Request("s1", np.zeros(12, dtype=np.int32), 8, text=text, chat=chat)
-
-
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
-        ("sleep", "backend_error: no reply within 0.4 s (1 attempt)"),
+        ("sleep", "backend_error: timeout: no complete reply within 0.4 s (1 attempt)"),
         ("429", "backend_error: HTTP 429 (1 attempt)"),
         ("500", "backend_error: HTTP 500 (1 attempt)"),
         ("malformed", "backend_error: malformed JSON in a reply of 29 bytes (1 attempt)"),
-        ("truncated", "backend_error: IncompleteRead: "),
+        ("truncated", "backend_error: RemoteProtocolError: peer closed connection without sending"),
         ("missing", "backend_error: the reply has no choices[0] text (1 attempt)"),
         ("reset", "backend_error: "),
         ("400", "rejected: HTTP 400: This model's maximum context length is 4096 tokens"),
@@ -372,11 +219,24 @@ def test_auto_counts_approximately_and_the_heatmap_says_so(
         ("m", "write openai:MODEL@BASE_URL"),
         ("m@ftp://host/v1", "write openai:MODEL@BASE_URL"),
         ("m@http://user:pw@host/v1", "put no credentials in the URL"),
-        ("m@http://127.0.0.1:9/v1?colour=red", "has no setting 'colour'"),
-        ("m@http://127.0.0.1:9/v1?endpoint=embeddings", "endpoint=embeddings must be one of"),
-        ("m@http://127.0.0.1:9/v1?prefill=continue", "prefill applies to endpoint=chat"),
-        ("m@http://127.0.0.1:9/v1?concurrency=0", "concurrency needs a positive int"),
-        ("m@http://127.0.0.1:9/v1?timeout=soon", "timeout needs a positive float"),
+        (
+            "m@http://127.0.0.1:9/v1?colour=red",
+            "openai has no setting 'colour=red': its settings are endpoint=",
+        ),
+        ("m@http://127.0.0.1:9/v1?timout=5", "has no setting 'timout=5' (did you mean 'timeout'?)"),
+        (
+            "m@http://127.0.0.1:9/v1?endpoint=embeddings",
+            "setting 'endpoint' must be one of completions, chat, not 'embeddings'",
+        ),
+        ("m@http://127.0.0.1:9/v1?prefill=continue", "'prefill' must be left out unless endpoint=chat"),
+        ("m@http://127.0.0.1:9/v1?concurrency=0", "'concurrency' must be a whole number of requests at a"),
+        ("m@http://127.0.0.1:9/v1?timeout=soon", "'timeout' must be a number of seconds above 0, not 'soon'"),
+        ("m@http://127.0.0.1:9/v1?timeout=nan", "'timeout' must be a number of seconds above 0, not 'nan'"),
+        ("m@http://127.0.0.1:9/v1?max_wait=inf", "'max_wait' must be a number of seconds above 0, not 'inf'"),
+        ("m@http://127.0.0.1:9/v1?retries=0", "'retries' must be a whole number of at least 1, not '0'"),
+        ("m@http://127.0.0.1:9/v1?api_key_env=1x", "'api_key_env' must be an environment variable's name"),
+        ("m@http://127.0.0.1:9/v1?window=0", "'window' must be a whole number of tokens from 1 to 1024M"),
+        ("m@http://127.0.0.1:port/v1", "cannot read the URL in 'openai:m@http://127.0.0.1:port/v1'"),
     ],
 )
 def test_bad_model_names_and_options_are_refused(model: str, message: str) -> None:
@@ -392,7 +252,7 @@ def test_retry_after_reads_seconds_and_dates() -> None:
 
 def test_the_key_stays_out_of_errors_that_echo_it(server: FaultServer) -> None:
     backend = OpenAIBackend(f"m@{server.url}", "cl100k_base")
-    assert backend.api.scrub(f"bad header Bearer {KEY}") == "bad header Bearer [API key]"
+    assert backend.api.scrub(f"bad header Bearer {KEY}") == "bad header Bearer [API key removed]"
     assert KEY not in json.dumps(backend.settings())
 
 

@@ -1,21 +1,23 @@
-"""One server's JSON API over HTTP, with only the standard library: every failure is classified as
-retried (with backoff), refused for one request, or fatal for the run, and an API key never leaves
-the request headers (errors that quote the server have it scrubbed).
+"""One server's JSON API over HTTP (httpx, on an event loop of its own): every failure is classified
+as retried (with backoff), refused for one request, or fatal for the run; every attempt has a
+wall-clock deadline and every request a bound on all its attempts together; and an API key never
+leaves the request headers (messages that quote the server or the client have it scrubbed).
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
-import http.client
 import json
 import os
+import queue
 import random
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
+
+import httpx
 
 from fathom.errors import FathomError
 
@@ -25,8 +27,14 @@ BACKOFF_BASE = 0.5
 BACKOFF_CAP = 30.0
 _jitter = random.Random()
 
+# No answer to a request capped by max_tokens comes near this; a server that sends more is broken or
+# hostile, and reading on would only fill memory.
+MAX_REPLY_BYTES = 8 * 2**20
+KEY_REMOVED = "[API key removed]"
+
 # Every 5xx too: the statuses the official OpenAI client retries, since the next attempt may pass.
 _RETRIED_STATUS = {408, 409, 429}
+Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
@@ -69,52 +77,135 @@ class JsonApi:
         self.timeout, self.retries, self.max_wait = timeout, retries, max_wait
         self._key = os.environ.get(key_env) or None  # never stored anywhere but here
 
-    def post(
-        self, path: str, body: dict[str, Any], stop: threading.Event, read: Callable[[Any], Result]
-    ) -> tuple[Result, float]:
-        """``read`` of the reply and the answering attempt's latency (the model's time, not our
-        backoff's), retried with backoff until it succeeds, its attempts or time run out, or
-        another request hit a fatal error; Failed then, and for a refusal."""
-        started = time.monotonic()
-        reason, attempts = "stopped before the first attempt", 0
-        while attempts < self.retries and not stop.is_set():
-            sent, attempts = time.monotonic(), attempts + 1
-            try:
-                return read(self.call("POST", path, body, self.timeout)), time.monotonic() - sent
-            except Transient as exc:
-                reason = exc.reason
-                delay = _backoff(attempts - 1, exc.retry_after)
-                out_of_time = time.monotonic() + delay > started + self.max_wait
-                if attempts == self.retries or out_of_time or stop.wait(delay):
-                    break
-            except Rejected as exc:
-                raise Failed(f"rejected: {self.scrub(str(exc))}", time.monotonic() - started) from None
-        tried = f"{attempts} attempt{'s' * (attempts != 1)}"
-        raise Failed(f"backend_error: {self.scrub(reason)} ({tried})", time.monotonic() - started)
+    def each(
+        self,
+        work: Callable[[httpx.AsyncClient, Item], Awaitable[Result]],
+        items: Sequence[Item],
+        concurrency: int,
+    ) -> Iterator[tuple[int, Result]]:
+        """``(index, work(client, item))`` for every item as it finishes, ``concurrency`` at a time.
+        The first exception stops the others and is raised; closing the iterator (Ctrl-C
+        included) cancels the requests in flight.
 
-    def call(self, method: str, path: str, body: dict[str, Any] | None, timeout: float) -> Any:
-        """One HTTP exchange and its JSON, or Transient, Rejected or a fatal FathomError."""
+        The event loop runs in a thread of its own, so deadlines keep counting and replies keep
+        arriving while the caller handles a result, and a caller inside an event loop of its own
+        (a notebook) can call it too."""
+        if not items:
+            return
+        outbox: queue.Queue[tuple[int, Result] | BaseException | None] = queue.Queue()
+        loop = asyncio.new_event_loop()
+        task = loop.create_task(self._all(work, items, concurrency, outbox.put))
+        thread = threading.Thread(target=_drive, args=(loop, task, outbox), name="fathom-http", daemon=True)
+        thread.start()
+        try:
+            while (got := outbox.get()) is not None:
+                if isinstance(got, BaseException):
+                    raise got
+                yield got
+        finally:
+            loop.call_soon_threadsafe(task.cancel)  # a no-op once the task is done
+            thread.join()
+            loop.close()
+
+    async def _all(
+        self,
+        work: Callable[[httpx.AsyncClient, Item], Awaitable[Result]],
+        items: Sequence[Item],
+        concurrency: int,
+        put: Callable[[tuple[int, Result]], None],
+    ) -> None:
+        # A slot is held for a request's every attempt and backoff: max_wait counts from the first
+        # attempt, not from the moment a request joined the queue.
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(client: httpx.AsyncClient, index: int, item: Item) -> None:
+            async with slots:
+                put((index, await work(client, item)))
+
+        async with self._client(concurrency) as client:
+            tasks = [asyncio.create_task(one(client, index, item)) for index, item in enumerate(items)]
+            try:
+                await asyncio.gather(*tasks)
+            finally:
+                # A fatal error, or a caller gone: the other requests must not sit out their retries.
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _client(self, concurrency: int) -> httpx.AsyncClient:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base_url + path, data, headers, method=method)
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        # No httpx timeouts: theirs bound each read, which a reply dripped a byte at a time never
+        # trips. Each attempt's deadline (in call) bounds the whole exchange instead.
+        return httpx.AsyncClient(headers=headers, timeout=None, limits=limits)
+
+    def get(self, path: str, timeout: float) -> Any:
+        """One GET, not retried: its JSON, or what ``call`` raises."""
+
+        async def once(client: httpx.AsyncClient, _: None) -> Any:
+            return await self.call(client, "GET", path, None, timeout)
+
+        ((_, reply),) = self.each(once, [None], 1)
+        return reply
+
+    async def post(
+        self, client: httpx.AsyncClient, path: str, body: dict[str, Any], read: Callable[[Any], Result]
+    ) -> tuple[Result, float]:
+        """``read`` of the reply and the answering attempt's latency (the model's time, not our
+        backoff's), retried with backoff until it succeeds or its attempts or ``max_wait`` run out;
+        Failed then, and for a refusal. No attempt runs past ``max_wait``."""
+        started = time.monotonic()
+        give_up = started + self.max_wait
+        reason, attempts = "max_wait ran out before the first attempt", 0
+        while attempts < self.retries and (left := give_up - time.monotonic()) > 0:
+            sent, attempts = time.monotonic(), attempts + 1
+            try:
+                reply = await self.call(client, "POST", path, body, min(self.timeout, left))
+                return read(reply), time.monotonic() - sent
+            except Transient as exc:
+                reason = exc.reason
+                delay = _backoff(attempts - 1, exc.retry_after)
+                if attempts == self.retries or time.monotonic() + delay >= give_up:
+                    break
+                await asyncio.sleep(delay)
+            except Rejected as exc:
+                raise Failed(f"rejected: {exc}", time.monotonic() - started) from None
+        tried = f"{attempts} attempt{'s' * (attempts != 1)}"
+        raise Failed(f"backend_error: {reason} ({tried})", time.monotonic() - started)
+
+    async def call(
+        self, client: httpx.AsyncClient, method: str, path: str, body: dict[str, Any] | None, deadline: float
+    ) -> Any:
+        """One HTTP exchange, all of it (connect, send, the whole reply) within ``deadline``
+        seconds, and its JSON; or Transient, Rejected or a fatal FathomError."""
+        content = None if body is None else json.dumps(body).encode()
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raise self._http_error(exc, path) from None
-        except (OSError, http.client.HTTPException) as exc:
-            # urllib wraps only failures to connect and send in URLError.
-            unreachable = isinstance(exc, urllib.error.URLError)
-            raise Transient(_describe(exc, timeout), unreachable=unreachable) from None
+            async with asyncio.timeout(deadline):
+                async with client.stream(method, self.base_url + path, content=content) as response:
+                    refused = self._refusal(response, path)
+                    if refused is not None:
+                        raise refused
+                    raw = await _read_capped(response)
+        except TimeoutError:
+            raise Transient(f"timeout: no complete reply within {deadline:.3g} s") from None
+        except httpx.RequestError as exc:  # the connection, the protocol, or a body that does not decode
+            described = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise Transient(
+                self.scrub(described[:160]), unreachable=isinstance(exc, httpx.ConnectError)
+            ) from None
+        if not response.is_success:
+            raise Rejected(f"HTTP {response.status_code}: {self.scrub(_server_message(raw))}")
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested past the parser's stack
             raise Transient(f"malformed JSON in a reply of {len(raw)} bytes") from None
 
-    def _http_error(self, exc: urllib.error.HTTPError, path: str) -> Exception:
-        status = exc.code
+    def _refusal(self, response: httpx.Response, path: str) -> Exception | None:
+        """What a status says before the body is read; None where the body is wanted (an answer,
+        or a refusal's own words)."""
+        status = response.status_code
         if status in (401, 403):
             doing = f"refused the API key in ${self.key_env}" if self._key else "wants an API key"
             return KeyRefused(f"the server {doing} (HTTP {status}): set ${self.key_env} to a key it accepts")
@@ -124,12 +215,42 @@ class JsonApi:
                 f"ends in /v1 and that the server serves the model '{self.model}'"
             )
         if status in _RETRIED_STATUS or status >= 500:
-            return Transient(f"HTTP {status}", _retry_after(exc.headers.get("Retry-After")))
-        return Rejected(f"HTTP {status}: {_server_message(exc)}")
+            return Transient(f"HTTP {status}", _retry_after(response.headers.get("Retry-After")))
+        return None
 
     def scrub(self, text: str) -> str:
-        """Errors quote the server; a server that echoes the key must not put it in a record."""
-        return text.replace(self._key, "[API key]") if self._key else text
+        """Replies and errors quote the server; a server that echoes the key must not put it in a
+        record, nor in a message."""
+        return text.replace(self._key, KEY_REMOVED) if self._key else text
+
+
+def _drive(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None], outbox: queue.Queue[Any]) -> None:
+    """Runs ``task`` on ``loop`` (in this thread), then hands its end, or its exception, to the
+    caller's side."""
+    try:
+        loop.run_until_complete(task)
+        outbox.put(None)
+    except BaseException as exc:  # the caller raises it, whatever it is
+        outbox.put(exc)
+    finally:
+        # Not shutdown_default_executor, as asyncio.run does: it would wait out a name lookup that
+        # hangs, and Ctrl-C with it. loop.close, on the caller's side, leaves that lookup behind.
+        loop.run_until_complete(loop.shutdown_asyncgens())
+
+
+async def _read_capped(response: httpx.Response) -> bytes:
+    """The body, decoded, up to MAX_REPLY_BYTES."""
+    raw = bytearray()
+    async for chunk in response.aiter_bytes():
+        raw += chunk
+        if len(raw) > MAX_REPLY_BYTES:
+            # Rejected, not retried: greedy decoding would send the same reply again, and every
+            # attempt would read another MAX_REPLY_BYTES for nothing.
+            raise Rejected(
+                f"the reply is over {MAX_REPLY_BYTES >> 20} MiB, far more than an answer of max_tokens "
+                "tokens: check what the server sends"
+            )
+    return bytes(raw)
 
 
 def _backoff(attempt: int, retry_after: float | None) -> float:
@@ -152,25 +273,12 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def _describe(exc: BaseException, timeout: float) -> str:
-    # urllib wraps a failure to connect in URLError; its reason says which.
-    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-    cause = reason if isinstance(reason, BaseException) else exc
-    if isinstance(cause, TimeoutError):
-        return f"no reply within {timeout:g} s"
-    return f"{type(cause).__name__}: {cause}"[:160]
-
-
-def _server_message(exc: urllib.error.HTTPError) -> str:
+def _server_message(raw: bytes) -> str:
     """The server's own words for a refusal, e.g. vLLM's 'maximum context length is ...'."""
-    try:
-        raw = exc.read()
-    except (OSError, http.client.HTTPException):
-        return "no message"
     try:
         data = json.loads(raw)
         error = data.get("error", data.get("detail", data)) if isinstance(data, dict) else data
         message = error.get("message", error) if isinstance(error, dict) else error
-    except ValueError:
+    except (ValueError, RecursionError):
         message = raw.decode("utf-8", "replace")
-    return " ".join(str(message).split())[:200]
+    return " ".join(str(message).split())[:200] or "no message"

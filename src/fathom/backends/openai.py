@@ -5,21 +5,21 @@ reads what was counted; the count is exact when ``--tokenizer`` names the model'
 approximate (cl100k_base) otherwise. Pick the template with ``--template`` (chatml for SmolLM2 and
 Qwen, say) since cl100k_base ships none. The chat endpoint gets messages that the server templates
 itself, so its lengths are never exact. Scoring (log-probabilities of given text) always goes to
-the completions endpoint, which echoes the prompt with each token's log-probability. Only the
-standard library speaks HTTP (``jsonhttp``): no client dependency, and every failure is
-classified: retried, refused for one sample, or fatal.
+the completions endpoint, which echoes the prompt with each token's log-probability. ``jsonhttp``
+speaks HTTP: every attempt has a deadline, every failure is classified (retried, refused for one
+sample, or fatal), and the API key is scrubbed from every answer and error.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+import httpx
 import numpy as np
 
 from fathom.backends.base import (
@@ -27,33 +27,31 @@ from fathom.backends.base import (
     Request,
     ScoreRequest,
     TokenScores,
-    attach_continuations,
     failed_scores,
+    score_request,
     split_options,
+    with_continuation,
 )
 from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transient
+from fathom.backends.settings import choice, count, number, parse_settings, refusal, text, whole
 from fathom.errors import FathomError, SpecError
 from fathom.records import Completion
 from fathom.tokenizers import load_tokenizer
-from fathom.units import parse_count
 
 APPROXIMATE = "cl100k_base"
 GREEDY = {"temperature": 0, "top_p": 1}
 _TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
-_DEFAULTS = {
-    "endpoint": "completions",
-    "prefill": "none",
-    "concurrency": "4",
-    "timeout": "120",
-    "retries": "5",
-    "max_wait": "600",
-    "api_key_env": "OPENAI_API_KEY",
-    "window": "",
-    "max_prompt": "",
+_SETTINGS = {
+    "endpoint": choice("completions", "chat"),
+    "prefill": choice("none", "continue"),
+    "concurrency": whole(4, least=1, unit="requests at a time"),
+    "timeout": number(120.0, least=0.0, above=True, unit="seconds"),
+    "retries": whole(5, least=1),
+    "max_wait": number(600.0, least=0.0, above=True, unit="seconds"),
+    "api_key_env": text("OPENAI_API_KEY", r"[A-Za-z_][A-Za-z0-9_]*", "an environment variable's name"),
+    "window": count(None),
+    "max_prompt": count(None),
 }
-_CHOICES = {"endpoint": ("completions", "chat"), "prefill": ("none", "continue")}
-T = TypeVar("T", int, float)
-Item = TypeVar("Item")
 Result = TypeVar("Result")
 # Teacher forcing through the completions endpoint: the prompt echoed with each token's
 # log-probability (OpenAI's legacy shape, which vLLM and llama.cpp's servers speak), then one new
@@ -84,7 +82,9 @@ class OpenAIBackend:
     def __init__(self, rest: str, tokenizer: str) -> None:
         target, given = split_options(rest)
         self.model, self.base_url = _target(target)
-        options = _options(given)
+        options = parse_settings("openai", _SETTINGS, given)
+        if "prefill" in given and options["endpoint"] != "chat":
+            raise refusal("openai", "prefill", given["prefill"], "left out unless endpoint=chat")
         self.name = f"openai:{self.model}@{self.base_url}"
         self.endpoint, self.prefill = options["endpoint"], options["prefill"]
         self.input: InputKind = "chat" if self.endpoint == "chat" else "text"
@@ -94,16 +94,16 @@ class OpenAIBackend:
             self.tokenizer, self.counted_by = load_tokenizer(tokenizer), f"named: {tokenizer}"
         # Only fathom's own template over the named tokenizer is exact: a chat server re-templates.
         self.exact_lengths = tokenizer != "auto" and self.input == "text"
-        self.concurrency = _number(options, "concurrency", int)
-        self.trained_window = parse_count(options["window"]) if options["window"] else None
-        self.max_prompt_tokens = parse_count(options["max_prompt"]) if options["max_prompt"] else None
+        self.concurrency: int = options["concurrency"]
+        self.trained_window: int | None = options["window"]
+        self.max_prompt_tokens: int | None = options["max_prompt"]
         self.api = JsonApi(
             self.base_url,
             self.model,
             key_env=options["api_key_env"],
-            timeout=_number(options, "timeout", float),
-            retries=_number(options, "retries", int),
-            max_wait=_number(options, "max_wait", float),
+            timeout=options["timeout"],
+            retries=options["retries"],
+            max_wait=options["max_wait"],
         )
         self._probe()
 
@@ -122,34 +122,23 @@ class OpenAIBackend:
             "max_wait_s": self.api.max_wait,
         }
 
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        """Each completion, its continuation's log-probabilities read, as soon as it is done, with
+        its index into ``requests``; a fatal error (bad key, wrong URL) stops the others and is
+        raised."""
+        return self.api.each(self._answer, requests, self.concurrency)
+
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        return attach_continuations(self, requests, self._map(self._complete, requests))
+        return _in_order(self.stream(requests), len(requests))
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
-        return self._map(self._score, requests)
-
-    def _map(self, work: Callable[[Item, threading.Event], Result], items: Sequence[Item]) -> list[Result]:
-        """``work`` on every item, ``concurrency`` at a time, results in order; a fatal error in
-        any (bad key, wrong URL) stops the others and is raised."""
-        stop = threading.Event()
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="fathom-openai")
-        try:
-            futures = [pool.submit(work, item, stop) for item in items]
-            wait(futures, return_when=FIRST_EXCEPTION)
-            for future in futures:
-                if future.done() and future.exception() is not None:
-                    future.result()
-            return [future.result() for future in futures]
-        finally:
-            # After a fatal error or Ctrl-C, the other workers must not sit out their retries.
-            stop.set()
-            pool.shutdown(wait=False, cancel_futures=True)
+        return _in_order(self.api.each(self._score, requests, self.concurrency), len(requests))
 
     def _probe(self) -> None:
         """Fail before any work when nothing answers at the URL or the key is refused; anything
         else is for the real requests to find out (some servers list no models)."""
         try:
-            self.api.call("GET", "/models", None, min(self.api.timeout, 30.0))
+            self.api.get("/models", min(self.api.timeout, 30.0))
         except Transient as exc:
             if exc.unreachable:
                 raise FathomError(
@@ -158,19 +147,36 @@ class OpenAIBackend:
         except (Rejected, NotFound):
             pass
 
-    def _complete(self, request: Request, stop: threading.Event) -> Completion:
+    async def _answer(self, client: httpx.AsyncClient, request: Request) -> Completion:
+        """The completion, with its continuation's log-probabilities where the request has one;
+        the key scrubbed from every text a server could have put it in."""
+        completion = await self._complete(client, request)
+        if request.continuation is not None and completion.error is None:
+            ids = np.concatenate([request.ids, request.continuation])
+            asked = score_request(self, request.sample_id, ids, len(request.ids))
+            completion = with_continuation(completion, await self._score(client, asked))
+        scrub = self.api.scrub
+        return dataclasses.replace(
+            completion,
+            text=scrub(completion.text),
+            finish_reason=scrub(completion.finish_reason),
+            error=completion.error and scrub(completion.error),
+            continuation_error=completion.continuation_error and scrub(completion.continuation_error),
+        )
+
+    async def _complete(self, client: httpx.AsyncClient, request: Request) -> Completion:
         chat = self.input == "chat"
         path = "/chat/completions" if chat else "/completions"
         try:
             read = functools.partial(_parse, chat=chat)
-            (text, finish, usage), latency = self.api.post(path, self._body(request), stop, read)
+            (text, finish, usage), latency = await self.api.post(client, path, self._body(request), read)
         except Failed as failed:
             return Completion("", len(request.ids), 0, "error", failed.seconds, error=failed.error)
         prompt_tokens = _count(usage, "prompt_tokens", len(request.ids))
         completion_tokens = _count(usage, "completion_tokens", len(self.tokenizer.encode(text)))
         return Completion(text, prompt_tokens, completion_tokens, finish, latency)
 
-    def _score(self, request: ScoreRequest, stop: threading.Event) -> TokenScores:
+    async def _score(self, client: httpx.AsyncClient, request: ScoreRequest) -> TokenScores:
         """The server's tokens from ``text_start`` on, from the prompt echoed with log-probabilities."""
         if request.text is None or request.text_start is None:
             raise ValueError(f"score request {request.sample_id} has no text for a text backend")
@@ -180,7 +186,7 @@ class OpenAIBackend:
         text_start = request.text_start - (len(request.text) - len(prompt))
         body = {"model": self.model, "prompt": prompt, **ECHO}
         try:
-            (offsets, values, finish), latency = self.api.post("/completions", body, stop, _echoed)
+            (offsets, values, finish), latency = await self.api.post(client, "/completions", body, _echoed)
         except Failed as failed:
             return failed_scores(failed.error, failed.seconds)
         # A reply that ran to its one new token (not EOS: see ECHO) lists that token last, at the
@@ -234,33 +240,16 @@ def _target(target: str) -> tuple[str, str]:
             "openai:smollm2@http://127.0.0.1:8000/v1"
         )
     url = match["url"].rstrip("/")
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise SpecError(
+            f"cannot read the URL in 'openai:{target}' ({exc}): write http(s)://HOST[:PORT]/v1"
+        ) from None
     if "@" in urlsplit(url).netloc:
         # The URL goes into the manifest; the key must not.
         raise SpecError("put no credentials in the URL: give the key in $OPENAI_API_KEY (see api_key_env)")
     return match["model"], url
-
-
-def _options(given: dict[str, str]) -> dict[str, str]:
-    unknown = sorted(set(given) - set(_DEFAULTS))
-    if unknown:
-        raise SpecError(f"openai: has no setting '{unknown[0]}': its settings are {', '.join(_DEFAULTS)}")
-    options = {**_DEFAULTS, **given}
-    for key, allowed in _CHOICES.items():
-        if options[key] not in allowed:
-            raise SpecError(f"openai: setting {key}={options[key]} must be one of {', '.join(allowed)}")
-    if "prefill" in given and options["endpoint"] != "chat":
-        raise SpecError("openai: prefill applies to endpoint=chat; completions prompts end with the prefix")
-    return options
-
-
-def _number(options: dict[str, str], key: str, kind: type[T]) -> T:
-    try:
-        value = kind(options[key])
-    except ValueError:
-        value = kind(0)
-    if value <= 0:
-        raise SpecError(f"openai: setting {key} needs a positive {kind.__name__}, not '{options[key]}'")
-    return value
 
 
 def _parse(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any]]:
@@ -296,6 +285,11 @@ def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:
     ):
         raise FathomError(NO_PROMPT_LOGPROBS)
     return offsets, values, str(finish)
+
+
+def _in_order(done: Iterator[tuple[int, Result]], count: int) -> list[Result]:
+    found = dict(done)
+    return [found[index] for index in range(count)]
 
 
 def _count(usage: dict[str, Any], key: str, fallback: int) -> int:
