@@ -29,4 +29,6 @@ class MissingExtraError(FathomError):
     """An optional heavy dependency is not installed."""
 
     def __init__(self, module: str, extra: str) -> None:
-        super().__init__(f"{module} is not installed; install it with: pip install 'fathom-eval[{extra}]'")
+        from fathom.packages import install_command
+
+        super().__init__(f"{module} is not installed; install it with: {install_command(extra)}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fathom.errors import SpecError
-from fathom.packages import package_dir
+from fathom.packages import install_command, package_dir
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def backend_status(backend: str) -> str:
     """'ready', or what to install for it."""
     packages, extra = BACKEND_PACKAGES[backend]
     missing = [p for p in packages if package_dir(p) is None]
-    return f"needs pip install 'fathom-eval[{extra}]'" if missing else "ready"
+    return f"needs {install_command(extra)}" if missing else "ready"
 
 
 def local_model_path(shorthand: str) -> Path:
