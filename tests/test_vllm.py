@@ -1,6 +1,7 @@
 """The vllm backend: its adapter against a fake ``vllm`` that records what the engine was given and
-answers like vLLM's RequestOutput; the tokenizer, config and model folder are real. The last test
-runs the real engine, where vllm and a CUDA GPU are both present.
+answers like vLLM's RequestOutput; the tokenizer and config are real, in a model folder without
+weights, so these tests need transformers but not torch. One test runs the real engine on random
+weights, where torch, vllm and a CUDA GPU are all present.
 """
 
 from __future__ import annotations
@@ -20,29 +21,28 @@ from typing import Any, TypedDict
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from fathom import registry  # noqa: E402  (after the skips: the backend needs transformers)
-from fathom.backends import hf  # noqa: E402
-from fathom.backends.base import Request, ScoreRequest  # noqa: E402
-from fathom.cli import main  # noqa: E402
-from fathom.errors import FathomError, MissingExtraError, SpecError  # noqa: E402
+from fathom import registry  # after the skip: the backend needs transformers
+from fathom.backends import hf_model
+from fathom.backends.base import Request, ScoreRequest
+from fathom.cli import main
+from fathom.errors import FathomError, MissingExtraError, SpecError
 
 FAKE_VERSION = "0.0.fake"
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory, hf_model_dir: Path) -> Path:
-    """A tiny random Llama (64-wide heads, Llama 3 RoPE scaled from 1k to 4k) with the tokenizer
-    trained in conftest, saved as transformers saves a model folder."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+def llama_folder(tmp_path_factory: pytest.TempPathFactory, hf_model_dir: Path) -> tuple[Path, Any]:
+    """A folder holding the tokenizer trained in conftest, and the config of a tiny Llama (64-wide
+    heads, Llama 3 RoPE scaled from 1k to 4k), not yet saved."""
+    from transformers import LlamaConfig
 
     folder = tmp_path_factory.mktemp("llama")
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (folder / name).write_bytes((hf_model_dir / name).read_bytes())
     rope = {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
     config = LlamaConfig(
+        architectures=["LlamaForCausalLM"],
         vocab_size=3000,
         hidden_size=128,
         intermediate_size=256,
@@ -54,6 +54,27 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory, hf_model_dir: Path) -> P
         bos_token_id=None,
         eos_token_id=2,  # <|im_end|>
     )
+    return folder, config
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory, hf_model_dir: Path) -> Path:
+    """The tiny Llama's folder without weights (and so without torch): all the fake engine reads."""
+    folder, config = llama_folder(tmp_path_factory, hf_model_dir)
+    config.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def weighted_model_dir(tmp_path_factory: pytest.TempPathFactory, hf_model_dir: Path) -> Path:
+    """The tiny Llama with random weights, saved as transformers saves a model folder, for the real
+    engine: only where torch, vllm and a CUDA GPU are all present."""
+    torch = pytest.importorskip("torch")
+    if importlib.util.find_spec("vllm") is None or not torch.cuda.is_available():
+        pytest.skip("needs vllm and a CUDA GPU")
+    from transformers import LlamaForCausalLM
+
+    folder, config = llama_folder(tmp_path_factory, hf_model_dir)
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(folder)
     return folder
@@ -111,8 +132,9 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVllm]:
             if record.fail_load is not None:
                 raise record.fail_load
             record.engines.append(kwargs)
+            # vLLM's dtype is a torch.dtype; the backend records its str, which this stands in for.
             config = types.SimpleNamespace(
-                max_model_len=kwargs["max_model_len"] or 4096, dtype=torch.bfloat16
+                max_model_len=kwargs["max_model_len"] or 4096, dtype="torch.bfloat16"
             )
             self.llm_engine = types.SimpleNamespace(
                 **({"model_config": config} if record.has_model_config else {})
@@ -191,7 +213,8 @@ def test_the_tokenizer_is_the_folders_own(fake: FakeVllm, model_dir: Path) -> No
     from transformers import AutoTokenizer
 
     tokenizer = backend(str(model_dir)).tokenizer
-    own = hf.TransformersTokenizer(AutoTokenizer.from_pretrained(model_dir, local_files_only=True), "own")
+    folders_own = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    own = hf_model.TransformersTokenizer(folders_own, "own")
     assert tokenizer.identity == own.identity
     text = "<|im_start|>user\nThe code is 4817.<|im_end|>\n"
     assert tokenizer.decode(tokenizer.encode_with_specials(text)) == text
@@ -244,7 +267,7 @@ def test_settings_record_what_changes_outputs(fake: FakeVllm, model_dir: Path) -
     except importlib.metadata.PackageNotFoundError:
         version = FAKE_VERSION
     assert settings["model"] == str(model_dir)
-    assert settings["folder_sha256"] == hf.fingerprint(model_dir)["folder_sha256"]
+    assert settings["folder_sha256"] == hf_model.fingerprint(model_dir)["folder_sha256"]
     assert settings["vllm"] == version
     assert settings["dtype"] == "bfloat16"  # the engine's choice for auto
     assert (settings["max_model_len"], settings["tensor_parallel_size"], settings["seed"]) == (2048, 2, 3)
@@ -346,19 +369,25 @@ def test_a_run_through_the_cli_records_the_engine(fake: FakeVllm, model_dir: Pat
 def test_without_vllm_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, model_dir: Path) -> None:
     monkeypatch.setitem(sys.modules, "vllm", None)  # None makes the import fail
     monkeypatch.delitem(sys.modules, "fathom.backends.vllm", raising=False)
-    with pytest.raises(
-        MissingExtraError, match=r"vllm is not installed; .*pip install 'fathom-eval\[vllm\]'"
-    ):
+    with pytest.raises(MissingExtraError, match=r"^vllm is not installed; .*pip install .*\[vllm\]'$"):
         registry.create_backend(f"vllm:{model_dir}", "auto")
 
 
+def test_without_transformers_the_error_names_the_hf_extra(
+    fake: FakeVllm, monkeypatch: pytest.MonkeyPatch, model_dir: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "transformers", None)  # None makes the import fail
+    monkeypatch.delitem(sys.modules, "fathom.backends.hf_model", raising=False)
+    with pytest.raises(MissingExtraError, match=r"^transformers is not installed; .*pip install .*\[hf\]'$"):
+        registry.create_backend(f"vllm:{model_dir}", "auto")
+    assert fake.engines == []
+
+
 @pytest.mark.gpu
-def test_the_real_engine_answers_from_the_exact_ids(model_dir: Path) -> None:
-    if importlib.util.find_spec("vllm") is None or not torch.cuda.is_available():
-        pytest.skip("needs vllm and a CUDA GPU")
+def test_the_real_engine_answers_from_the_exact_ids(weighted_model_dir: Path) -> None:
     sys.modules.pop("fathom.backends.vllm", None)  # a fake's import may linger
     options = "max_model_len=2k&dtype=bfloat16&gpu_memory_utilization=0.3&enforce_eager=1"
-    real = backend(f"{model_dir}?{options}")
+    real = backend(f"{weighted_model_dir}?{options}")
     assert (real.trained_window, real.max_prompt_tokens) == (4096, 2048)
     rng = np.random.default_rng(0)
     requests = [request(rng.integers(10, 3000, n).tolist(), max_new_tokens=5) for n in (1500, 700, 1500)]

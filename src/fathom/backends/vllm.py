@@ -37,8 +37,9 @@ try:
 except ImportError:
     raise MissingExtraError("vllm", "vllm") from None
 
-# After vllm, so that a missing vllm names its own extra; vllm brings torch and transformers.
-from fathom.backends.hf import (
+# After vllm, so that a missing vllm names its own extra; vllm brings transformers. torch is not
+# imported here: the engine is vllm's, and the tests' stand-in for it runs without torch.
+from fathom.backends.hf_model import (
     TransformersTokenizer,
     fingerprint,
     first_line,
