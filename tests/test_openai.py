@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from http_faults import KEY, FaultServer, fast_and_keyed, request, serving, word_logprob
+from http_faults import KEY, FaultServer, request, word_logprob
 
 from fathom.backends import jsonhttp
 from fathom.backends.base import Request, ScoreRequest, score_request
@@ -26,16 +26,8 @@ from fathom.backends.openai import MISALIGNED_LOGPROBS, NO_PROMPT_LOGPROBS, Open
 from fathom.cli import SAMPLE_ERRORS, main
 from fathom.errors import FathomError, SpecError
 
-
-@pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with serving() as fault:
-        yield fault
-
-
-@pytest.fixture(autouse=True)
-def _fast_and_keyed(monkeypatch: pytest.MonkeyPatch) -> None:
-    fast_and_keyed(monkeypatch)
+# The scripted server, and a fast backoff with an API key in the environment, for every test here.
+pytestmark = pytest.mark.usefixtures("fast_and_keyed")
 
 
 def run_cli(model: str, folder: Path, *args: str) -> int:

@@ -16,7 +16,11 @@ from fathom.tasks.ruler.catalogue import VARIANTS
 from fathom.tasks.ruler.suite import RulerTask
 from fathom.tokenizers import Tokenizer, load_tokenizer
 
-NEEDLE_TASKS = [name for name, variant in VARIANTS.items() if variant.family == "niah"]
+NEEDLE_TASKS = [
+    pytest.param(name, marks=pytest.mark.essays) if variant.params["haystack"] == "essay" else name
+    for name, variant in VARIANTS.items()
+    if variant.family == "niah"
+]
 TOKENIZERS = {name: load_tokenizer(name) for name in ("char", "cl100k_base")}
 NEEDLE_LINE = re.compile(r"One of the special magic (\w+) for ([\w-]+) is: ([\w-]+)\.")
 
@@ -81,6 +85,7 @@ def test_distractor_lines_never_name_the_asked_key() -> None:
         assert sum(found == key for _kind, found, _value in lines) == 1
 
 
+@pytest.mark.essays
 def test_one_value_asked_reads_in_the_singular_as_in_ruler() -> None:
     single = prepare("niah_single_3", "cl100k_base", 4096)
     assert single.text.before.startswith("A special magic uuid is hidden")
@@ -94,6 +99,7 @@ def test_one_value_asked_reads_in_the_singular_as_in_ruler() -> None:
     assert multi.question in multi.text.answer_prefix
 
 
+@pytest.mark.essays
 def test_samples_are_seeded() -> None:
     first = prepare("niah_multikey_1", "cl100k_base", 4096, index=0)
     again = prepare("niah_multikey_1", "cl100k_base", 4096, index=0)
@@ -103,6 +109,7 @@ def test_samples_are_seeded() -> None:
     assert len({first.prompt.sha256, other.prompt.sha256, reseeded.prompt.sha256}) == 3
 
 
+@pytest.mark.essays
 def test_essay_tasks_use_rulers_essays_and_noise_tasks_the_noise() -> None:
     tokenizer = TOKENIZERS["cl100k_base"]
     assert "The grass is green." in context_of(prepare("niah_single_1", "cl100k_base", 4096), tokenizer)

