@@ -198,6 +198,10 @@ def test_smollm2_finds_the_needle_at_1k_through_the_cli(tmp_path: Path) -> None:
     }
     assert manifest["identity"]["backend"]["settings"]["decoding"] == "greedy"
     assert manifest["identity"]["tokenizer"]["name"].startswith("llamacpp:")
+    # The build that decides the arithmetic is recorded beside the run, outside its identity.
+    build = manifest["environment"]["backend_build"]
+    assert build["llama_cpp_version"] == manifest["identity"]["backend"]["settings"]["llama_cpp_version"]
+    assert build["system_info"].startswith("CPU : ")
 
 
 @pytest.mark.slow

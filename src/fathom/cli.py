@@ -14,6 +14,17 @@ from fathom.spec import RunSpec, parse_depths, parse_lengths
 from fathom.units import format_count
 
 
+class _Defaults(argparse.HelpFormatter):
+    """Help that shows each option's default, where it has one worth showing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        flag = action.nargs == 0  # --no-control and friends: their default is the absence of the flag
+        if action.default not in (None, argparse.SUPPRESS) and action.option_strings and not flag:
+            text += f" (default: {action.default})"
+        return text
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fathom", description="How much of a long context can a model use?")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -75,7 +86,9 @@ def _folder(text: str) -> Path:
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = commands.add_parser("run", help="run a sweep (resumes when its run folder exists)")
+    run = commands.add_parser(
+        "run", help="run a sweep (resumes when its run folder exists)", formatter_class=_Defaults
+    )
     run.add_argument(
         "task",
         help="niah; ruler (the 13 RULER tasks); one RULER task, e.g. niah_multikey_2, vt, cwe, qa_1; "
@@ -89,10 +102,10 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     run.add_argument("--lengths", default="1k,2k,4k,8k", help="context lengths, e.g. 1k,2k,4k (k = 1024)")
     run.add_argument(
-        "--depths", default=None, help="niah: a count of even depths (default 11) or fractions (0,0.5,1)"
+        "--depths", default=None, help="niah: a count of even depths or fractions (0,0.5,1); default: 11"
     )
     run.add_argument("--samples", type=int, default=3, help="samples per cell, each with its own needle")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int, default=0, help="decides the needles and every draw of the run")
     run.add_argument(
         "--corpus", default=None, help="prose (niah's default), essays (RULER's), noise, repeat, or dir:PATH"
     )

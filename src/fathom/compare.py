@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from fathom.analysis import summarize
 from fathom.errors import RunFolderError
+from fathom.manifest import machine_differences
 from fathom.records import SampleRecord
 from fathom.report import SUMMARY, is_ruler_run, split_records
 from fathom.ruler_analysis import ruler_summary, task_order
@@ -111,6 +112,8 @@ class Comparison:
     cells: tuple[CellComparison, ...]
     base_effective_length: EffectiveLength
     new_effective_length: EffectiveLength
+    # Where the runs' machines or backend builds differ, which alone can change greedy answers.
+    machine_differences: tuple[str, ...] = ()
 
     @property
     def regressed(self) -> list[CellComparison]:
@@ -138,6 +141,7 @@ class Comparison:
                 "p_value": overall.p_value,
             },
             "cells": [c.to_json() for c in self.cells],
+            "machine_differences": list(self.machine_differences),
             "effective_length": {
                 "base": dataclasses.asdict(self.base_effective_length),
                 "new": dataclasses.asdict(self.new_effective_length),
@@ -237,6 +241,7 @@ def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
         cells=_compare_cells(graded, alpha),
         base_effective_length=run_effective_length([b for b, _ in graded]),
         new_effective_length=run_effective_length([n for _, n in graded]),
+        machine_differences=tuple(machine_differences(*(RunFolder(p).read_manifest() for p in (base, new)))),
     )
 
 
@@ -394,4 +399,9 @@ def comparison_text(comparison: Comparison) -> list[str]:
         f"effective length: {_length(base_length.mean)} → {_length(new_length.mean)}; on the 95% lower "
         f"bound: {_length(base_length.lower_bound)} → {_length(new_length.lower_bound)}"
     )
+    if comparison.machine_differences:
+        lines.append(
+            f"warning: the runs differ in {'; '.join(comparison.machine_differences)}: a real model's greedy "
+            "answers can change with these alone, so part of any difference may be the machine's"
+        )
     return lines

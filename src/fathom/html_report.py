@@ -8,6 +8,7 @@ self-contained and safe with untrusted text).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -52,6 +53,21 @@ def _modified(environment: Mapping[str, Any]) -> str:
 
 def _short(digest: object) -> str:
     return str(digest)[:12] if digest else "n/a"
+
+
+# An absolute path into an installed package (a tokenizer file, a model in a virtualenv) is told by
+# what follows site-packages/ (or dist-packages/); the rest is the same in every row.
+_INSTALLED = re.compile(r"/[^\s\"']*/(?:site|dist)-packages/")
+
+
+def short_paths(text: str) -> str:
+    """``text`` with each path into an installed package cut to its package-relative part."""
+    return _INSTALLED.sub("…/", text)
+
+
+def _full(value: str) -> str:
+    """A title attribute with the full text, where short_paths cut it (shown on hover)."""
+    return f' title="{esc(value)}"' if short_paths(value) != value else ""
 
 
 def _corpus(task: Mapping[str, Any]) -> str:
@@ -298,7 +314,10 @@ PANEL = (
 
 def _header(manifest: Mapping[str, Any], records: Sequence[SampleRecord], summary: Mapping[str, Any]) -> str:
     spec = manifest.get("identity", {}).get("spec", {})
-    facts = "".join(f"<dt>{esc(name)}</dt><dd>{esc(value)}</dd>" for name, value in _facts(manifest, records))
+    facts = "".join(
+        f"<dt>{esc(name)}</dt><dd{_full(value)}>{esc(short_paths(value))}</dd>"
+        for name, value in _facts(manifest, records)
+    )
     return (
         f"<header><h1>{esc(spec.get('model'))} · {esc(spec.get('task'))}</h1>"
         f"{headline(summary)}<details open><summary>run</summary>"

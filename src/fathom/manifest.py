@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
 import platform
+import re
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import fathom
-from fathom.backends.base import Backend
+from fathom.backends.base import Backend, Built
 from fathom.spec import RunSpec
 from fathom.tasks.base import Task
 from fathom.tokenizers import Tokenizer
@@ -47,8 +51,55 @@ def manifest(
             "platform": platform.platform(),
             "host": socket.gethostname(),
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            # Real models' greedy answers depend on the arithmetic: the CPU's vector instructions
+            # and the backend's build decide near-ties, so these say where a run can be repeated.
+            "cpu": cpu(),
+            "backend_build": backend.build() if isinstance(backend, Built) else None,
         },
     }
+
+
+# Vector-instruction flags that change how a CPU backend sums floats (x86 and Arm names in cpuinfo).
+SIMD = re.compile(r"^(sse4_2|avx|avx2|fma|f16c|avx512\w*|amx\w*|asimd\w*|sve\w*|neon)$")
+
+
+def cpu() -> dict[str, Any]:
+    """The CPU's model name, its vector-instruction flags and its core count (Linux's cpuinfo; the
+    platform's processor name elsewhere)."""
+    model, flags = platform.processor() or platform.machine(), list[str]()
+    try:
+        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        info = ""
+    for line in info.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and value.strip():
+            model = value.strip()
+        elif key.strip() in ("flags", "Features") and not flags:
+            flags = sorted(flag for flag in value.split() if SIMD.match(flag))
+    return {"model": model, "simd": flags, "cores": os.cpu_count()}
+
+
+def machine_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What differs between two manifests' machines and backend builds: where it does, a real model's
+    greedy answers may differ for that reason alone, so a paired comparison should say so."""
+    found = []
+    for key, what in (("cpu", "CPU"), ("backend_build", "backend build")):
+        a, b = (_environment(m).get(key) for m in (base, new))
+        if a is not None and b is not None and a != b:
+            found.append(f"{what} ({_short(a)} vs {_short(b)})")
+    return found
+
+
+def _environment(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    environment = manifest.get("environment")
+    return environment if isinstance(environment, dict) else {}
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict) and "model" in value:
+        return f"{value['model']}, {len(value.get('simd') or ())} SIMD flags"
+    return json.dumps(value, sort_keys=True)[:80]
 
 
 def source_revision(folder: Path) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from fathom import control
 from fathom.backends.base import Backend, Request, Streamer, TokenScores, score_request, scorer
 from fathom.errors import SpecError
 from fathom.manifest import manifest
-from fathom.progress import Progress
+from fathom.progress import RunProgress
 from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.records import ANSWER_BYTES, AnyRecord, Cell, Completion, PerplexityRecord, SampleRecord
 from fathom.registry import create_backend, create_task
@@ -91,18 +91,20 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
             shuffled = list(cells)
             random.Random(spec.seed).shuffle(shuffled)
             cells = shuffled
-        progress = Progress(sum(1 for _ in todo()), f"{spec.task} {spec.model}", enabled=show_progress)
+        progress = RunProgress(f"{spec.task} {spec.model}", todo(), enabled=show_progress)
         written: list[AnyRecord] = []
 
         def write(record: AnyRecord) -> None:
             folder.append(record)
             written.append(record)
-            progress.advance()
+            progress.record_done(record)
 
         clock = _BackendClock(backend)
-        for batch in _batches(cells, getattr(backend, "requests_per_call", BATCH_SIZE)):
-            _run_batch(spec, clock, task, batch, write)
-        progress.finish()
+        try:
+            for batch in _batches(cells, getattr(backend, "requests_per_call", BATCH_SIZE)):
+                _run_batch(spec, clock, task, batch, write)
+        finally:
+            progress.close()
         failed = [r.error for r in folder.latest() if r.error is not None]
     derive(folder)
     seconds = time.perf_counter() - started

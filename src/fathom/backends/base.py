@@ -127,6 +127,15 @@ class Streamer(Protocol):
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]: ...
 
 
+@runtime_checkable
+class Built(Protocol):
+    """A backend whose build decides its arithmetic (llama.cpp's CPU kernels, say): what the manifest
+    records of it, outside the run's identity, so a run resumes on another build but a comparison
+    of two runs says when their builds differ."""
+
+    def build(self) -> dict[str, Any]: ...
+
+
 SCORING_BACKENDS = "llamacpp, hf, vllm, openai (a server returning prompt logprobs) or sim"
 
 

@@ -274,6 +274,12 @@ class LlamaCppBackend:
             "swa_full": True,
         }
 
+    def build(self) -> dict[str, Any]:
+        """llama.cpp's version and the CPU features its kernels were built for and use."""
+        info = llama_cpp.llama_print_system_info()
+        text = info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info)
+        return {"llama_cpp_version": llama_cpp.__version__, "system_info": text.strip(" |")}
+
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return [self._complete(request) for request in requests]
 

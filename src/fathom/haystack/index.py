@@ -100,7 +100,8 @@ def _load(path: Path, key: tuple[str, str]) -> TokenizedCorpus | None:
     """The cached index, or None where there is none or it cannot be read: a damaged entry
     (truncated, empty, not an npz, a folder) is rebuilt and written over."""
     try:
-        with np.load(path) as data:
+        # The file opened here, not by np.load, which leaves it open when the archive is damaged.
+        with path.open("rb") as handle, np.load(handle) as data:
             return TokenizedCorpus(data["ids"], data["boundaries"], *key)
     # Whatever is wrong with an entry (np.load raises OSError, EOFError, ValueError, BadZipFile
     # and more, by the damage), rebuilding it is the cure: the cache only saves time.

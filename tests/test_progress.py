@@ -1,0 +1,64 @@
+"""Progress: controls and samples as phases of their own, the samples counted in prompt tokens, so
+the time left is estimated from the long prompts' own rate."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import pytest
+from test_store import record
+
+from fathom import progress as progress_module
+from fathom.progress import Progress, RunProgress
+from fathom.records import Cell
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_log_gets_one_line_per_tenth_with_tqdms_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(progress_module.time, "monotonic", clock)
+    stream = io.StringIO()
+    phase = Progress("niah sim", 1000, "tok", stream=stream)
+    phase.begin()
+    for _ in range(100):
+        clock.now += 0.5
+        phase.advance(10)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 10
+    # 500 tokens in 25 s: 20 tokens a second, and 25 s left.
+    assert lines[4] == "niah sim:  50%|#####     | 500/1.00k [00:25<00:25, 20.0tok/s]"
+    assert lines[-1].startswith("niah sim: 100%|##########| 1.00k/1.00k [00:50<00:00,")
+
+
+def test_the_samples_rate_leaves_out_the_time_the_controls_took(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(progress_module.time, "monotonic", clock)
+    todo = [Cell("niah", 1024, 0.5, i, control=True) for i in range(2)]
+    todo += [Cell("niah", 4096, 0.5, i) for i in range(4)]
+    run = RunProgress("niah sim", todo)
+    run.controls.stream = run.samples.stream = stream = io.StringIO()
+    assert (run.controls.total, run.samples.total) == (2, 4 * 4096)
+    for index in range(2):
+        clock.now += 100.0  # slow controls must not make the samples look slow
+        run.record_done(dataclasses.replace(record(index), control=True))
+    for index in range(2):
+        clock.now += 8.0
+        run.record_done(dataclasses.replace(record(index), length=4096))
+    last = stream.getvalue().splitlines()[-1]
+    # Half the tokens in 16 s of samples: 16 s left, at 512 tokens a second.
+    assert last == "niah sim:  50%|#####     | 8.19k/16.4k [00:16<00:16, 512tok/s]", last
+
+
+def test_disabled_progress_writes_nothing() -> None:
+    stream = io.StringIO()
+    phase = Progress("x", 10, "tok", stream=stream, enabled=False)
+    phase.advance(10)
+    assert stream.getvalue() == ""
