@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 from fathom.analysis import (
     CellStats,
     LengthStats,
+    bootstrap_interval,
     cell_table,
     effective_length,
     length_table,
@@ -79,6 +82,18 @@ def test_wilson_matches_hand_computed_values(successes: int, n: int, expected: t
     assert wilson_interval(successes, n) == pytest.approx(expected, abs=1e-4)
 
 
+@given(n=st.integers(1, 2000), data=st.data())
+def test_wilson_bounds_are_where_the_score_test_is_exactly_z(n: int, data: st.DataObject) -> None:
+    """Wilson's interval is the set of p whose score statistic |k/n - p| / sqrt(p(1 - p) / n) is at most
+    z: each bound inside (0, 1) solves (k/n - p)^2 = z^2 p (1 - p) / n, whatever the closed form."""
+    k = data.draw(st.integers(1, n - 1) if n > 1 else st.just(0))
+    low, high = wilson_interval(k, n)
+    for bound in (low, high):
+        if 0.0 < bound < 1.0:
+            assert (k / n - bound) ** 2 == pytest.approx(1.959964**2 * bound * (1 - bound) / n, rel=1e-6)
+    assert low < k / n < high or k == 0
+
+
 def test_wilson_without_samples_is_the_whole_range() -> None:
     assert wilson_interval(0, 0) == (0.0, 1.0)
 
@@ -95,6 +110,44 @@ def test_wilson_contains_the_estimate_and_stays_in_range(n: int, frac: float) ->
     assert frac - 1e-9 <= high <= 1.0
 
 
+BOOTSTRAP_VALUES = [0.1, 0.9, 0.4, 0.4, 0.75, 0.0, 1.0, 0.6, 0.3, 0.55, 0.2, 0.85]
+
+
+def test_bootstrap_is_the_percentile_bootstrap_with_the_documented_seed() -> None:
+    """2000 resamples with replacement drawn by numpy's default_rng(0), and the 2.5th and 97.5th
+    percentiles of their means (README, "Analysis": a seeded percentile bootstrap), done here apart."""
+    values = np.asarray(BOOTSTRAP_VALUES)
+    picks = np.random.default_rng(0).integers(0, len(values), size=(2000, len(values)))
+    expected = np.percentile(values[picks].mean(axis=1), [2.5, 97.5])
+    low, high = bootstrap_interval(BOOTSTRAP_VALUES)
+    assert (low, high) == pytest.approx(tuple(expected), rel=1e-12)
+    assert low < float(values.mean()) < high
+    assert bootstrap_interval(BOOTSTRAP_VALUES) == (low, high)  # the same every time
+    # Weights that are all equal change nothing; the weighted bootstrap resamples (value, weight) pairs.
+    assert bootstrap_interval(BOOTSTRAP_VALUES, [3.0] * 12) == pytest.approx((low, high), rel=1e-12)
+    weights = np.arange(1.0, 13.0)
+    weighted = (values[picks] * weights[picks]).sum(axis=1) / weights[picks].sum(axis=1)
+    assert bootstrap_interval(BOOTSTRAP_VALUES, weights.tolist()) == pytest.approx(
+        tuple(np.percentile(weighted, [2.5, 97.5])), rel=1e-12
+    )
+
+
+def test_bootstrap_bounds_lie_near_the_exact_bootstrap_quantiles() -> None:
+    """For five scores every resample is one of 5^5 = 3125 equally likely tuples, so the bootstrap
+    distribution of the mean is known exactly; 2000 draws put its 2.5th percentile between the exact
+    1st and 5th percentiles, and the 97.5th between the 95th and 99th (each all but certain)."""
+    values = [0.0, 0.25, 0.25, 0.75, 1.0]
+    means = sorted(sum(pick) / 5 for pick in itertools.product(values, repeat=5))
+
+    def quantile(q: float) -> float:
+        return means[min(len(means) - 1, int(q * len(means)))]
+
+    low, high = bootstrap_interval(values)
+    assert quantile(0.01) <= low <= quantile(0.05) < 0.45 < quantile(0.95) <= high <= quantile(0.99)
+    # The fractional scores get this interval, clamped to [0, 1], and their mean.
+    assert score_interval(values) == (0.45, low, high)
+
+
 def test_cells_group_sort_and_exclude_errors() -> None:
     records = [
         record(2048, 0.5, 0.0),
@@ -107,9 +160,11 @@ def test_cells_group_sort_and_exclude_errors() -> None:
     assert [(c.length, c.depth) for c in cells] == [(1024, 0.1), (1024, 0.9), (2048, 0.5)]
     first = cells[0]
     assert (first.n, first.errors, first.mean) == (2, 1, pytest.approx(0.75))
-    # A fractional score gets the bootstrap interval; all-or-nothing scores get Wilson's.
-    assert (first.ci_low, first.ci_high) == pytest.approx(score_interval([1.0, 0.5])[1:])
-    assert (cells[1].ci_low, cells[1].ci_high) == pytest.approx(wilson_interval(1.0, 1))
+    # A fractional score gets the bootstrap interval: resampled means of (1.0, 0.5) are 1.0, 0.75 or
+    # 0.5 with chances 1/4, 1/2, 1/4, so the 2.5th and 97.5th percentiles of 2000 are the extremes.
+    assert (first.ci_low, first.ci_high) == (0.5, 1.0)
+    # All-or-nothing scores get Wilson's: 1 of 1 has the lower bound n / (n + z^2) = 1 / 4.841459.
+    assert (cells[1].ci_low, cells[1].ci_high) == pytest.approx((0.206549, 1.0), abs=1e-6)
 
 
 def test_cell_with_only_errors_has_no_mean() -> None:
@@ -127,7 +182,10 @@ def test_length_table_pools_samples_not_cells() -> None:
     records = [record(depth=0.0, score=1.0, sample=i) for i in range(3)] + [record(depth=1.0, score=0.0)]
     (row,) = length_table(cell_table(records))
     assert (row.length, row.n, row.mean) == (1024, 4, pytest.approx(0.75))
-    assert (row.ci_low, row.ci_high) == pytest.approx(wilson_interval(3, 4))
+    # Wilson's interval of the pooled 3 of 4, not a mean of the cells' own (3 of 3 and 0 of 1): with
+    # z^2 = 3.841459, centre (0.75 + 0.480182) / 1.960365 = 0.627527 and half-width
+    # 1.959964 * sqrt(0.046875 + 0.060023) / 1.960365 = 0.326886.
+    assert (row.ci_low, row.ci_high) == pytest.approx((0.3006, 0.9544), abs=1e-4)
 
 
 def test_effective_length_monotone_decline() -> None:
@@ -154,6 +212,35 @@ def test_effective_length_ignores_input_order() -> None:
 def test_effective_length_fails_a_length_with_nothing_scored() -> None:
     empty = LengthStats(2048, 0, 3, None, 0.0, 1.0, False)
     assert effective_length([length_row(1024, 1.0), empty, length_row(4096, 1.0)]) == 1024
+
+
+def test_effective_length_passes_a_length_at_exactly_the_threshold() -> None:
+    """The score must be at least the threshold: 17 of 20 is 0.85 exactly (17 / 20 rounds to the same
+    double as the literal 0.85) and passes; 16 of 20 = 0.8 does not."""
+    assert 17 / 20 == 0.85
+    assert effective_length([length_row(1024, 17 / 20), length_row(2048, 16 / 20)]) == 1024
+    assert effective_length([length_row(1024, 0.85, low=0.85)], use_lower_bound=True) == 1024
+    assert effective_length([length_row(1024, 0.9, low=0.8499999)], use_lower_bound=True) is None
+    records = [
+        record(length, 0.5, 1.0 if i < hits else 0.0, sample=i)
+        for length, hits in ((1024, 20), (2048, 17), (4096, 16))
+        for i in range(20)
+    ]
+    assert summarize(records)["effective_length"]["mean"] == 2048
+
+
+def test_a_length_pooled_from_unequal_cells_at_exactly_the_threshold_passes() -> None:
+    """1 of 3 at one depth and 118 of 137 at the other (the rest errors, say) pool to 119 of 140 =
+    0.85, which passes; recovering each cell's sum as mean * n in floating point reads 0.84999..."""
+    hits = {0.0: (1, 3), 1.0: (118, 137)}
+    records = [
+        record(1024, depth, 1.0 if i < k else 0.0, sample=i)
+        for depth, (k, n) in hits.items()
+        for i in range(n)
+    ]
+    (row,) = length_table(cell_table(records))
+    assert (row.n, row.mean) == (140, 119 / 140) and 119 / 140 == 0.85
+    assert effective_length([row]) == 1024
 
 
 def test_lower_bound_variant_is_stricter() -> None:

@@ -75,6 +75,32 @@ def test_text_and_chat_inputs_carry_the_whole_needle(runs: Path, kind: str) -> N
     assert all(r["score"] == (0.0 if r.get("control") else 1.0) for r in records)
 
 
+@pytest.mark.parametrize(
+    ("method", "recorded", "score"),
+    [(None, "contains", 1.0), ("contains", "contains", 1.0), ("exact", "exact", 0.0), ("all", "all", 1.0),
+     ("any", "any", 1.0)],
+)  # fmt: skip
+def test_niah_grades_with_the_scoring_it_is_given(
+    runs: Path, method: str | None, recorded: str, score: float
+) -> None:
+    folder = runs / str(method)
+    options = "--model sim:perfect --tokenizer char --lengths 1k --depths 2 --samples 2 --no-progress"
+    chosen = [] if method is None else ["--scoring", method]
+    assert cli("run", "niah", *options.split(), *chosen, "--run-dir", folder) == 0
+    assert json.loads((folder / "manifest.json").read_text())["identity"]["spec"]["scoring"] == method
+    assert {r["scoring"] for r in lines(folder)} == {recorded}  # the no-context controls too
+    graded = samples(folder)
+    assert len(graded) == 4
+    for r in graded:
+        # sim:perfect answers with the whole needle sentence: it holds the one answer (contains, all and
+        # any find it) and is longer than it (exact does not).
+        (answer,), output = r["answers"], str(r["output"])
+        assert answer in output and output.strip(" .") != answer
+        assert (r["score"], r["matched"]) == (score, [answer] if score else [])
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["lengths"][0]["mean"] == score
+
+
 def test_default_folder_is_derived_from_the_spec(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = [*"run niah --model sim:perfect --tokenizer char --lengths 2k --depths 3 --samples 1".split(),
             "--out", runs, "--no-progress"]  # fmt: skip
@@ -114,11 +140,14 @@ def test_report_rederives_summary_and_heatmap(runs: Path) -> None:
     folder = runs / "rep"
     options = "--model sim:perfect --tokenizer char --lengths 1k --depths 2 --samples 1 --no-progress"
     assert cli("run", "niah", *options.split(), "--run-dir", folder) == 0
-    (folder / "summary.json").unlink()
-    (folder / "heatmap.png").unlink()
+    derived = {name: (folder / name).read_bytes() for name in ("summary.json", "heatmap.png", "report.html")}
+    for name in derived:
+        (folder / name).unlink()
     assert cli("report", folder) == 0
-    assert json.loads((folder / "summary.json").read_text())["samples"] == 2
-    assert (folder / "heatmap.png").stat().st_size > 1000
+    # The same files as the run wrote, from the records alone.
+    assert {name: (folder / name).read_bytes() for name in derived} == derived
+    assert json.loads(derived["summary.json"])["samples"] == 2
+    assert derived["heatmap.png"].startswith(b"\x89PNG\r\n\x1a\n")
 
 
 BAD_INPUTS = [
@@ -319,3 +348,18 @@ def test_unusable_folders_are_one_line_each(
         cli("run", "niah", *options, "--run-dir", "")
     assert exit_.value.code == 2
     assert "argument --run-dir: is empty" in capsys.readouterr().err
+
+
+def test_run_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli("run", "--help")
+    text = " ".join(capsys.readouterr().out.split())
+    for default in (
+        "(default: 1k,2k,4k,8k)",
+        "(default: 3)",
+        "default: 11",
+        "(default: auto)",
+        "(default: 0)",
+    ):
+        assert default in text
+    assert "(default: True)" not in text and "(default: None)" not in text

@@ -21,7 +21,14 @@ import pytest
 
 import fathom.runner
 from fathom.cli import main
-from fathom.compare import compare_runs, holm_adjust, paired_test, sign_test, write_comparison
+from fathom.compare import (
+    EffectiveLength,
+    compare_runs,
+    holm_adjust,
+    paired_test,
+    sign_test,
+    write_comparison,
+)
 from fathom.errors import RunFolderError
 from fathom.records import SampleRecord
 from fathom.runner import run
@@ -78,6 +85,25 @@ def cliff_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def small_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sweep(tmp_path_factory.mktemp("small") / "base", SMALL)
+
+
+# One cell of ten samples, so Holm's correction (over one cell) leaves each p-value as it is.
+ONE_CELL = dataclasses.replace(SMALL, samples=10)
+
+
+@pytest.fixture(scope="module")
+def one_cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sweep(tmp_path_factory.mktemp("one") / "run", ONE_CELL)
+
+
+def scored_pair(run: Path, folder: Path, base: list[float], new: list[float]) -> tuple[Path, Path]:
+    """Two copies of the one-cell run whose ten samples scored ``base`` and ``new``, in order."""
+    pair = []
+    for name, scores in (("base", base), ("new", new)):
+        copy = shutil.copytree(run, folder / name)
+        rewrite_samples(copy, lambda rs, s=scores: [dict(r, score=x) for r, x in zip(rs, s, strict=True)])
+        pair.append(copy)
+    return pair[0], pair[1]
 
 
 @pytest.fixture
@@ -166,15 +192,8 @@ def test_a_planted_regression_is_found_past_the_cliff_and_nowhere_else(
         else:
             assert cell.verdict == "unchanged"
     assert comparison.overall.p_value < 1e-6 and comparison.overall.worse >= 27
-    assert comparison.base_effective_length.mean == 16384
-    assert comparison.new_effective_length.mean == 4096
-    assert comparison.new_effective_length.lower_bound is not None
-    assert (
-        comparison.new_effective_length.lower_bound
-        <= 4096
-        < 16384
-        == comparison.base_effective_length.lower_bound
-    )
+    assert comparison.base_effective_length == EffectiveLength(mean=16384, lower_bound=16384)
+    assert comparison.new_effective_length == EffectiveLength(mean=4096, lower_bound=1024)
 
     capsys.readouterr()
     assert cli("compare", base, new) == 1  # a regression fails the gate
@@ -237,22 +256,25 @@ def test_comparison_json_has_exactly_the_agreed_shape(cliff_pair: tuple[Path, Pa
     data = compare_runs(*cliff_pair, alpha=0.02).to_json()
     assert set(data) == {
         "base", "new", "alpha", "correction", "test", "pairs", "left_out", "overall", "cells",
-        "effective_length", "regressions", "improvements",
+        "machine_differences", "effective_length", "regressions", "improvements",
     }  # fmt: skip
+    assert data["machine_differences"] == []  # both runs made here, by one simulated build
     assert data["alpha"] == 0.02 and data["correction"] == "holm"
     assert data["test"] == "exact McNemar (sign test on paired scores)"
     assert data["left_out"] == {"errors": 0, "unpaired": 0}
     assert set(data["overall"]) == {"base_mean", "new_mean", "worse", "better", "p_value"}
     assert data["effective_length"] == {
         "base": {"mean": 16384, "lower_bound": 16384},
-        "new": {"mean": 4096, "lower_bound": data["effective_length"]["new"]["lower_bound"]},
+        "new": {"mean": 4096, "lower_bound": 1024},  # see the test below
     }
     cell_keys = {"length", "depth", "task", "pairs", "base_mean", "new_mean", "difference", "worse", "better",
                  "p_value", "p_adjusted", "verdict"}  # fmt: skip
     assert all(set(cell) == cell_keys for cell in data["cells"])
     order = [(c["length"], c["depth"]) for c in data["cells"]]
     assert order == sorted(order)
-    assert data["cells"][-1]["difference"] == data["cells"][-1]["new_mean"] - data["cells"][-1]["base_mean"]
+    # Ten of ten pairs worse on 0/1 scores: every pair went from 1 to 0.
+    regressed_means = [(c["base_mean"], c["new_mean"], c["difference"]) for c in data["cells"][-3:]]
+    assert regressed_means == [(1.0, 0.0, -1.0)] * 3
     assert data["regressions"] == sum(c["verdict"] == "regressed" for c in data["cells"]) == 3
     assert data["improvements"] == 0
     # 10 of 10 worse gives p = 2/1024 per cell; Holm over 9 cells makes it 0.0176: above alpha = 0.01.
@@ -260,6 +282,81 @@ def test_comparison_json_has_exactly_the_agreed_shape(cliff_pair: tuple[Path, Pa
     assert regressed == pytest.approx([9 * 2 / 1024] * 3)
     assert compare_runs(*cliff_pair, alpha=0.01).to_json()["regressions"] == 0
     json.dumps(data)  # plain JSON values throughout
+
+
+def test_the_effective_lengths_on_the_lower_bound_follow_from_the_hit_counts(
+    cliff_pair: tuple[Path, Path],
+) -> None:
+    """The new run's lower-bound effective length, from its hits and Wilson's bound worked by hand.
+
+    With z = 1.959964 (z^2 = 3.841459), k of n = 30 samples per length:
+    30/30: the lower bound is n / (n + z^2) = 30 / 33.841459 = 0.8865, at least 0.85: passes.
+    29/30: p = 0.966667, z^2/n = 0.128049, centre = (p + z^2/2n) / (1 + z^2/n) = 1.030691 / 1.128049
+    = 0.913693, half-width = z * sqrt(p(1-p)/n + z^2/4n^2) / 1.128049 = 1.959964 * 0.046273 / 1.128049
+    = 0.080397, so the lower bound is 0.8333, below 0.85: fails, and every longer length with it.
+    """
+    base, new = cliff_pair
+    hits: dict[str, dict[int, float]] = {}
+    for name, folder in (("base", base), ("new", new)):
+        per_length: dict[int, float] = {}
+        for line in (folder / "samples.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            if not r.get("control"):
+                per_length[r["length"]] = per_length.get(r["length"], 0.0) + r["score"]
+        hits[name] = per_length
+    assert hits["base"] == {1024: 30.0, 4096: 30.0, 16384: 30.0}
+    assert hits["new"] == {1024: 30.0, 4096: 29.0, 16384: 0.0}  # sim:cliff's accuracy 0.98 missed one
+    comparison = compare_runs(base, new)
+    assert comparison.base_effective_length == EffectiveLength(mean=16384, lower_bound=16384)
+    # The mean: 30/30 and 29/30 = 0.967 pass 0.85, 0/30 fails.
+    assert comparison.new_effective_length == EffectiveLength(mean=4096, lower_bound=1024)
+
+
+# --- the verdict: significant, and the mean and the pairs agree on the direction --------------------
+
+DROP_OUTWEIGHS_GAINS = ([1.0] + [0.0] * 9, [0.0] + [0.1] * 9)  # mean 0.10 -> 0.09; 1 worse, 9 better
+GAIN_OUTWEIGHS_DROPS = ([0.0] + [0.1] * 9, [1.0] + [0.0] * 9)  # mean 0.09 -> 0.10; 9 worse, 1 better
+
+
+@pytest.mark.parametrize(
+    ("scores", "worse", "better", "p_value", "verdict"),
+    [
+        # 2 * P(X <= 1), X ~ Bin(10, 1/2) = 2 * (1 + 10) / 1024: significant at 0.05, and a verdict only
+        # if the mean moves the way most pairs do.
+        (DROP_OUTWEIGHS_GAINS, 1, 9, 22 / 1024, "unchanged"),
+        (GAIN_OUTWEIGHS_DROPS, 9, 1, 22 / 1024, "unchanged"),
+        (([0.5] * 10, [0.4] * 10), 10, 0, 2 / 1024, "regressed"),
+        (([0.4] * 10, [0.5] * 10), 0, 10, 2 / 1024, "improved"),
+    ],
+)
+def test_a_verdict_needs_the_mean_and_the_pairs_to_point_the_same_way(
+    one_cell: Path,
+    tmp_path: Path,
+    scores: tuple[list[float], list[float]],
+    worse: int,
+    better: int,
+    p_value: float,
+    verdict: str,
+) -> None:
+    """A few large drops can outweigh many small gains of fractional scores: then the test's evidence
+    (the gains) and the mean disagree about the direction, and the cell gets no verdict."""
+    base, new = scored_pair(one_cell, tmp_path, *scores)
+    (cell,) = compare_runs(base, new).cells
+    assert (cell.test.pairs, cell.test.worse, cell.test.better) == (10, worse, better)
+    assert cell.p_adjusted == pytest.approx(p_value, rel=1e-12) and cell.p_adjusted < 0.05
+    assert cell.verdict == verdict
+
+
+def test_an_adjusted_p_equal_to_alpha_is_not_significant(cliff_pair: tuple[Path, Path]) -> None:
+    """The criterion is p < alpha. Ten of ten pairs worse gives p = 2 / 2**10; Holm over the nine cells
+    multiplies the three tied smallest by 9, 8 and 7 and keeps the running maximum, 18 / 1024: binary
+    fractions, exact in floating point, so alpha can equal them exactly."""
+    at = 18 / 1024
+    cells = compare_runs(*cliff_pair, alpha=at).cells
+    assert [c.p_adjusted for c in cells if c.length == 16384] == [at] * 3
+    assert all(c.verdict == "unchanged" for c in cells)
+    just_above = compare_runs(*cliff_pair, alpha=math.nextafter(at, 1.0))
+    assert [c.length for c in just_above.regressed] == [16384] * 3
 
 
 def test_ruler_cells_are_tasks_at_lengths_with_fractional_scores(tmp_path: Path) -> None:

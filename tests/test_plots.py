@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 
+import fathom.plots
 from fathom.analysis import CellStats, wilson_interval
-from fathom.plots import format_length, plot_heatmap
+from fathom.plots import DPI, HATCH, NA_GREY, format_length, plot_heatmap
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 LENGTHS = (1024, 2048, 4096, 8192)
 DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -35,17 +41,64 @@ def table(score: float, k: int = 10, beyond_from: int | None = None) -> list[Cel
 def read_png(path: Path) -> np.ndarray:
     import matplotlib.image
 
-    assert path.stat().st_size > 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     return np.asarray(matplotlib.image.imread(path))
 
 
-def test_heatmap_writes_a_sane_png(tmp_path: Path) -> None:
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
+    """The figures the plots save, kept for a look at what they hold; still written to their files."""
+    figures: list[Figure] = []
+    save = fathom.plots.save_figure
+
+    def keep(fig: Figure, path: Path, note: str) -> None:
+        figures.append(fig)
+        save(fig, path, note)
+
+    monkeypatch.setattr(fathom.plots, "save_figure", keep)
+    return figures
+
+
+def squares(ax: Axes) -> dict[tuple[int, int], tuple[str, str]]:
+    """Each filled grid square by (column, row): its colour and the label written on it."""
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import Rectangle
+
+    fills = {
+        (round(p.get_x() + 0.5), round(p.get_y() + 0.5)): to_hex(p.get_facecolor())
+        for p in ax.patches
+        if isinstance(p, Rectangle) and p.get_fill()
+    }
+    labels = {(round(t.get_position()[0]), round(t.get_position()[1])): t.get_text() for t in ax.texts}
+    assert fills.keys() == labels.keys()
+    return {at: (fills[at], labels[at]) for at in fills}
+
+
+def hatched(ax: Axes) -> set[tuple[int, int]]:
+    return {(round(p.get_x() + 0.5), round(p.get_y() + 0.5)) for p in ax.patches if p.get_hatch() == HATCH}
+
+
+def test_heatmap_draws_every_cell_in_its_accuracy_colour_into_the_png(
+    tmp_path: Path, drawn: list[Figure]
+) -> None:
+    import matplotlib
+
     path = tmp_path / "heatmap.png"
     plot_heatmap(table(1.0), path, "model · niah · cl100k · k=10")
-    pixels = read_png(path)
-    height, width = pixels.shape[:2]
-    assert 300 <= height <= 4000 and 300 <= width <= 4000
-    assert pixels.std() > 0.05  # not a blank canvas
+    (fig,) = drawn
+    ax = fig.axes[0]
+    green = matplotlib.colors.to_hex(matplotlib.colormaps["RdYlGn"](1.0))
+    # Four lengths across, five depths down, the shallowest on top; every cell 100%, none hatched
+    # (10 of 10 has a Wilson interval 0.28 wide).
+    assert squares(ax) == {(col, row): (green, "100%") for col in range(4) for row in range(5)}
+    assert not hatched(ax)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1k", "2k", "4k", "8k"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0%", "25%", "50%", "75%", "100%"]
+    assert ax.get_ylim() == (4.5, -0.5)
+    assert ax.get_title() == "model · niah · cl100k · k=10" and not ax.get_lines()  # no window to mark
+    # The PNG is that figure, at the plots' resolution.
+    width, height = fig.get_size_inches() * DPI
+    assert read_png(path).shape == (round(height), round(width), 4)
 
 
 def test_heatmap_colour_follows_accuracy(tmp_path: Path) -> None:
@@ -60,19 +113,37 @@ def test_heatmap_colour_follows_accuracy(tmp_path: Path) -> None:
     assert b[..., 0].mean() > a[..., 0].mean()
 
 
-def test_heatmap_handles_gaps_wide_intervals_and_window(tmp_path: Path) -> None:
-    cells = table(0.5, k=2, beyond_from=4096)  # k=2: every interval is wide, so all cells hatched
+def test_heatmap_handles_gaps_wide_intervals_and_window(tmp_path: Path, drawn: list[Figure]) -> None:
+    import matplotlib
+
+    cells = table(0.5, k=2, beyond_from=4096)  # k=2: 1 of 2 has a Wilson interval 0.82 wide
     cells[0] = CellStats(1024, 0.0, 0, 2, None, 0.0, 1.0, False)  # only errors: grey n/a
-    del cells[-1]  # a position never run at all
-    path = tmp_path / "mixed.png"
-    plot_heatmap(cells, path, "mixed")
-    assert read_png(path).shape[0] > 0
+    del cells[-1]  # a position never run at all: grey n/a too
+    plot_heatmap(cells, tmp_path / "mixed.png", "mixed")
+    ax = drawn[0].axes[0]
+    yellow = matplotlib.colors.to_hex(matplotlib.colormaps["RdYlGn"](0.5))
+    scored = {(col, row) for col in range(4) for row in range(5)} - {(0, 0), (3, 4)}
+    assert squares(ax) == {
+        (0, 0): (NA_GREY, "n/a"),
+        (3, 4): (NA_GREY, "n/a"),
+        **{at: (yellow, "50%") for at in scored},
+    }
+    assert hatched(ax) == scored  # every scored cell, and no grey one
+    # The window ends between 2k and 4k, the columns 1 and 2: one dashed line there, in the legend.
+    (line,) = ax.get_lines()
+    assert list(line.get_xdata()) == [1.5, 1.5] and line.get_linestyle() == "--"
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["wide interval", "end of trained window"]
 
 
-def test_heatmap_marks_differ_from_plain(tmp_path: Path) -> None:
+def test_heatmap_marks_differ_from_plain(tmp_path: Path, drawn: list[Figure]) -> None:
+    # 5 of 10 has a Wilson interval 0.53 wide: hatched when the limit is 0.1, not when it is 1.
     plain, marked = tmp_path / "plain.png", tmp_path / "marked.png"
     plot_heatmap(table(0.5, k=10), plain, "t", wide_interval=1.0)
     plot_heatmap(table(0.5, k=10), marked, "t", wide_interval=0.1)
+    assert not hatched(drawn[0].axes[0])
+    assert hatched(drawn[1].axes[0]) == {(col, row) for col in range(4) for row in range(5)}
     assert not np.array_equal(read_png(plain), read_png(marked))
 
 

@@ -91,9 +91,20 @@ def test_length_below_the_overhead_names_the_minimum() -> None:
 
 def test_lengths_beyond_the_corpus_repeat_it() -> None:
     build = CHAR_BUILDERS["repeat"]
+    unit = CHAR.decode(build.corpus.ids.tolist())  # the whole corpus: one sentence of 79 characters
     needle = make_needle("number", needle_rng(0))
     prompt = build.build(50_000, 0.5, needle)
     assert len(prompt.ids) == 50_000
+    text = CHAR.decode(prompt.ids.tolist())
+    context = text[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens]
+    (placed,) = prompt.needles
+    at = placed.token_offset - prompt.head_tokens
+    assert context[at : at + placed.tokens] == needle.text
+    # Without the needle: the corpus from its start, over and over, cut where the length runs out
+    # (not padded, not ended early, and not restarted at the needle).
+    haystack = context[:at] + context[at + placed.tokens :]
+    copies = -(-len(haystack) // len(unit))
+    assert copies > 600 and haystack == (unit * copies)[: len(haystack)]
 
 
 def test_tolerance_is_half_a_percent_or_eight_tokens() -> None:

@@ -7,6 +7,7 @@ import json
 import math
 import statistics
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -58,7 +59,9 @@ def rec(
 def test_binary_scores_get_the_wilson_interval() -> None:
     mean, low, high = score_interval([1.0, 1.0, 0.0, 1.0])
     assert mean == pytest.approx(0.75)
-    assert (low, high) == pytest.approx(wilson_interval(3, 4))
+    # Wilson, 3 of 4, z^2 = 3.841459: centre (0.75 + 0.480182) / 1.960365 = 0.627527, half-width
+    # 1.959964 * sqrt(0.046875 + 0.060023) / 1.960365 = 0.326886.
+    assert (low, high) == pytest.approx((0.300641, 0.954413), abs=1e-6)
 
 
 def test_fractional_scores_get_a_bootstrap_interval() -> None:
@@ -81,7 +84,8 @@ def test_bootstrap_is_deterministic_and_close_to_the_normal_interval() -> None:
 
 
 def test_a_single_fractional_score_and_none_are_not_falsely_certain() -> None:
-    assert score_interval([0.5]) == (0.5, *wilson_interval(0.5, 1))
+    # Wilson with 0.5 of 1: centre 0.5, half-width 1.959964 * sqrt(0.25 + 0.960365) / 4.841459 = 0.445379.
+    assert score_interval([0.5]) == pytest.approx((0.5, 0.054621, 0.945379), abs=1e-6)
     assert score_interval([]) == (None, 0.0, 1.0)
 
 
@@ -110,7 +114,8 @@ def test_task_grid_orders_by_suite_then_name_and_counts_errors() -> None:
     ]
     first = grid[0]
     assert (first.n, first.errors, first.mean, first.beyond_window) == (2, 1, 0.75, True)
-    assert (first.ci_low, first.ci_high) == score_interval([1.0, 0.5])[1:]
+    # The bootstrap of (1.0, 0.5): resampled means 0.5, 0.75, 1.0 with chances 1/4, 1/2, 1/4.
+    assert (first.ci_low, first.ci_high) == (0.5, 1.0)
     assert not grid[1].beyond_window
 
 
@@ -118,9 +123,9 @@ def test_each_task_weighs_the_same_at_a_length() -> None:
     records = [rec("vt", K4, 1.0, sample=i) for i in range(4)] + [rec("cwe", K4, 0.0, depths=())]
     (row,) = length_scores(task_grid(records))
     assert row.mean == pytest.approx(0.5)  # not 0.8, the mean over the five samples
-    grid = task_grid(records)
-    assert row.ci_low == pytest.approx((grid[0].ci_low + grid[1].ci_low) / 2)
-    assert row.ci_high == pytest.approx((grid[0].ci_high + grid[1].ci_high) / 2)
+    # The bounds are the tasks' Wilson bounds averaged: vt's 4 of 4 is (4 / 7.841459, 1) =
+    # (0.510109, 1) and cwe's 0 of 1 is (0, 3.841459 / 4.841459) = (0, 0.793451).
+    assert (row.ci_low, row.ci_high) == pytest.approx((0.255055, 0.896725), abs=1e-6)
     assert row.tasks == 2
 
 
@@ -181,6 +186,18 @@ def test_effective_length_must_exceed_the_threshold() -> None:
     assert ruler_aggregates({K4: 90.0, K8: 85.61}).effective_length == K8
 
 
+def test_a_task_scoring_exactly_the_threshold_does_not_pass() -> None:
+    """107 of 125 is 0.856 exactly, 85.6 in percent: RULER's threshold must be exceeded; 108 passes."""
+    records = [
+        rec("vt", length, 1.0 if i < hits else 0.0, i)
+        for length, hits in ((K4, 125), (K8, 108), (K16, 107), (K32, 125))
+        for i in range(125)
+    ]
+    mean = ruler_summary(records)["aggregates"]["mean"]
+    assert mean["scores"][1:3] == [86.4, 85.6]
+    assert mean["effective_length"] == K8
+
+
 def test_effective_length_stops_at_a_dip_despite_recovery() -> None:
     agg = ruler_aggregates({K4: 95.0, K8: 90.0, K16: 70.0, K32: 92.0, K64: 93.0})
     assert agg.effective_length == K8
@@ -224,7 +241,9 @@ def test_depth_profile_bins_by_mean_needle_depth_per_task_and_pooled() -> None:
         (POOLED, 0.2, 0.3, 3, pytest.approx(2 / 3)),
         (POOLED, 0.9, 1.0, 1, 1.0),
     ]
-    assert (profile[3].ci_low, profile[3].ci_high) == pytest.approx(wilson_interval(2, 3))
+    # Wilson, 2 of 3: centre (2/3 + 0.640243) / 2.280486 = 0.573084, half-width
+    # 1.959964 * sqrt(0.074074 + 0.106707) / 2.280486 = 0.365424.
+    assert (profile[3].ci_low, profile[3].ci_high) == pytest.approx((0.207660, 0.938508), abs=1e-6)
 
 
 def test_depth_profile_of_tasks_without_needles_is_empty() -> None:
@@ -315,11 +334,37 @@ def test_plots_reject_empty_input(tmp_path: Path) -> None:
         plot_depth_profile([DepthBin("vt", 0.0, 0.1, 0, None, 0.0, 1.0)], tmp_path / "d.png", "empty")
 
 
-def test_depth_profile_plot_writes_a_png(tmp_path: Path) -> None:
+def test_depth_profile_plot_draws_a_line_per_task_and_the_pooled_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """two_task_run's needles sit in the bins 0, 20, 40, 60 and 80% (centres 5, 25, ... 85). Each bin
+    holds one sample of each task per length: vt scores 1, 1, 0.5, 0 there (62.5%); qa_1's sample i
+    is right where i < 5, 4, 3, 2 (4, 4, 3, 2, 1 of 4 by bin); pooled, (2.5 + qa's) / 8."""
+    import fathom.plots
+
+    figures: list[Any] = []
+    save = fathom.plots.save_figure
+    monkeypatch.setattr(
+        fathom.plots, "save_figure", lambda fig, *rest: (figures.append(fig), save(fig, *rest))
+    )
     path = tmp_path / "depth.png"
     plot_depth_profile(depth_profile(two_task_run()), path, "model · ruler · depth")
-    pixels = read_png(path)
-    assert 300 <= pixels.shape[0] <= 4000 and pixels.std() > 0.05
+    (fig,) = figures
+    ax = fig.axes[0]
+    expected = {
+        "vt": [62.5] * 5,
+        "qa_1": [100.0, 100.0, 75.0, 50.0, 25.0],
+        POOLED: [81.25, 81.25, 68.75, 56.25, 43.75],
+    }
+    assert [line.get_label() for line in ax.get_lines()] == list(expected)
+    for line, scores in zip(ax.get_lines(), expected.values(), strict=True):
+        assert list(line.get_xdata()) == pytest.approx([5.0, 25.0, 45.0, 65.0, 85.0])
+        assert list(line.get_ydata()) == pytest.approx(scores)
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["vt", "qa_1", "95% interval", POOLED]
+    assert ax.get_title() == "model · ruler · depth"
+    read_png(path)
 
 
 # --- derived files and the printed summary ---------------------------------------------------------

@@ -4,6 +4,8 @@ code that ran."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -17,10 +19,10 @@ from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
 from fathom.manifest import source_revision
 from fathom.records import ANSWER_BYTES, SampleRecord
-from fathom.runner import run
+from fathom.runner import RunResult, run
 from fathom.spec import RunSpec
 from fathom.store import RunFolder
-from fathom.tokenizers import load_tokenizer
+from fathom.tokenizers import CharTokenizer, load_tokenizer
 
 
 class _OneByOne(SimulatedBackend):
@@ -108,6 +110,78 @@ def test_a_streamed_answer_is_on_disk_as_it_arrives_and_cut_to_size(
         assert record.output.encode().decode() == record.output  # cut at a character boundary
 
 
+class _DriftingChars(CharTokenizer):
+    """One token per character, except that re-encoding a whole prompt's text (what a text backend
+    reads, and the runner counts) comes out ``drift`` tokens longer, or shorter when negative, than
+    the ids the prompt was built from: as a tokenizer that is not quite the model's would."""
+
+    def __init__(self, drift: int) -> None:
+        super().__init__()
+        self.drift = drift
+
+    def encode_with_specials(self, text: str) -> list[int]:
+        ids = super().encode_with_specials(text)
+        if not ("<document>" in text and "</document>" in text):  # a template's piece: as built
+            return ids
+        return ids + ids[: self.drift] if self.drift >= 0 else ids[: self.drift]
+
+
+class _TextBackend(SimulatedBackend):
+    """sim:perfect reading text through a drifting tokenizer, and accepting prompts of at most
+    ``limit`` tokens with their new ones."""
+
+    def __init__(self, drift: int, limit: int | None = None) -> None:
+        super().__init__("perfect?input=text", _DriftingChars(drift))
+        self.max_prompt_tokens = limit
+
+
+def _text_run(runs: Path, monkeypatch: pytest.MonkeyPatch, drift: int, limit: int | None = None) -> RunResult:
+    monkeypatch.setitem(registry.BACKENDS, "drift", lambda rest, _: _TextBackend(int(rest), limit))
+    spec = RunSpec("niah", f"drift:{drift}", "char", (1024, 2048), (0.5,), 2, control=False)
+    return run(spec, runs / f"drift{drift}-{limit}", show_progress=False)
+
+
+def _outcomes(result: RunResult) -> dict[int, list[tuple[int, str | None, float]]]:
+    """Per length, each sample's (counted tokens, error, score)."""
+    by_length: dict[int, list[tuple[int, str | None, float]]] = {}
+    for r in RunFolder(result.folder).records():
+        assert isinstance(r, SampleRecord)
+        by_length.setdefault(r.length, []).append((r.actual_tokens, r.error, r.score))
+    return by_length
+
+
+# The tolerance is 0.5% of the target or 8 tokens, whichever is more: 8 at 1k, 11 at 2k.
+@pytest.mark.parametrize("drift", [9, -9])
+def test_a_text_prompt_that_re_encodes_too_long_or_too_short_is_refused(
+    runs: Path, monkeypatch: pytest.MonkeyPatch, drift: int
+) -> None:
+    result = _text_run(runs, monkeypatch, drift)
+    counted = 1024 + drift
+    refused = f"length_mismatch: {counted} tokens for a target of 1024"
+    assert _outcomes(result) == {1024: [(counted, refused, 0.0)] * 2, 2048: [(2048 + drift, None, 1.0)] * 2}
+    # Not sent, and final: a resume cannot mend a tokenizer.
+    assert (result.written, result.errors, result.retryable, result.unretryable) == (4, 2, 0, 2)
+
+
+@pytest.mark.parametrize("drift", [8, -8])
+def test_a_text_prompt_within_the_tolerance_is_sent(
+    runs: Path, monkeypatch: pytest.MonkeyPatch, drift: int
+) -> None:
+    result = _text_run(runs, monkeypatch, drift)
+    assert _outcomes(result) == {1024: [(1024 + drift, None, 1.0)] * 2, 2048: [(2048 + drift, None, 1.0)] * 2}
+    assert result.errors == 0
+
+
+def test_a_prompt_and_its_new_tokens_beyond_the_backends_limit_are_refused(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NIAH lets the model write 32 tokens: 1024 + 32 fits a limit of 1056 exactly, 2048 + 32 does not.
+    result = _text_run(runs, monkeypatch, 0, limit=1056)
+    refused = "too_long: 2048 prompt tokens + 32 new exceed the backend's limit of 1056"
+    assert _outcomes(result) == {1024: [(1024, None, 1.0)] * 2, 2048: [(2048, refused, 0.0)] * 2}
+    assert (result.errors, result.retryable, result.unretryable) == (2, 0, 2)
+
+
 def test_the_manifest_names_the_commit_and_whether_the_package_differs_from_it(tmp_path: Path) -> None:
     assert source_revision(tmp_path) == {"git_sha": None, "git_dirty": None}  # not a checkout
 
@@ -130,3 +204,32 @@ def test_the_manifest_names_the_commit_and_whether_the_package_differs_from_it(t
     (package / "new.py").unlink()
     (package / "code.py").write_text("x = 2\n")
     assert source_revision(package)["git_dirty"] is True
+
+
+def test_the_manifest_records_the_cpu_and_a_comparison_warns_when_machines_differ(runs: Path) -> None:
+    from fathom.compare import compare_runs, comparison_text
+    from fathom.manifest import cpu, machine_differences
+
+    here = cpu()
+    assert here["model"] and here["cores"] == os.cpu_count()
+    assert all(
+        flag.startswith(("sse", "avx", "fma", "f16c", "amx", "asimd", "sve", "neon")) for flag in here["simd"]
+    )
+    spec = replace(_spec("sim:perfect"), control=False)
+    for name in ("a", "b"):
+        run(spec, runs / name, show_progress=False)
+    assert RunFolder(runs / "a").read_manifest()["environment"]["cpu"] == here
+    assert comparison_text(compare_runs(runs / "a", runs / "b"))[-1].startswith("effective length")
+
+    manifest = json.loads((runs / "b" / "manifest.json").read_text())
+    manifest["environment"]["cpu"] = {"model": "Intel Xeon", "simd": ["avx2", "avx512f"], "cores": 2}
+    manifest["environment"]["backend_build"] = {"llama_cpp_version": "0.3.36"}
+    (runs / "b" / "manifest.json").write_text(json.dumps(manifest))
+    assert machine_differences(RunFolder(runs / "a").read_manifest(), manifest) == [
+        f"CPU ({here['model']}, {len(here['simd'])} SIMD flags vs Intel Xeon, 2 SIMD flags)"
+    ]  # a build recorded on one side only is no difference that can be judged
+    comparison = compare_runs(runs / "a", runs / "b")
+    assert comparison.machine_differences == (
+        machine_differences(RunFolder(runs / "a").read_manifest(), manifest)[0],
+    )
+    assert comparison_text(comparison)[-1].startswith("warning: the runs differ in CPU (")

@@ -20,10 +20,63 @@ def test_ruler_all_is_the_fraction_found_and_any_is_one_hit() -> None:
     assert score("all", "none here", refs).matched == ()
 
 
-def test_exact_ignores_prefix_quotes_and_end_punctuation_only() -> None:
-    assert score("exact", " Answer: 'Thundmere'.", ["Thundmere"]).value == 1.0
-    assert score("exact", "thundmere", ["Thundmere"]).value == 1.0
-    assert score("exact", "It is Thundmere.", ["Thundmere"]).value == 0.0
+@pytest.mark.parametrize(
+    "output",
+    [
+        " Answer: 'Thundmere'.",
+        "thundmere",
+        "THUNDMERE!",
+        '"Thundmere"',
+        "The answer is Thundmere.",
+        "The answer is: Thundmere",
+        "answer - Thundmere",
+        "\nAnswer:\tThundmere\n",
+    ],
+)
+def test_exact_ignores_case_an_answer_prefix_quotes_and_end_punctuation(output: str) -> None:
+    graded = score("exact", output, ["Thundmere"])
+    assert (graded.value, graded.matched, graded.method) == (1.0, ("Thundmere",), "exact")
+
+
+@pytest.mark.parametrize(
+    ("output", "reference"),
+    [
+        ("It is Thundmere.", "Thundmere"),  # ends with the answer
+        ("Thundmere is wrong", "Thundmere"),  # starts with it
+        ("Thundmere, or perhaps Elmvale.", "Thundmere"),
+        ("Thund", "Thundmere"),  # a prefix of the answer
+        ("", "Thundmere"),  # nothing at all (the empty string starts every reference)
+        ("Answer:", "Thundmere"),  # a prefix and nothing after it
+        ("48830281", "4883028"),  # a longer number that starts with the answer
+        ("14883028", "4883028"),  # and one that ends with it
+        ("488302", "4883028"),  # a shorter one the answer starts with
+        ("4883 028", "4883028"),
+    ],
+)
+def test_exact_refuses_an_output_that_only_starts_ends_or_is_part_of_the_answer(
+    output: str, reference: str
+) -> None:
+    graded = score("exact", output, [reference])
+    assert (graded.value, graded.matched) == (0.0, ())
+
+
+def test_exact_matches_any_one_of_several_references_and_names_it() -> None:
+    graded = score("exact", "Answer: elmvale", ["Thundmere", "Elmvale"])
+    assert (graded.value, graded.matched) == (1.0, ("Elmvale",))
+    assert score("exact", "Thundmere Elmvale", ["Thundmere", "Elmvale"]).value == 0.0
+
+
+@pytest.mark.parametrize(
+    ("output", "reference"),
+    [
+        ("Answer Island", "Answer Island"),  # the prefix must not eat a reference's own first word
+        ("Answerable", "Answerable"),
+        ("The answer is Answer Island.", "Answer Island"),
+        ("Answer Isthmus", "Isthmus"),  # "is" is a word of the prefix only when it is a whole word
+    ],
+)
+def test_exact_keeps_a_reference_that_begins_like_the_answer_prefix(output: str, reference: str) -> None:
+    assert score("exact", output, [reference]).value == 1.0
 
 
 def test_unknown_method_and_missing_references_are_errors() -> None:

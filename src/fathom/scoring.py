@@ -1,8 +1,8 @@
 """Deterministic graders. All compare case-insensitively and record which references matched.
 
 - ``contains``: 1 if every reference occurs in the output, else 0 (the needle test's grader).
-- ``exact``: 1 if the output, stripped of an answer prefix, quotes and end punctuation, equals a
-  reference.
+- ``exact``: 1 if the output, with or without an answer prefix ("The answer is"), stripped of quotes
+  and end punctuation, equals a reference; a longer output that merely starts or ends with it is 0.
 - ``all``: the fraction of references that occur (RULER's string_match_all).
 - ``any``: 1 if any reference occurs (RULER's string_match_part).
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from fathom.errors import SpecError
 from fathom.records import Score
 
-_PREFIX = re.compile(r"^\s*(?:the\s+)?answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
+_PREFIX = re.compile(r"^\s*(?:the\s+)?answer\b\s*(?:is\b)?\s*[:\-]?\s*", re.IGNORECASE)
 _EDGES = " \t\n\"'`.,;:!?"
 
 
@@ -30,8 +30,10 @@ def _contains(output: str, references: Sequence[str]) -> Score:
 
 
 def _exact(output: str, references: Sequence[str]) -> Score:
-    answer = _PREFIX.sub("", output).strip(_EDGES).lower()
-    found = tuple(ref for ref in references if ref.strip(_EDGES).lower() == answer)
+    # The whole output too: a reference may itself start with "answer" ("Answer Island"), which the
+    # prefix would eat.
+    answers = {text.strip(_EDGES).lower() for text in (output, _PREFIX.sub("", output))}
+    found = tuple(ref for ref in references if ref.strip(_EDGES).lower() in answers)
     return Score(float(bool(found)), found, "exact")
 
 
