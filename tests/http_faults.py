@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from fathom.backends import jsonhttp
-from fathom.backends.base import ChatPrompt, Request
+from fathom.backends.base import Request
+from fathom.prompts import ChatPrompt
 
 KEY = "sk-test-PLANTED-0b7f3c9e1d"
 NEEDLE = re.compile(r"One of the special magic numbers for [\w-]+ is: \d+\.")

@@ -1,4 +1,4 @@
-"""Tests for fathom.analysis: intervals, grouping, effective length, lost-in-the-middle, summary."""
+"""Tests for fathom.analysis.niah: intervals, grouping, effective length, lost-in-the-middle, summary."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fathom.analysis import (
+from fathom.analysis.niah import (
     CellStats,
     LengthStats,
     bootstrap_interval,

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fathom.haystack import index
-from fathom.haystack.corpora import Corpus
-from fathom.haystack.index import TokenizedCorpus, tokenize_corpus
-from fathom.tokenizers import load_tokenizer
+from fathom.prompts.haystack import index
+from fathom.prompts.haystack.corpora import Corpus
+from fathom.prompts.haystack.index import TokenizedCorpus, tokenize_corpus
+from fathom.prompts.tokenizers import load_tokenizer
 
 TOKENIZER = load_tokenizer("char")
 CORPUS = Corpus("cache-test", " ".join(f"Sentence number {i} is here." for i in range(200)), "tests")

@@ -284,7 +284,7 @@ def test_resume_retries_backend_errors_and_counts_each_sample_once(
 
 
 def test_models_lists_installed_small_models_and_backends(capsys: pytest.CaptureFixture[str]) -> None:
-    from fathom.models import LOCAL_MODELS
+    from fathom.backends.local_models import LOCAL_MODELS
 
     assert cli("models") == 0
     out = capsys.readouterr().out

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from fathom import runner
 from fathom.cli import main as cli
+from fathom.run import runner
 from fathom.spec import RunSpec
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12)

@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-import fathom.runner
-from fathom.cli import main
-from fathom.compare import (
+import fathom.run.runner
+from fathom.analysis.paired import (
     EffectiveLength,
     compare_runs,
     holm_adjust,
@@ -29,10 +28,11 @@ from fathom.compare import (
     sign_test,
     write_comparison,
 )
+from fathom.cli import main
 from fathom.errors import RunFolderError
 from fathom.records import SampleRecord
-from fathom.runner import run
-from fathom.runs import list_runs
+from fathom.report.runs import list_runs
+from fathom.run.runner import run
 from fathom.spec import RunSpec
 
 SPEC = RunSpec(
@@ -404,7 +404,7 @@ def test_two_seeds_of_one_model_are_rarely_told_apart(
     the raw p-values of the same comparisons must exceed the bound: without Holm's correction this
     test fails."""
     # Statistics only: skip the plots and the per-record fsync, which would take most of the time.
-    monkeypatch.setattr(fathom.runner, "derive", lambda folder: {})
+    monkeypatch.setattr(fathom.run.runner, "derive", lambda folder: {})
     monkeypatch.setattr(os, "fsync", lambda fd: None)
     # pi-decay at half=768, slope=1: accuracy about 0.6 at 512 and 0.43 at 1k, whatever the depth,
     # so all ten cells sit well inside (0, 1) where seeds disagree most.

@@ -10,19 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fathom import control, registry
+from fathom import registry
 from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
 from fathom.cli import main
 from fathom.prompts import chat_prompt
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import SampleRecord
 from fathom.registry import create_task
-from fathom.report import control_records, split_records
-from fathom.runner import run
+from fathom.report.derive import control_records, split_records
+from fathom.run.runner import run
+from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
-from fathom.store import RunFolder
+from fathom.tasks import control
 from fathom.tasks.base import Sample
-from fathom.tokenizers import load_tokenizer
 
 SPEC = RunSpec(
     task="niah",

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from fathom.errors import CorpusError
-from fathom.haystack import corpora, index, load_corpus, tokenize_corpus
-from fathom.tokenizers import load_tokenizer
+from fathom.prompts.haystack import corpora, index, load_corpus, tokenize_corpus
+from fathom.prompts.tokenizers import load_tokenizer
 
 
 def test_named_corpora_are_normalised_text() -> None:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.niah import NIAH_VERSION, NiahTask
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS, RULER_VERSION
 from fathom.tasks.ruler.suite import RulerTask
-from fathom.tokenizers import load_tokenizer
 
 GOLDEN = Path(__file__).parent / "golden" / "niah.json"
 RULER_GOLDEN = Path(__file__).parent / "golden" / "ruler.json"

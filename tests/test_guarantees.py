@@ -20,7 +20,7 @@ from test_store import manifest, record
 from fathom.cli import main as cli
 from fathom.errors import RunFolderError
 from fathom.records import SampleRecord
-from fathom.store import LOCK, QUARANTINE, RunFolder
+from fathom.run.store import LOCK, QUARANTINE, RunFolder
 
 SWEEP = [
     "run", "niah", "--model", "sim:cliff?delay=0.02", "--tokenizer", "cl100k_base", "--lengths", "1k,2k",

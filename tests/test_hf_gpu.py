@@ -20,8 +20,8 @@ pytest.importorskip("transformers")
 
 from fathom.backends.base import Request  # noqa: E402  (after the skips: it needs torch)
 from fathom.backends.hf import TransformersBackend  # noqa: E402
+from fathom.backends.local_models import smollm2_gguf  # noqa: E402
 from fathom.cli import main  # noqa: E402
-from fathom.models import smollm2_gguf  # noqa: E402
 
 SMOLLM2 = smollm2_gguf()
 pytestmark = [

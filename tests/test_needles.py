@@ -1,7 +1,7 @@
 import pytest
 
 from fathom.errors import SpecError
-from fathom.needles import NEEDLE_KINDS, SAN_FRANCISCO, make_needle, needle_rng
+from fathom.prompts.needles import NEEDLE_KINDS, SAN_FRANCISCO, make_needle, needle_rng
 
 
 @pytest.mark.parametrize("kind", [k for k in NEEDLE_KINDS if k != "sf"])

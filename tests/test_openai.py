@@ -195,7 +195,7 @@ def test_auto_counts_approximately_and_the_heatmap_says_so(
     server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     titles: list[str] = []
-    monkeypatch.setattr("fathom.plots.plot_heatmap", lambda cells, path, title: titles.append(title))
+    monkeypatch.setattr("fathom.report.plots.plot_heatmap", lambda cells, path, title: titles.append(title))
     folder = tmp_path / "run"
     sweep = ("--lengths", "1k", "--depths", "2", "--samples", "1")
     assert run_cli(f"openai:m@{server.url}", folder, *sweep) == 0
@@ -326,7 +326,7 @@ def serve_smollm2(folder: Path, *options: str) -> Iterator[str]:
     """llama-cpp-python's OpenAI-compatible server with SmolLM2 on a free port; its /v1 URL."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("uvicorn", reason="needs llama-cpp-python[server]")
-    from fathom.models import smollm2_gguf
+    from fathom.backends.local_models import smollm2_gguf
 
     gguf = smollm2_gguf()
     if gguf is None:
@@ -401,7 +401,7 @@ def test_scores_from_a_real_llama_cpp_server_match_llama_cpp_in_process(bos_llam
     """The same GGUF and engine read the same tokens (BOS, then the text) alike: 1e-7 nats apart
     on average when measured, and float sums in another order stay far below 1e-3."""
     from fathom.backends.llamacpp import LlamaCppBackend
-    from fathom.models import smollm2_gguf
+    from fathom.backends.local_models import smollm2_gguf
 
     llama = LlamaCppBackend(f"{smollm2_gguf()}?n_ctx=1024", "auto")
     head, tail = prose_parts()
@@ -426,7 +426,7 @@ def test_a_llama_cpp_server_without_bos_misaligns_and_scoring_says_so(llama_serv
 
 def prose_parts() -> tuple[str, str]:
     """About 130 SmolLM2 tokens of prose, split at a word."""
-    from fathom.haystack import load_corpus
+    from fathom.prompts.haystack import load_corpus
 
     words = load_corpus("prose").text[:700].split(" ")[:-1]
     return " ".join(words[:10]), " " + " ".join(words[10:])

@@ -15,17 +15,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fathom import registry
+from fathom.analysis.perplexity import bucket_sums, perplexity_table, position_buckets
 from fathom.backends.sim import DEFAULT_NLL
 from fathom.cli import main
 from fathom.errors import SpecError
-from fathom.haystack import load_corpus, tokenize_corpus
-from fathom.perplexity_analysis import bucket_sums, perplexity_table, position_buckets
+from fathom.prompts.haystack import load_corpus, tokenize_corpus
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import PerplexityRecord, SampleRecord, record_from_json
-from fathom.runner import run
+from fathom.run.runner import run
+from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
-from fathom.store import RunFolder
 from fathom.tasks.perplexity import DocumentBuilder
-from fathom.tokenizers import load_tokenizer
 
 
 def spec(**changes: Any) -> RunSpec:

@@ -1,4 +1,4 @@
-"""Tests for fathom.plots: length labels and the heatmap file."""
+"""Tests for fathom.report.plots: length labels and the heatmap file."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-import fathom.plots
-from fathom.analysis import CellStats, wilson_interval
-from fathom.plots import DPI, HATCH, NA_GREY, format_length, plot_heatmap
+import fathom.report.plots
+from fathom.analysis.niah import CellStats, wilson_interval
+from fathom.report.plots import DPI, HATCH, NA_GREY, format_length, plot_heatmap
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -49,13 +49,13 @@ def read_png(path: Path) -> np.ndarray:
 def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
     """The figures the plots save, kept for a look at what they hold; still written to their files."""
     figures: list[Figure] = []
-    save = fathom.plots.save_figure
+    save = fathom.report.plots.save_figure
 
     def keep(fig: Figure, path: Path, note: str) -> None:
         figures.append(fig)
         save(fig, path, note)
 
-    monkeypatch.setattr(fathom.plots, "save_figure", keep)
+    monkeypatch.setattr(fathom.report.plots, "save_figure", keep)
     return figures
 
 

@@ -9,9 +9,9 @@ import io
 import pytest
 from test_store import record
 
-from fathom import progress as progress_module
-from fathom.progress import Progress, RunProgress
 from fathom.records import Cell
+from fathom.run import progress as progress_module
+from fathom.run.progress import Progress, RunProgress
 
 
 class Clock:

@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fathom.errors import PromptError
-from fathom.haystack import load_corpus, tokenize_corpus
-from fathom.needles import make_needle, needle_rng
 from fathom.prompts import PromptBuilder, chat_prompt, length_tolerance
+from fathom.prompts.haystack import load_corpus, tokenize_corpus
+from fathom.prompts.needles import make_needle, needle_rng
+from fathom.prompts.templates import CONTEXT_MARKER, resolve_template
+from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.tasks.niah import NIAH_TEXT
-from fathom.templates import CONTEXT_MARKER, resolve_template
-from fathom.tokenizers import Tokenizer, load_tokenizer
 
 
 def builder(tokenizer: Tokenizer, corpus: str = "noise", template: str = "none") -> PromptBuilder:

@@ -12,12 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fathom.analysis import cell_table, score_interval, wilson_interval
-from fathom.cli import _print_summary
-from fathom.plots import plot_depth_profile, plot_task_grid
-from fathom.records import SampleRecord
-from fathom.report import DEPTH, GRID, HEATMAP, SUMMARY, derive, ruler_text
-from fathom.ruler_analysis import (
+from fathom.analysis.niah import cell_table, score_interval, wilson_interval
+from fathom.analysis.ruler import (
     POOLED,
     DepthBin,
     TaskCell,
@@ -28,8 +24,12 @@ from fathom.ruler_analysis import (
     ruler_summary,
     task_grid,
 )
+from fathom.cli import _print_summary
+from fathom.records import SampleRecord
+from fathom.report.derive import DEPTH, GRID, HEATMAP, SUMMARY, derive, ruler_text
+from fathom.report.plots import plot_depth_profile, plot_task_grid
+from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
-from fathom.store import RunFolder
 
 K4, K8, K16, K32, K64, K128 = (4096 * 2**i for i in range(6))
 
@@ -340,12 +340,12 @@ def test_depth_profile_plot_draws_a_line_per_task_and_the_pooled_one(
     """two_task_run's needles sit in the bins 0, 20, 40, 60 and 80% (centres 5, 25, ... 85). Each bin
     holds one sample of each task per length: vt scores 1, 1, 0.5, 0 there (62.5%); qa_1's sample i
     is right where i < 5, 4, 3, 2 (4, 4, 3, 2, 1 of 4 by bin); pooled, (2.5 + qa's) / 8."""
-    import fathom.plots
+    import fathom.report.plots
 
     figures: list[Any] = []
-    save = fathom.plots.save_figure
+    save = fathom.report.plots.save_figure
     monkeypatch.setattr(
-        fathom.plots, "save_figure", lambda fig, *rest: (figures.append(fig), save(fig, *rest))
+        fathom.report.plots, "save_figure", lambda fig, *rest: (figures.append(fig), save(fig, *rest))
     )
     path = tmp_path / "depth.png"
     plot_depth_profile(depth_profile(two_task_run()), path, "model · ruler · depth")
@@ -424,8 +424,10 @@ def test_derive_titles_say_when_lengths_are_approximate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     titles: list[str] = []
-    monkeypatch.setattr("fathom.plots.plot_task_grid", lambda grid, path, title: titles.append(title))
-    monkeypatch.setattr("fathom.plots.plot_depth_profile", lambda bins, path, title: titles.append(title))
+    monkeypatch.setattr("fathom.report.plots.plot_task_grid", lambda grid, path, title: titles.append(title))
+    monkeypatch.setattr(
+        "fathom.report.plots.plot_depth_profile", lambda bins, path, title: titles.append(title)
+    )
     derive(ruler_folder(tmp_path / "approx", two_task_run(), exact=False))
     derive(ruler_folder(tmp_path / "exact", two_task_run()))
     assert titles[0] == "sim:cliff · ruler · char · k=5 (approximate lengths)"

@@ -9,12 +9,12 @@ import pytest
 
 from fathom.errors import SpecError
 from fathom.prompts import length_tolerance
+from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.ruler.catalogue import VARIANTS
 from fathom.tasks.ruler.suite import RulerTask
-from fathom.tokenizers import Tokenizer, load_tokenizer
 
 NEEDLE_TASKS = [
     pytest.param(name, marks=pytest.mark.essays) if variant.params["haystack"] == "essay" else name

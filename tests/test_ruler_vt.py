@@ -13,12 +13,12 @@ import pytest
 from fathom.cli import main
 from fathom.errors import PromptError
 from fathom.prompts import length_tolerance
+from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.ruler.suite import RulerTask
 from fathom.tasks.ruler.vt import chain
-from fathom.tokenizers import Tokenizer, load_tokenizer
 
 TOKENIZERS = {name: load_tokenizer(name) for name in ("char", "cl100k_base")}
 STATEMENT = re.compile(r"VAR ([A-Z]+) = (VAR ([A-Z]+)|\d+)")

@@ -16,13 +16,13 @@ import pytest
 from fathom.cli import main
 from fathom.errors import PromptError
 from fathom.prompts import length_tolerance
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.ruler.catalogue import VARIANTS
 from fathom.tasks.ruler.suite import RulerTask
 from fathom.tasks.ruler.words import zeta, zipf_counts
-from fathom.tokenizers import load_tokenizer
 
 TOKENIZERS = {name: load_tokenizer(name) for name in ("char", "cl100k_base")}
 ENTRY = re.compile(r"(\d+)\. (.+?)(?= \d+\. |$)")

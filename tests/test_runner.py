@@ -17,12 +17,12 @@ import pytest
 from fathom import registry
 from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
-from fathom.manifest import source_revision
+from fathom.prompts.tokenizers import CharTokenizer, load_tokenizer
 from fathom.records import ANSWER_BYTES, SampleRecord
-from fathom.runner import RunResult, run
+from fathom.run.manifest import source_revision
+from fathom.run.runner import RunResult, run
+from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
-from fathom.store import RunFolder
-from fathom.tokenizers import CharTokenizer, load_tokenizer
 
 
 class _OneByOne(SimulatedBackend):
@@ -207,8 +207,8 @@ def test_the_manifest_names_the_commit_and_whether_the_package_differs_from_it(t
 
 
 def test_the_manifest_records_the_cpu_and_a_comparison_warns_when_machines_differ(runs: Path) -> None:
-    from fathom.compare import compare_runs, comparison_text
-    from fathom.manifest import cpu, machine_differences
+    from fathom.analysis.paired import compare_runs, comparison_text
+    from fathom.run.manifest import cpu, machine_differences
 
     here = cpu()
     assert here["model"] and here["cores"] == os.cpu_count()

@@ -15,13 +15,13 @@ from fathom.backends.base import Request, ScoreRequest
 from fathom.backends.sim import ARCHETYPES, NOT_FOUND, SimulatedBackend
 from fathom.cli import main
 from fathom.errors import SpecError
-from fathom.haystack import load_corpus, tokenize_corpus
-from fathom.needles import make_needle, needle_rng
 from fathom.prompts import Prompt, PromptBuilder
+from fathom.prompts.haystack import load_corpus, tokenize_corpus
+from fathom.prompts.needles import make_needle, needle_rng
+from fathom.prompts.templates import resolve_template
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Needle
 from fathom.tasks.niah import NIAH_TEXT
-from fathom.templates import resolve_template
-from fathom.tokenizers import load_tokenizer
 
 TOKENIZER = load_tokenizer("cl100k_base")
 BUILDER = PromptBuilder(

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from fathom.errors import RunFolderError
-from fathom.lines import identity_sha256
 from fathom.records import SampleRecord
+from fathom.run.lines import identity_sha256
+from fathom.run.store import QUARANTINE, RunFolder
 from fathom.spec import RunSpec
-from fathom.store import QUARANTINE, RunFolder
 
 
 def record(index: int) -> SampleRecord:
@@ -180,7 +180,7 @@ def test_a_dead_writers_lock_does_not_block(tmp_path: Path) -> None:
         import os, sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_store import manifest
-        from fathom.store import RunFolder
+        from fathom.run.store import RunFolder
         RunFolder(__import__("pathlib").Path({str(tmp_path / "run")!r})).start(manifest())
         os._exit(0)  # dies holding the lock, never closing the folder
     """)

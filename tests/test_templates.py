@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from fathom.errors import SpecError
-from fathom.templates import CONTEXT_MARKER, NAMED_TEMPLATES, resolve_template
-from fathom.tokenizers import load_tokenizer
+from fathom.prompts.templates import CONTEXT_MARKER, NAMED_TEMPLATES, resolve_template
+from fathom.prompts.tokenizers import load_tokenizer
 
 CHAR = load_tokenizer("char")
 

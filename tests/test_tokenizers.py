@@ -18,7 +18,7 @@ from tiktoken_ext import openai_public
 from tokenizers import decoders, models, pre_tokenizers, processors, trainers
 
 from fathom.errors import FathomError, TokenizerError
-from fathom.tokenizers import (
+from fathom.prompts.tokenizers import (
     CharTokenizer,
     HFTokenizer,
     TiktokenTokenizer,

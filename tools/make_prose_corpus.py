@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Build fathom's default prose haystack, ``src/fathom/haystack/data/prose.txt``.
+"""Build fathom's default prose haystack, ``src/fathom/prompts/haystack/data/prose.txt``.
 
 The corpus is made only of public-domain English prose that ships inside
 packages from ordinary package registries; nothing is fetched from the web.
-See ``src/fathom/haystack/data/PROSE_SOURCES.md`` for the licence status of
+See ``src/fathom/prompts/haystack/data/PROSE_SOURCES.md`` for the licence status of
 every work and a description of the processing done here.
 
 Sources (the exact versions the shipped file was built from):
@@ -58,7 +58,7 @@ import zlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "src" / "fathom" / "haystack" / "data" / "prose.txt"
+DEFAULT_OUT = REPO / "src" / "fathom" / "prompts" / "haystack" / "data" / "prose.txt"
 R_SITE_LIBRARY = Path("usr/lib/R/site-library")
 
 # Annual messages: the shortest one of each president, 1790 through 1900.

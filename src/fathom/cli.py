@@ -155,7 +155,7 @@ SAMPLE_ERRORS = 3
 
 def _run(args: argparse.Namespace) -> int:
     from fathom.registry import takes_depths
-    from fathom.runner import default_run_dir, run
+    from fathom.run.runner import default_run_dir, run
 
     depths = args.depths or ("11" if takes_depths(args.task) else "")
     spec = RunSpec(
@@ -203,8 +203,8 @@ def _run(args: argparse.Namespace) -> int:
 def _print_summary(folder: Path) -> None:
     import json
 
-    from fathom.control import control_text
-    from fathom.report import perplexity_text, ruler_text
+    from fathom.report.derive import perplexity_text, ruler_text
+    from fathom.tasks.control import control_text
 
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     if "perplexity" in summary:
@@ -227,7 +227,7 @@ def _print_summary(folder: Path) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from fathom.report import report
+    from fathom.report.derive import report
 
     report(args.run_dir, args.threshold, args.baseline)
     plots = sorted(p.name for p in args.run_dir.glob("*.png"))
@@ -236,15 +236,15 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _trap(args: argparse.Namespace) -> None:
-    from fathom.report import trap
+    from fathom.report.derive import trap
 
     trap(args.runs, args.out)
     print(f"wrote {args.out}")
 
 
 def _models(args: argparse.Namespace) -> None:
+    from fathom.backends.local_models import BACKEND_PACKAGES, LOCAL_MODELS, backend_status
     from fathom.backends.sim import ARCHETYPES
-    from fathom.models import BACKEND_PACKAGES, LOCAL_MODELS, backend_status
 
     for model in LOCAL_MODELS:
         path = model.locate()
@@ -257,7 +257,7 @@ def _models(args: argparse.Namespace) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from fathom.compare import compare_runs, comparison_text, write_comparison
+    from fathom.analysis.paired import compare_runs, comparison_text, write_comparison
 
     comparison = compare_runs(args.base, args.new, args.alpha)
     out = args.out or args.new / f"compare-{args.base.resolve().name}"
@@ -269,7 +269,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _repair(args: argparse.Namespace) -> None:
-    from fathom.store import QUARANTINE, RunFolder
+    from fathom.run.store import QUARANTINE, RunFolder
 
     moved = RunFolder(args.run_dir).repair()
     where = args.run_dir / QUARANTINE
@@ -277,7 +277,7 @@ def _repair(args: argparse.Namespace) -> None:
 
 
 def _runs(args: argparse.Namespace) -> None:
-    from fathom.runs import list_runs, runs_text
+    from fathom.report.runs import list_runs, runs_text
 
     entries = list_runs(args.folder)
     print("\n".join(runs_text(entries)) if entries else f"no run folders in {args.folder}")
@@ -286,7 +286,7 @@ def _runs(args: argparse.Namespace) -> None:
 def _gallery(args: argparse.Namespace) -> None:
     import time
 
-    from fathom.gallery import gallery
+    from fathom.report.gallery import gallery
 
     started = time.perf_counter()
     page = gallery(args.out)

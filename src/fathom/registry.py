@@ -13,10 +13,10 @@ from typing import Any
 
 from fathom.backends.base import Backend
 from fathom.errors import SpecError
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.spec import RunSpec
 from fathom.tasks.base import Task
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS as RULER_TASKS
-from fathom.tokenizers import Tokenizer
 
 TaskFactory = Callable[[RunSpec, Tokenizer], Task]
 # (the part after "prefix:", the tokenizer the user named or "auto")
@@ -31,7 +31,7 @@ def _niah(spec: RunSpec, tokenizer: Tokenizer) -> Task:
 
 def _sim(rest: str, tokenizer: str) -> Backend:
     from fathom.backends.sim import SimulatedBackend
-    from fathom.tokenizers import load_tokenizer
+    from fathom.prompts.tokenizers import load_tokenizer
 
     # A simulated model has no vocabulary of its own: it counts with the one named, cl100k by default.
     return SimulatedBackend(rest, load_tokenizer("cl100k_base" if tokenizer == "auto" else tokenizer))

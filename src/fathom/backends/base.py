@@ -12,23 +12,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fathom.errors import SpecError
-from fathom.haystack.index import Ids
+from fathom.prompts import ChatPrompt
+from fathom.prompts.haystack.index import Ids
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Completion
-from fathom.tokenizers import Tokenizer
 
 # What a backend consumes: exact token ids, the prompt's text (re-tokenised by the backend), or chat
 # messages that the backend's server puts into its own template.
 InputKind = Literal["ids", "text", "chat"]
-
-
-@dataclass(frozen=True)
-class ChatPrompt:
-    """The prompt as messages, for chat endpoints; ``prefill`` opens the assistant's answer where
-    the backend supports it (the answer prefix)."""
-
-    system: str | None
-    user: str
-    prefill: str
 
 
 @dataclass(frozen=True, eq=False)

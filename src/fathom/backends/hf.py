@@ -26,9 +26,9 @@ from fathom.backends.base import (
     failed_scores,
     split_options,
 )
+from fathom.backends.local_models import resolve_model_path
 from fathom.backends.settings import choice, or_auto, parse_settings, text, unless_auto, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
-from fathom.models import resolve_model_path
 from fathom.records import Completion
 
 try:

@@ -32,9 +32,9 @@ from fathom.backends.base import (
     split_options,
     with_continuation,
 )
+from fathom.backends.local_models import resolve_model_path
 from fathom.backends.settings import count, flag, parse_settings, whole
 from fathom.errors import MissingExtraError, SpecError, TokenizerError
-from fathom.models import resolve_model_path
 from fathom.records import Completion
 
 try:

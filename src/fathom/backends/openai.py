@@ -35,8 +35,8 @@ from fathom.backends.base import (
 from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transient
 from fathom.backends.settings import choice, count, number, parse_settings, refusal, text, whole
 from fathom.errors import FathomError, SpecError
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Completion
-from fathom.tokenizers import load_tokenizer
 
 APPROXIMATE = "cl100k_base"
 GREEDY = {"temperature": 0, "top_p": 1}

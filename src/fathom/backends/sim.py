@@ -26,8 +26,8 @@ import numpy as np
 from fathom.backends.base import InputKind, Request, ScoreRequest, TokenScores, split_options
 from fathom.backends.settings import Setting, choice, count, number, parse_settings, whole
 from fathom.errors import SpecError
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Completion
-from fathom.tokenizers import Tokenizer
 
 NOT_FOUND = "I could not find the answer in the document."
 DEFAULT_NLL = 2.5  # nats per token: a perplexity of about 12, like a small model on prose

@@ -26,9 +26,9 @@ from fathom.backends.base import (
     failed_scores,
     split_options,
 )
+from fathom.backends.local_models import resolve_model_path
 from fathom.backends.settings import choice, count, flag, number, parse_settings, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
-from fathom.models import resolve_model_path
 from fathom.records import Completion
 
 try:

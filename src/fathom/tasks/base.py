@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fathom.haystack.index import Ids
 from fathom.prompts import Prompt, PromptText
+from fathom.prompts.haystack.index import Ids
 from fathom.records import Cell, Needle
 
 

@@ -7,15 +7,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from fathom.errors import SpecError
-from fathom.haystack import load_corpus, tokenize_corpus
-from fathom.needles import make_needle, needle_rng
 from fathom.prompts import PromptBuilder, PromptText
+from fathom.prompts.haystack import load_corpus, tokenize_corpus
+from fathom.prompts.needles import make_needle, needle_rng
+from fathom.prompts.templates import resolve_template
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Document, Sample
 from fathom.tasks.perplexity import PERPLEXITY, DocumentBuilder
-from fathom.templates import resolve_template
-from fathom.tokenizers import Tokenizer
 
 # Bump when anything below or in the needle generators changes the prompts.
 NIAH_VERSION = 1

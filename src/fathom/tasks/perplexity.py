@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from fathom.errors import SpecError
-from fathom.haystack import load_corpus, tokenize_corpus
-from fathom.haystack.corpora import Corpus
-from fathom.needles import needle_rng
+from fathom.prompts.haystack import load_corpus, tokenize_corpus
+from fathom.prompts.haystack.corpora import Corpus
+from fathom.prompts.needles import needle_rng
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Document
-from fathom.tokenizers import Tokenizer
 
 PERPLEXITY = "perplexity"
 # Bump when the documents below change.

@@ -12,12 +12,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from fathom.errors import CorpusError
-from fathom.haystack.index import Ids
 from fathom.packages import package_dir
 from fathom.prompts import Prompt, PromptText
+from fathom.prompts.haystack.index import Ids
+from fathom.prompts.templates import ChatTemplate
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.tasks.ruler.catalogue import Variant
-from fathom.templates import ChatTemplate
-from fathom.tokenizers import Tokenizer
 
 QUESTION = "{question}"
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from fathom.haystack import load_corpus, tokenize_corpus
-from fathom.haystack.index import Ids
 from fathom.prompts import Prompt, PromptBuilder, PromptText, assemble, frame, too_short
+from fathom.prompts.haystack import load_corpus, tokenize_corpus
+from fathom.prompts.haystack.index import Ids
 from fathom.tasks.ruler.base import Draft, Setting, chunks, fill, task_text, word_list
 from fathom.tasks.ruler.catalogue import Variant
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from fathom.errors import PromptError
-from fathom.haystack.index import Ids
 from fathom.prompts import PromptText, assemble, frame, length_tolerance, too_short
+from fathom.prompts.haystack.index import Ids
 from fathom.tasks.ruler.base import Draft, Setting, encode_units, task_text
 from fathom.tasks.ruler.catalogue import Variant
 from fathom.tasks.ruler.qa_data import QAItem, configured_path, load_dataset

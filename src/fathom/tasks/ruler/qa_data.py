@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from fathom.errors import CorpusError
-from fathom.needles import PLACE_ENDINGS, made_up_name
 from fathom.packages import package_dir
+from fathom.prompts.needles import PLACE_ENDINGS, made_up_name
 
 ENVIRONMENT = {"squad": "FATHOM_SQUAD", "hotpotqa": "FATHOM_HOTPOTQA"}
 FORMATS = {

@@ -13,15 +13,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from fathom.errors import SpecError
-from fathom.needles import needle_rng
 from fathom.prompts import TooShort, too_short
+from fathom.prompts.needles import needle_rng
+from fathom.prompts.templates import resolve_template
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.ruler.base import Family, FamilyFactory, Setting
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS, FAMILIES, RULER_VERSION, SUITE, Variant
-from fathom.templates import resolve_template
-from fathom.tokenizers import Tokenizer
 
 
 def _families() -> dict[str, FamilyFactory]:

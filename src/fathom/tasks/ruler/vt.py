@@ -10,11 +10,11 @@ import string
 from typing import Any
 
 from fathom.errors import SpecError
-from fathom.haystack import load_corpus, tokenize_corpus
 from fathom.prompts import Prompt, PromptBuilder, PromptText
+from fathom.prompts.haystack import load_corpus, tokenize_corpus
+from fathom.prompts.templates import ChatTemplate
 from fathom.tasks.ruler.base import Draft, Setting, after_example, solved_example, task_text
 from fathom.tasks.ruler.catalogue import Variant
-from fathom.templates import ChatTemplate
 
 # RULER builds its example at max_seq_length 500, of which 30 are the tokens to generate.
 EXAMPLE_TOKENS = 500 - 30

@@ -45,8 +45,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fathom.errors import PromptError
-from fathom.haystack.index import Ids
 from fathom.prompts import PromptText, assemble, frame, length_tolerance, too_short
+from fathom.prompts.haystack.index import Ids
 from fathom.tasks.ruler.base import (
     Draft,
     Setting,

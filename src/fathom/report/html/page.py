@@ -23,9 +23,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fathom.html_assets import SCRIPT, STYLE
-from fathom.plots import WIDE_INTERVAL, format_length, text_colour
-from fathom.ruler_analysis import task_order
+from fathom.analysis.ruler import task_order
+from fathom.report.html.assets import SCRIPT, STYLE
+from fathom.report.plots import WIDE_INTERVAL, format_length, text_colour
 
 if TYPE_CHECKING:
     from matplotlib.colors import Colormap

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from fathom.haystack.corpora import Corpus
-from fathom.tokenizers import Tokenizer
+from fathom.prompts.haystack.corpora import Corpus
+from fathom.prompts.tokenizers import Tokenizer
 
 INDEX_VERSION = 1
 _LOG = logging.getLogger(__name__)

@@ -136,7 +136,7 @@ def cell_table(records: Iterable[SampleRecord]) -> list[CellStats]:
     """One row per (length, depth), sorted by length then depth.
 
     For records at fixed depths (NIAH's); records whose depths were drawn per sample (RULER's, with
-    ``depth`` None) are refused: ``fathom.ruler_analysis`` groups those by task instead.
+    ``depth`` None) are refused: ``fathom.analysis.ruler`` groups those by task instead.
     """
     groups: defaultdict[tuple[int, float], list[SampleRecord]] = defaultdict(list)
     for record in records:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fathom.analysis import group_stats
+from fathom.analysis.niah import group_stats
 from fathom.prompts import Prompt
 from fathom.records import CONTROL, Cell, SampleRecord
 from fathom.tasks.base import Sample

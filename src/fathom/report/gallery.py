@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from fathom.backends.sim import ARCHETYPES
-from fathom.html_page import esc, legend, length_or_none, niah_heatmap, page
-from fathom.html_report import REPORT
-from fathom.report import SUMMARY
-from fathom.runner import run
+from fathom.report.derive import SUMMARY
+from fathom.report.html.page import esc, legend, length_or_none, niah_heatmap, page
+from fathom.report.html.run import REPORT
+from fathom.run.runner import run
 from fathom.spec import RunSpec
 
 GALLERY = "gallery.html"

@@ -59,7 +59,7 @@ def _essays() -> Corpus:
 
 
 def _prose() -> Corpus:
-    path = resources.files("fathom.haystack") / "data" / "prose.txt"
+    path = resources.files("fathom.prompts.haystack") / "data" / "prose.txt"
     return Corpus("prose", normalise(path.read_text(encoding="utf-8")), "fathom (public domain)")
 
 

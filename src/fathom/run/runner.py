@@ -18,20 +18,20 @@ from pathlib import Path
 
 import numpy as np
 
-from fathom import control
 from fathom.backends.base import Backend, Request, Streamer, TokenScores, score_request, scorer
 from fathom.errors import SpecError
-from fathom.manifest import manifest
-from fathom.progress import RunProgress
 from fathom.prompts import Prompt, chat_prompt, length_tolerance
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import ANSWER_BYTES, AnyRecord, Cell, Completion, PerplexityRecord, SampleRecord
 from fathom.registry import create_backend, create_task
-from fathom.report import derive
+from fathom.report.derive import derive
+from fathom.run.manifest import manifest
+from fathom.run.progress import RunProgress
+from fathom.run.store import RETRIED_ERRORS, RunFolder
 from fathom.scoring import check_method, score
 from fathom.spec import RunSpec
-from fathom.store import RETRIED_ERRORS, RunFolder
+from fathom.tasks import control
 from fathom.tasks.base import Document, Sample, Task
-from fathom.tokenizers import Tokenizer
 
 Write = Callable[[AnyRecord], None]
 

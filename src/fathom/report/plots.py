@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from fathom.analysis import CellStats
-from fathom.ruler_analysis import POOLED, DepthBin, TaskCell, length_scores, task_order
+from fathom.analysis.niah import CellStats
+from fathom.analysis.ruler import POOLED, DepthBin, TaskCell, length_scores, task_order
 from fathom.units import format_count
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    from fathom.compare import CellComparison
+    from fathom.analysis.paired import CellComparison
 
 NA_GREY = "#c8c8c8"
 HATCH = "////"

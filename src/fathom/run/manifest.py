@@ -16,9 +16,9 @@ from typing import Any
 
 import fathom
 from fathom.backends.base import Backend, Built
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.spec import RunSpec
 from fathom.tasks.base import Task
-from fathom.tokenizers import Tokenizer
 
 MANIFEST_SCHEMA = 1
 

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fathom.backends.base import ChatPrompt
 from fathom.errors import PromptError
-from fathom.haystack.index import Ids, TokenizedCorpus
+from fathom.prompts.haystack.index import Ids, TokenizedCorpus
+from fathom.prompts.templates import CONTEXT_MARKER, ChatTemplate
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Needle
-from fathom.templates import CONTEXT_MARKER, ChatTemplate
-from fathom.tokenizers import Tokenizer
 
 
 def length_tolerance(target: int) -> int:
@@ -37,6 +36,16 @@ class PromptText:
     after: str
     answer_prefix: str
     system: str | None = None
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    """The prompt as messages, for chat endpoints; ``prefill`` opens the assistant's answer where
+    the backend supports it (the answer prefix)."""
+
+    system: str | None
+    user: str
+    prefill: str
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from fathom.analysis import summarize
+from fathom.analysis.niah import summarize
+from fathom.analysis.ruler import ruler_summary, task_order
 from fathom.errors import RunFolderError
-from fathom.manifest import machine_differences
 from fathom.records import SampleRecord
-from fathom.report import SUMMARY, is_ruler_run, split_records
-from fathom.ruler_analysis import ruler_summary, task_order
-from fathom.store import MANIFEST, RunFolder
+from fathom.report.derive import SUMMARY, is_ruler_run, split_records
+from fathom.run.manifest import machine_differences
+from fathom.run.store import MANIFEST, RunFolder
 from fathom.units import format_count
 
 TEST = "exact McNemar (sign test on paired scores)"
@@ -337,8 +337,8 @@ def _verdict(test: PairedTest, p_adjusted: float, alpha: float) -> Verdict:
 def write_comparison(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]:
     """Write compare.json, the difference heatmap compare.png and the page compare.html (with both
     runs' heatmaps when their summary.json exist) into ``out_dir``; return the first two paths."""
-    from fathom.html_compare import write_comparison_html
-    from fathom.plots import plot_difference_heatmap
+    from fathom.report.html.compare import write_comparison_html
+    from fathom.report.plots import plot_difference_heatmap
 
     out_dir.mkdir(parents=True, exist_ok=True)
     data, figure = out_dir / COMPARISON_JSON, out_dir / COMPARISON_PNG

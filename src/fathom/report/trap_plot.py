@@ -1,7 +1,7 @@
 """The perplexity trap as a figure: perplexity beside retrieval by context length, and perplexity by
 position in the context, so a model whose perplexity stays healthy while its retrieval falls shows it.
 
-matplotlib is imported inside the plotting functions, as in ``fathom.plots``.
+matplotlib is imported inside the plotting functions, as in ``fathom.report.plots``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fathom.plots import format_length, pyplot_agg, save_figure
+from fathom.report.plots import format_length, pyplot_agg, save_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fathom.html_page import (
+from fathom.analysis.ruler import task_order
+from fathom.report.html.page import (
     Square,
     depth_label,
     esc,
@@ -19,8 +20,7 @@ from fathom.html_page import (
     summary_heatmap,
     table,
 )
-from fathom.plots import format_length
-from fathom.ruler_analysis import task_order
+from fathom.report.plots import format_length
 
 VERDICT_FLAGS = {"regressed": " ▼", "improved": " ▲"}
 

@@ -18,7 +18,7 @@ from jinja2 import Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from fathom.errors import SpecError
-from fathom.tokenizers import Tokenizer
+from fathom.prompts.tokenizers import Tokenizer
 
 CONTEXT_MARKER = "\u27e6fathom-context\u27e7"
 

@@ -2,7 +2,7 @@
 
 What a run folder promises (README, "Guarantees"): one writer at a time, holding ``run.lock``;
 records appended whole, one line each, on disk before the next sample starts; no record of another
-run adopted; damaged lines moved aside, never silently dropped (see ``fathom.lines``).
+run adopted; damaged lines moved aside, never silently dropped (see ``fathom.run.lines``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from types import TracebackType
 from typing import Any
 
 from fathom.errors import FathomError, RunFolderError
-from fathom.lines import Parsed, identity_sha256, parse
 from fathom.records import AnyRecord
+from fathom.run.lines import Parsed, identity_sha256, parse
 from fathom.spec import RunSpec
 
 MANIFEST = "manifest.json"

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fathom.analysis import cell_table, summarize
-from fathom.control import control_summary
+from fathom.analysis.niah import cell_table, summarize
+from fathom.analysis.perplexity import answer_likelihood, perplexity_table
+from fathom.analysis.ruler import depth_profile, ruler_summary, task_grid
 from fathom.errors import RunFolderError
-from fathom.perplexity_analysis import answer_likelihood, perplexity_table
 from fathom.records import AnyRecord, PerplexityRecord, SampleRecord
-from fathom.ruler_analysis import depth_profile, ruler_summary, task_grid
-from fathom.store import RunFolder
+from fathom.run.store import RunFolder
+from fathom.tasks.control import control_summary
 from fathom.units import format_count
 
 SUMMARY = "summary.json"
@@ -64,7 +64,7 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
         summary = ruler_summary(samples)
         _plot_ruler(folder, samples, title)
     elif samples:
-        from fathom.plots import plot_heatmap
+        from fathom.report.plots import plot_heatmap
 
         summary = summarize(samples, threshold=threshold)
         plot_heatmap(cell_table(samples), folder.path / HEATMAP, title)
@@ -78,7 +78,7 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
         summary["perplexity"] = perplexity_table(documents)
         summary["documents"] = len(documents)
         summary["document_errors"] = sum(1 for r in documents if r.error is not None)
-        from fathom.trap_plot import plot_trap
+        from fathom.report.trap_plot import plot_trap
 
         retrieval = summary.get("lengths", []) if samples else []
         name = TRAP if samples else PERPLEXITY
@@ -87,14 +87,14 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
     summary["run"] = {key: spec[key] for key in ("task", "model", "tokenizer", "samples", "seed")}
     summary["trained_window"] = window
     folder.write_derived(SUMMARY, json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    from fathom.html_report import write_report  # it reads this module's names
+    from fathom.report.html.run import write_report  # it reads this module's names
 
     write_report(folder, summary)
     return summary
 
 
 def _plot_ruler(folder: RunFolder, records: Sequence[SampleRecord], title: str) -> None:
-    from fathom.plots import plot_depth_profile, plot_task_grid
+    from fathom.report.plots import plot_depth_profile, plot_task_grid
 
     plot_task_grid(task_grid(records), folder.path / GRID, title)
     profile = depth_profile(records)
@@ -108,8 +108,8 @@ def report(path: Path, threshold: float = 0.85, baseline: Path | None = None) ->
     folder = RunFolder(path)
     summary = derive(folder, threshold)
     if baseline is not None:
-        from fathom.compare import compare_runs
-        from fathom.html_report import write_report
+        from fathom.analysis.paired import compare_runs
+        from fathom.report.html.run import write_report
 
         write_report(folder, summary, compare_runs(baseline, path).to_json())
     return summary
@@ -142,7 +142,7 @@ def trap(runs: Sequence[Path], out: Path) -> None:
     spec = manifest["identity"]["spec"]
     title = f"{spec['model']} · perplexity trap · {spec['tokenizer']}"
     window = manifest.get("backend", {}).get("trained_window")
-    from fathom.trap_plot import plot_trap
+    from fathom.report.trap_plot import plot_trap
 
     out.parent.mkdir(parents=True, exist_ok=True)
     plot_trap(perplexity_table(documents), retrieval, answer_likelihood(samples), out, title, window)

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fathom.compare import run_effective_length
+from fathom.analysis.paired import run_effective_length
 from fathom.errors import FathomError, RunFolderError
-from fathom.report import split_records
-from fathom.store import MANIFEST, RunFolder, is_final
+from fathom.report.derive import split_records
+from fathom.run.store import MANIFEST, RunFolder, is_final
 from fathom.units import format_count
 
 NONE = "—"

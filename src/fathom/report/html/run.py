@@ -1,7 +1,7 @@
-"""report.html, one self-contained page per run (a comparison's page is ``fathom.html_compare``'s).
+"""report.html, one self-contained page per run (a comparison's page is ``fathom.report.html.compare``'s).
 
-Every number comes from ``fathom.analysis``, ``ruler_analysis`` and ``perplexity_analysis``, through
-the run's summary; this module only presents them (see ``fathom.html_page`` for how pages stay
+Every number comes from ``fathom.analysis.niah``, ``ruler_analysis`` and ``perplexity_analysis``, through
+the run's summary; this module only presents them (see ``fathom.report.html.page`` for how pages stay
 self-contained and safe with untrusted text).
 """
 
@@ -14,9 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fathom.analysis import FAILURE_KINDS, error_kinds, failure_kind
-from fathom.html_compare import comparison_section
-from fathom.html_page import (
+from fathom.analysis.niah import FAILURE_KINDS, error_kinds, failure_kind
+from fathom.records import SampleRecord
+from fathom.report.derive import DEPTH, PERPLEXITY, TRAP, split_records
+from fathom.report.html.compare import comparison_section
+from fathom.report.html.page import (
     cell_key,
     depth_label,
     esc,
@@ -30,10 +32,8 @@ from fathom.html_page import (
     ruler_grid,
     table,
 )
-from fathom.plots import format_length
-from fathom.records import SampleRecord
-from fathom.report import DEPTH, PERPLEXITY, TRAP, split_records
-from fathom.store import RunFolder
+from fathom.report.plots import format_length
+from fathom.run.store import RunFolder
 
 REPORT = "report.html"
 

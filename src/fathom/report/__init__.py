@@ -1,0 +1,1 @@
+"""Numbers -> files and text: summary.json, the plots, report.html, comparisons and run listings."""

@@ -1,0 +1,1 @@
+"""The self-contained HTML pages: a run's report, a comparison and the gallery's building blocks."""
