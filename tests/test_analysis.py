@@ -13,15 +13,13 @@ from hypothesis import strategies as st
 from fathom.analysis.niah import (
     CellStats,
     LengthStats,
-    bootstrap_interval,
     cell_table,
     effective_length,
     length_table,
     lost_in_the_middle_index,
-    score_interval,
     summarize,
-    wilson_interval,
 )
+from fathom.analysis.stats import bootstrap_interval, score_interval, wilson_interval
 from fathom.records import SampleRecord
 
 

@@ -27,7 +27,7 @@ def parse_only(monkeypatch: pytest.MonkeyPatch) -> None:
         runner.prepare(spec, order)  # every check the run makes before it touches its folder
         raise Accepted
 
-    monkeypatch.setattr(runner, "run", run)
+    monkeypatch.setattr("fathom.cli.run_spec", run)
 
 
 def outcome(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -19,18 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import fathom.run.runner
-from fathom.analysis.paired import (
-    EffectiveLength,
-    compare_runs,
-    holm_adjust,
-    paired_test,
-    sign_test,
-    write_comparison,
-)
+from fathom.analysis.paired import EffectiveLength, holm_adjust, paired_test, sign_test
 from fathom.cli import main
 from fathom.errors import RunFolderError
 from fathom.records import SampleRecord
+from fathom.report.compare import compare_runs, write_comparison
+from fathom.report.derive import run_spec
 from fathom.report.runs import list_runs
 from fathom.run.runner import run
 from fathom.spec import RunSpec
@@ -55,7 +49,7 @@ def cli(*args: str | Path) -> int:
 
 
 def sweep(folder: Path, spec: RunSpec = SPEC, **changes: Any) -> Path:
-    run(dataclasses.replace(spec, **changes), folder, show_progress=False)
+    run_spec(dataclasses.replace(spec, **changes), folder, show_progress=False)
     return folder
 
 
@@ -403,8 +397,8 @@ def test_two_seeds_of_one_model_are_rarely_told_apart(
     Binomial(pairs, alpha), over pairs (5/30 at alpha = 0.05). Checked at three alphas, and each time
     the raw p-values of the same comparisons must exceed the bound: without Holm's correction this
     test fails."""
-    # Statistics only: skip the plots and the per-record fsync, which would take most of the time.
-    monkeypatch.setattr(fathom.run.runner, "derive", lambda folder: {})
+    # Statistics only: the runner's records without the derived files, and no per-record fsync, which
+    # would take most of the time.
     monkeypatch.setattr(os, "fsync", lambda fd: None)
     # pi-decay at half=768, slope=1: accuracy about 0.6 at 512 and 0.43 at 1k, whatever the depth,
     # so all ten cells sit well inside (0, 1) where seeds disagree most.
@@ -420,10 +414,9 @@ def test_two_seeds_of_one_model_are_rarely_told_apart(
     flagged = dict.fromkeys(ALPHAS, 0)
     uncorrected = dict.fromkeys(ALPHAS, 0)
     for index in range(SEED_PAIRS):
-        folders = [
-            sweep(tmp_path / f"seed{seed}", spec, model=f"{spec.model}&seed={seed}")
-            for seed in (2 * index, 2 * index + 1)
-        ]
+        folders = [tmp_path / f"seed{seed}" for seed in (2 * index, 2 * index + 1)]
+        for seed, folder in enumerate(folders, start=2 * index):
+            run(dataclasses.replace(spec, model=f"{spec.model}&seed={seed}"), folder, show_progress=False)
         for alpha in ALPHAS:
             comparison = compare_runs(*folders, alpha=alpha)
             flagged[alpha] += bool(comparison.regressed or comparison.improved)

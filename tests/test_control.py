@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from fathom import registry
+from fathom.analysis.select import control_records, split_records
 from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
 from fathom.cli import main
@@ -18,8 +19,7 @@ from fathom.prompts import chat_prompt
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import SampleRecord
 from fathom.registry import create_task
-from fathom.report.derive import control_records, split_records
-from fathom.run.runner import run
+from fathom.report.derive import run_spec
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 from fathom.tasks import control
@@ -47,7 +47,7 @@ def summary(folder: Path) -> dict[str, object]:
 
 
 def test_every_sample_gets_a_control_that_differs_only_in_the_context(runs: Path) -> None:
-    run(SPEC, runs / "a", show_progress=False)
+    run_spec(SPEC, runs / "a", show_progress=False)
     samples, controls = records(runs / "a")
     assert len(samples) == len(controls) == 12
     assert {c.sample_id for c in controls} == {f"control|{s.sample_id}" for s in samples}
@@ -112,7 +112,7 @@ def test_a_question_answered_without_the_context_is_flagged(
 def test_a_run_without_controls_is_another_run_and_has_none(runs: Path) -> None:
     assert "control" not in SPEC.to_json()  # on by default: runs from before controls keep their identity
     assert replace(SPEC, control=False).to_json()["control"] is False
-    run(replace(SPEC, control=False), runs / "none", show_progress=False)
+    run_spec(replace(SPEC, control=False), runs / "none", show_progress=False)
     samples, controls = records(runs / "none")
     assert len(samples) == 12 and controls == []
     assert "control" not in summary(runs / "none")
@@ -121,18 +121,18 @@ def test_a_run_without_controls_is_another_run_and_has_none(runs: Path) -> None:
 
 def test_resuming_a_run_from_before_controls_adds_only_its_controls(runs: Path) -> None:
     folder = runs / "old"
-    run(SPEC, folder, show_progress=False)
+    run_spec(SPEC, folder, show_progress=False)
     path = folder / "samples.jsonl"
     lines = [line for line in path.read_text().splitlines() if '"control": true' not in line]
     path.write_text("".join(line + "\n" for line in lines))  # as a run made before controls existed
-    result = run(SPEC, folder, show_progress=False)
+    result = run_spec(SPEC, folder, show_progress=False)
     assert (result.skipped, result.written) == (12, 12)
     assert len(records(folder)[1]) == 12
 
 
 def test_a_ruler_suite_gets_its_controls_per_task(runs: Path) -> None:
     spec = RunSpec("vt", "sim:perfect", "cl100k_base", (1024,), (), 3, template="none")
-    run(spec, runs / "vt", show_progress=False)
+    run_spec(spec, runs / "vt", show_progress=False)
     samples, controls = records(runs / "vt")
     assert len(controls) == len(samples) == 3 and all(c.task == "vt" for c in controls)
     found = summary(runs / "vt")

@@ -18,17 +18,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from fathom.analysis.niah import FAILURE_KINDS, failure_kind, summarize
+from fathom.analysis.failures import FAILURE_KINDS, failure_kind
+from fathom.analysis.niah import summarize
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli import main
 from fathom.prompts import Insertion, Prompt
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import SampleRecord
-from fathom.report.gallery import ARCHETYPE_NOTES, GalleryGrid
+from fathom.report.files import REPORT
+from fathom.report.gallery import ARCHETYPE_NOTES, GalleryGrid, gallery
 from fathom.report.html.assets import SCRIPT
 from fathom.report.html.compare import write_comparison_html
 from fathom.report.html.page import DATA_ID, esc, page
-from fathom.report.html.run import REPORT, page_data, write_report
+from fathom.report.html.run import page_data, write_report
 from fathom.run.runner import NEEDLE_CONTEXT_TOKENS, needle_context
 from fathom.run.store import RunFolder
 
@@ -242,11 +244,8 @@ def test_the_gallery_shows_every_archetype_and_opens_its_report_at_a_cell(
     capsys: pytest.CaptureFixture[str],
     open_page: Callable[[Path], tuple[Page, list[str]]],
 ) -> None:
-    import fathom.report.gallery
-
     small = GalleryGrid(lengths=(1024, 2048), depths=(0.0, 1.0), samples=1, tokenizer="char")
-    full = fathom.report.gallery.gallery
-    monkeypatch.setattr(fathom.report.gallery, "gallery", lambda out: full(out, small))
+    monkeypatch.setattr("fathom.cli.gallery", lambda out: gallery(out, small))
     out = tmp_path / "gallery"
     assert cli("gallery", "--out", out) == 0
     assert f"wrote {out / 'gallery.html'}" in capsys.readouterr().out

@@ -195,7 +195,7 @@ def test_auto_counts_approximately_and_the_heatmap_says_so(
     server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     titles: list[str] = []
-    monkeypatch.setattr("fathom.report.plots.plot_heatmap", lambda cells, path, title: titles.append(title))
+    monkeypatch.setattr("fathom.report.derive.plot_heatmap", lambda cells, path, title: titles.append(title))
     folder = tmp_path / "run"
     sweep = ("--lengths", "1k", "--depths", "2", "--samples", "1")
     assert run_cli(f"openai:m@{server.url}", folder, *sweep) == 0

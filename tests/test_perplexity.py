@@ -22,7 +22,7 @@ from fathom.errors import SpecError
 from fathom.prompts.haystack import load_corpus, tokenize_corpus
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import PerplexityRecord, SampleRecord, record_from_json
-from fathom.run.runner import run
+from fathom.report.derive import run_spec
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 from fathom.tasks.perplexity import DocumentBuilder
@@ -79,7 +79,7 @@ def test_bucket_sums_count_every_scored_token_once(length: int, first: int) -> N
 
 
 def test_flat_profile_gives_its_known_perplexity(runs: Path) -> None:
-    result = run(spec(), runs / "flat", show_progress=False)
+    result = run_spec(spec(), runs / "flat", show_progress=False)
     records = documents(result.folder)
     assert len(records) == 6 and all(r.error is None for r in records)
     for record in records:
@@ -96,7 +96,7 @@ def test_flat_profile_gives_its_known_perplexity(runs: Path) -> None:
 
 def test_rising_profile_beyond_the_window_gives_its_known_perplexity(runs: Path) -> None:
     window, length = 1024, 4096
-    result = run(spec(model=f"sim:cliff?window={window}", lengths=(length,), samples=1), runs / "cliff")
+    result = run_spec(spec(model=f"sim:cliff?window={window}", lengths=(length,), samples=1), runs / "cliff")
     positions = np.arange(1, length)
     nll = DEFAULT_NLL + np.log2(np.maximum(positions / window, 1.0))
     table = perplexity_table(documents(result.folder))
@@ -150,7 +150,7 @@ def test_a_model_with_a_bos_gets_it_first() -> None:
 
 def test_a_document_longer_than_the_corpus_is_refused(runs: Path) -> None:
     with pytest.raises(SpecError, match="larger corpus"):
-        run(spec(corpus="noise", lengths=(64,)), runs / "short", show_progress=False)
+        run_spec(spec(corpus="noise", lengths=(64,)), runs / "short", show_progress=False)
     assert not (runs / "short" / "samples.jsonl").exists()
 
 
@@ -203,13 +203,15 @@ def test_niah_with_perplexity_and_answer_likelihood_draws_the_trap(runs: Path) -
 
 def test_trap_from_a_run_pair_and_a_mismatched_pair(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = "sim:cliff?window=2k"
-    ppl = run(spec(model=model, lengths=(1024, 4096), samples=2), runs / "ppl", show_progress=False)
+    ppl = run_spec(spec(model=model, lengths=(1024, 4096), samples=2), runs / "ppl", show_progress=False)
     niah = spec(task="niah", model=model, lengths=(1024, 4096), depths=(0.5,), samples=3)
-    retrieval = run(niah, runs / "niah", show_progress=False)
+    retrieval = run_spec(niah, runs / "niah", show_progress=False)
     out = runs / "figures" / "trap.png"
     assert main(["trap", str(ppl.folder), str(retrieval.folder), "--out", str(out)]) == 0
     assert out.stat().st_size > 10_000
-    other = run(spec(model="sim:perfect", lengths=(1024,), samples=1), runs / "other", show_progress=False)
+    other = run_spec(
+        spec(model="sim:perfect", lengths=(1024,), samples=1), runs / "other", show_progress=False
+    )
     assert main(["trap", str(other.folder), str(retrieval.folder), "--out", str(out)]) == 2
     assert "different models" in capsys.readouterr().err
     assert main(["trap", str(retrieval.folder), "--out", str(out)]) == 2
@@ -251,7 +253,7 @@ def test_a_backend_that_cannot_score_fails_before_any_work(
 ) -> None:
     monkeypatch.setitem(registry.BACKENDS, "noscore", _NoScores)
     with pytest.raises(SpecError, match=r"cannot read log-probabilities.*llamacpp, hf, vllm"):
-        run(spec(model="noscore:x"), runs / "noscore", show_progress=False)
+        run_spec(spec(model="noscore:x"), runs / "noscore", show_progress=False)
     assert not (runs / "noscore").exists()
 
 

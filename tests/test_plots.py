@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import fathom.report.plots
-from fathom.analysis.niah import CellStats, wilson_interval
+from fathom.analysis.niah import CellStats
+from fathom.analysis.stats import wilson_interval
 from fathom.report.plots import DPI, HATCH, NA_GREY, format_length, plot_heatmap
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fathom.analysis.niah import cell_table, score_interval, wilson_interval
+from fathom.analysis.niah import cell_table
 from fathom.analysis.ruler import (
     POOLED,
     DepthBin,
@@ -24,10 +24,13 @@ from fathom.analysis.ruler import (
     ruler_summary,
     task_grid,
 )
+from fathom.analysis.stats import score_interval, wilson_interval
 from fathom.cli import _print_summary
 from fathom.records import SampleRecord
-from fathom.report.derive import DEPTH, GRID, HEATMAP, SUMMARY, derive, ruler_text
+from fathom.report.derive import derive
+from fathom.report.files import DEPTH, GRID, HEATMAP, SUMMARY
 from fathom.report.plots import plot_depth_profile, plot_task_grid
+from fathom.report.text import ruler_text
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 
@@ -424,9 +427,9 @@ def test_derive_titles_say_when_lengths_are_approximate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     titles: list[str] = []
-    monkeypatch.setattr("fathom.report.plots.plot_task_grid", lambda grid, path, title: titles.append(title))
+    monkeypatch.setattr("fathom.report.derive.plot_task_grid", lambda grid, path, title: titles.append(title))
     monkeypatch.setattr(
-        "fathom.report.plots.plot_depth_profile", lambda bins, path, title: titles.append(title)
+        "fathom.report.derive.plot_depth_profile", lambda bins, path, title: titles.append(title)
     )
     derive(ruler_folder(tmp_path / "approx", two_task_run(), exact=False))
     derive(ruler_folder(tmp_path / "exact", two_task_run()))

@@ -1,3 +1,5 @@
 """fathom: measure how much of a long context a language model can actually use."""
 
-__version__ = "0.1.0"
+from fathom.version import __version__
+
+__all__ = ["__version__"]

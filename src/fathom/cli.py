@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import re
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from fathom.backends.local_models import BACKEND_PACKAGES, LOCAL_MODELS, backend_status
+from fathom.backends.sim import ARCHETYPES
 from fathom.errors import FathomError
+from fathom.registry import takes_depths
+from fathom.report.compare import compare_runs, write_comparison
+from fathom.report.derive import report, run_spec, trap
+from fathom.report.files import COMPARISON_HTML, SUMMARY
+from fathom.report.gallery import gallery
+from fathom.report.runs import list_runs
+from fathom.report.text import comparison_text, runs_text, summary_text
+from fathom.run.runner import default_run_dir
+from fathom.run.store import QUARANTINE, RunFolder
 from fathom.spec import RunSpec, parse_depths, parse_lengths
-from fathom.units import format_count
 
 
 class _Defaults(argparse.HelpFormatter):
@@ -154,9 +166,6 @@ SAMPLE_ERRORS = 3
 
 
 def _run(args: argparse.Namespace) -> int:
-    from fathom.registry import takes_depths
-    from fathom.run.runner import default_run_dir, run
-
     depths = args.depths or ("11" if takes_depths(args.task) else "")
     spec = RunSpec(
         task=args.task,
@@ -177,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
         control=args.control,
     )
     run_dir = args.run_dir or default_run_dir(spec, args.out)
-    result = run(spec, run_dir, show_progress=not args.no_progress, order=args.order)
+    result = run_spec(spec, run_dir, show_progress=not args.no_progress, order=args.order)
     print(f"run folder: {result.folder}")
     print(f"samples written: {result.written}, already done: {result.skipped}, errors: {result.errors}")
     print(
@@ -201,34 +210,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(folder: Path) -> None:
-    import json
-
-    from fathom.report.derive import perplexity_text, ruler_text
-    from fathom.tasks.control import control_text
-
-    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    if "perplexity" in summary:
-        print("\n".join(perplexity_text(summary)))
-    if "control" in summary:
-        print(control_text(summary["control"]))
-    if summary.get("kind") == "perplexity":
-        return
-    if summary.get("kind") == "ruler":
-        print("\n".join(ruler_text(summary)))
-        return
-    effective = summary["effective_length"]
-    for row in summary["lengths"]:
-        mean = "n/a" if row["mean"] is None else f"{row['mean']:.1%}"
-        print(f"  {format_count(row['length']):>6}: {mean}  (n={row['n']}, errors={row['errors']})")
-    mean, low = (format_count(v) if v else "none" for v in (effective["mean"], effective["lower_bound"]))
-    print(f"effective length (score >= {effective['threshold']}): {mean}; on the 95% lower bound: {low}")
-    lim = summary["lost_in_the_middle_index"]
-    print(f"lost-in-the-middle index: {'n/a' if lim is None else f'{lim:+.3f}'}")
+    summary = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
+    for line in summary_text(summary):
+        print(line)
 
 
 def _report(args: argparse.Namespace) -> None:
-    from fathom.report.derive import report
-
     report(args.run_dir, args.threshold, args.baseline)
     plots = sorted(p.name for p in args.run_dir.glob("*.png"))
     print(f"wrote summary.json, report.html and {', '.join(plots)} in {args.run_dir}")
@@ -236,16 +223,11 @@ def _report(args: argparse.Namespace) -> None:
 
 
 def _trap(args: argparse.Namespace) -> None:
-    from fathom.report.derive import trap
-
     trap(args.runs, args.out)
     print(f"wrote {args.out}")
 
 
 def _models(args: argparse.Namespace) -> None:
-    from fathom.backends.local_models import BACKEND_PACKAGES, LOCAL_MODELS, backend_status
-    from fathom.backends.sim import ARCHETYPES
-
     for model in LOCAL_MODELS:
         path = model.locate()
         where = f"installed: {path}" if path else f"not installed ({model.install})"
@@ -257,37 +239,27 @@ def _models(args: argparse.Namespace) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from fathom.analysis.paired import compare_runs, comparison_text, write_comparison
-
     comparison = compare_runs(args.base, args.new, args.alpha)
     out = args.out or args.new / f"compare-{args.base.resolve().name}"
     data, figure = write_comparison(comparison, out)
     print("\n".join(comparison_text(comparison)))
-    print(f"wrote {data}, {figure} and {data.with_name('compare.html')}")
+    print(f"wrote {data}, {figure} and {data.with_name(COMPARISON_HTML)}")
     # 1 on a regression, so a training pipeline can gate a checkpoint on this command.
     return 1 if comparison.regressed else 0
 
 
 def _repair(args: argparse.Namespace) -> None:
-    from fathom.run.store import QUARANTINE, RunFolder
-
     moved = RunFolder(args.run_dir).repair()
     where = args.run_dir / QUARANTINE
     print(f"moved {moved} damaged lines aside to {where}" if moved else "nothing to repair")
 
 
 def _runs(args: argparse.Namespace) -> None:
-    from fathom.report.runs import list_runs, runs_text
-
     entries = list_runs(args.folder)
     print("\n".join(runs_text(entries)) if entries else f"no run folders in {args.folder}")
 
 
 def _gallery(args: argparse.Namespace) -> None:
-    import time
-
-    from fathom.report.gallery import gallery
-
     started = time.perf_counter()
     page = gallery(args.out)
     print(f"wrote {page} ({time.perf_counter() - started:.1f} s); open it in a browser")

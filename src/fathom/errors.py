@@ -1,5 +1,7 @@
 """User-facing errors: the CLI prints their message as one line and exits non-zero."""
 
+from fathom.packages import install_command
+
 
 class FathomError(Exception):
     """A problem with the user's input or environment; the message names the problem and the fix."""
@@ -29,6 +31,4 @@ class MissingExtraError(FathomError):
     """An optional heavy dependency is not installed."""
 
     def __init__(self, module: str, extra: str) -> None:
-        from fathom.packages import install_command
-
         super().__init__(f"{module} is not installed; install it with: {install_command(extra)}")

@@ -1,4 +1,5 @@
-"""Turn sample records into accuracy tables, effective length and a lost-in-the-middle index.
+"""NIAH's numbers from sample records: accuracy per (length, depth) and per length, effective length
+and a lost-in-the-middle index.
 
 Pure functions over ``SampleRecord``: no I/O, so reports, plots and tests share one source of numbers.
 Samples whose ``error`` is set never reached a grade; they are counted per cell but are not data points.
@@ -8,19 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from fathom.analysis.failures import error_kinds
+from fathom.analysis.stats import group_stats, longest_passing, wilson_interval
 from fathom.records import SampleRecord
-
-Z_95 = 1.959964
-# The percentile bootstrap for fractional scores: fixed resamples and seed, so a report is reproducible.
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
 
 # Depth bands for the lost-in-the-middle index: the edges a model tends to find and the middle it tends
 # to miss. Depths between the bands (e.g. 0.2, 0.8) belong to neither, so the contrast stays sharp.
@@ -53,72 +49,6 @@ class LengthStats:
     ci_low: float
     ci_high: float
     beyond_window: bool
-
-
-def wilson_interval(successes: float, n: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval for ``successes`` out of ``n``; fractional successes are allowed.
-
-    Wilson rather than the normal approximation because cells are small (k of 5-20) and accuracy sits
-    near 0 or 1, where the normal interval collapses to zero width or leaves [0, 1].
-    """
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    if n == 0:
-        return 0.0, 1.0
-    # Clamped: a sum of float scores can drift a hair outside [0, n].
-    p = min(1.0, max(0.0, successes / n))
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def score_interval(scores: Sequence[float]) -> tuple[float | None, float, float]:
-    """Mean and 95% interval of graded scores in [0, 1]; the mean is None when there are none.
-
-    Binary scores (every one 0 or 1) get the Wilson interval. Fractional ones (RULER's "all" metric: the
-    share of references found) are not Bernoulli draws, so they get a percentile bootstrap over samples
-    with a fixed seed. A single fractional score has no spread to resample and falls back to Wilson,
-    which is wide, rather than a zero-width interval that would look certain.
-    """
-    if not scores:
-        return None, 0.0, 1.0
-    mean = math.fsum(scores) / len(scores)
-    if len(scores) < 2 or all(s in (0.0, 1.0) for s in scores):
-        low, high = wilson_interval(math.fsum(scores), len(scores))
-        return mean, low, high
-    low, high = bootstrap_interval(scores)
-    return mean, max(0.0, low), min(1.0, high)
-
-
-def bootstrap_interval(
-    values: Sequence[float], weights: Sequence[float] | None = None
-) -> tuple[float, float]:
-    """The 95% percentile-bootstrap interval of a (weighted) mean, resampling the values with a
-    fixed seed. Weights pool unequal groups: the mean per token of documents of unequal size."""
-    data = np.asarray(values, dtype=float)
-    weight = np.ones(len(data)) if weights is None else np.asarray(weights, dtype=float)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    picks = rng.integers(0, len(data), size=(BOOTSTRAP_RESAMPLES, len(data)))
-    means = (data[picks] * weight[picks]).sum(axis=1) / weight[picks].sum(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)
-
-
-def group_stats(group: Sequence[SampleRecord]) -> dict[str, Any]:
-    """A group of records as a grid cell's fields: the scored count, the errors, the mean score with
-    its 95% interval, and whether any prompt ran beyond the model's trained window."""
-    scores = [r.score for r in group if r.error is None]
-    mean, low, high = score_interval(scores)
-    return {
-        "n": len(scores),
-        "errors": len(group) - len(scores),
-        "mean": mean,
-        "ci_low": low,
-        "ci_high": high,
-        "beyond_window": any(r.beyond_window for r in group),
-    }
 
 
 def _pool(cells: Iterable[CellStats]) -> tuple[float, int]:
@@ -189,19 +119,6 @@ def effective_length(
     return longest_passing(points, threshold)
 
 
-def longest_passing(
-    points: Iterable[tuple[int, float | None]], threshold: float, strict: bool = False
-) -> int | None:
-    """The longest length whose score, and every shorter length's, is at least ``threshold`` (above it
-    when ``strict``). Scanned from the shortest length; a None score fails and ends the scan."""
-    best = None
-    for length, score in sorted(points, key=lambda p: p[0]):
-        if score is None or score < threshold or (strict and score == threshold):
-            break
-        best = length
-    return best
-
-
 def _pooled_mean(cells: Iterable[CellStats]) -> float | None:
     total, n = _pool(cells)
     return total / n if n else None
@@ -214,55 +131,6 @@ def lost_in_the_middle_index(cells: Sequence[CellStats]) -> float | None:
     if edges is None or middle is None:
         return None
     return edges - middle
-
-
-def error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
-    """Errors counted by kind, the part before the first ':' (e.g. "timeout: after 600s" -> "timeout")."""
-    kinds = Counter(r.error.split(":", 1)[0].strip() for r in records if r.error is not None)
-    return dict(sorted(kinds.items()))
-
-
-# Why a sample was not fully right, in the order failure_kind checks them: the first that applies.
-FAILURE_KINDS = ("error", "beyond_window", "empty", "partial", "refusal", "wrong_answer")
-# Lower-case phrases of a model that declines, or says it cannot find the answer, rather than giving a
-# wrong one; matched anywhere in the output, with typographic apostrophes read as plain ones.
-REFUSAL_PHRASES = (
-    "i cannot",
-    "i can't",
-    "i could not find",
-    "i couldn't find",
-    "i'm sorry",
-    "i am sorry",
-    "i am unable",
-    "i'm unable",
-    "i don't know",
-    "i do not know",
-    "as an ai",
-)
-
-
-def failure_kind(record: SampleRecord) -> str | None:
-    """Why a sample failed, as one of ``FAILURE_KINDS``; None when it is fully right.
-
-    "error": never graded (``error`` set). "beyond_window": wrong on a prompt longer than the trained
-    window, where failing is what the window predicts. "empty": a blank output. "partial": some but
-    not all references found (RULER's fractional "all" metric), a different miss from finding none.
-    "refusal": declined or said it found nothing (``REFUSAL_PHRASES``). "wrong_answer": the rest.
-    """
-    if record.error is not None:
-        return "error"
-    if record.score >= 1.0:
-        return None
-    if record.beyond_window:
-        return "beyond_window"
-    if not record.output.strip():
-        return "empty"
-    if record.score > 0.0:
-        return "partial"
-    said = record.output.lower().replace("\u2019", "'")
-    if any(phrase in said for phrase in REFUSAL_PHRASES):
-        return "refusal"
-    return "wrong_answer"
 
 
 def summarize(records: Iterable[SampleRecord], threshold: float = 0.85) -> dict[str, Any]:

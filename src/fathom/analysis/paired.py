@@ -13,25 +13,19 @@ import dataclasses
 import json
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from fathom.analysis.niah import summarize
 from fathom.analysis.ruler import ruler_summary, task_order
+from fathom.analysis.select import is_ruler_run
 from fathom.errors import RunFolderError
 from fathom.records import SampleRecord
-from fathom.report.derive import SUMMARY, is_ruler_run, split_records
-from fathom.run.manifest import machine_differences
-from fathom.run.store import MANIFEST, RunFolder
-from fathom.units import format_count
 
 TEST = "exact McNemar (sign test on paired scores)"
 CORRECTION = "holm"
-COMPARISON_JSON = "compare.json"
-COMPARISON_PNG = "compare.png"
-COMPARISON_HTML = "compare.html"
 
 Verdict = Literal["regressed", "improved", "unchanged"]
 Pair = tuple[SampleRecord, SampleRecord]  # (base, new), the same sample id and prompt
@@ -215,25 +209,34 @@ def run_effective_length(samples: Sequence[SampleRecord]) -> EffectiveLength:
     return EffectiveLength(effective["mean"], effective["lower_bound"])
 
 
-def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
+@dataclass(frozen=True)
+class RunRecords:
+    """A run as a comparison reads it: its folder, its manifest and its graded samples (no controls)."""
+
+    path: Path
+    manifest: Mapping[str, Any]
+    samples: Sequence[SampleRecord]
+
+
+def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> Comparison:
     """Compare two runs of one spec that differ only in the model; refuse runs whose prompts differ."""
     if not 0.0 < alpha < 1.0:
         raise RunFolderError(f"alpha must lie strictly between 0 and 1, got {alpha}: pass e.g. --alpha 0.05")
     base_identity, new_identity = _identity(base), _identity(new)
     _check_same_prompts(base_identity, new_identity)
-    base_samples, new_samples = _samples(base), _samples(new)
+    base_samples, new_samples = _by_id(base), _by_id(new)
     _check_same_hashes(base_samples, new_samples)
     shared = sorted(base_samples.keys() & new_samples.keys())
     pairs = [(base_samples[i], new_samples[i]) for i in shared]
     graded = [(b, n) for b, n in pairs if b.error is None and n.error is None]
     if not graded:
         raise RunFolderError(
-            f"'{base}' and '{new}' share no sample that both graded without an error: "
+            f"'{base.path}' and '{new.path}' share no sample that both graded without an error: "
             "finish both runs (run the same command again to resume), then compare"
         )
     return Comparison(
-        base=RunRef(base, str(base_identity["spec"].get("model"))),
-        new=RunRef(new, str(new_identity["spec"].get("model"))),
+        base=RunRef(base.path, str(base_identity["spec"].get("model"))),
+        new=RunRef(new.path, str(new_identity["spec"].get("model"))),
         alpha=alpha,
         left_out_errors=len(pairs) - len(graded),
         left_out_unpaired=len(base_samples.keys() ^ new_samples.keys()),
@@ -241,15 +244,26 @@ def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
         cells=_compare_cells(graded, alpha),
         base_effective_length=run_effective_length([b for b, _ in graded]),
         new_effective_length=run_effective_length([n for _, n in graded]),
-        machine_differences=tuple(machine_differences(*(RunFolder(p).read_manifest() for p in (base, new)))),
+        machine_differences=tuple(machine_differences(base.manifest, new.manifest)),
     )
 
 
-def _identity(path: Path) -> dict[str, Any]:
-    identity = RunFolder(path).read_manifest().get("identity")
+def _identity(run: RunRecords) -> dict[str, Any]:
+    identity = run.manifest.get("identity")
     if not isinstance(identity, dict) or not all(isinstance(identity.get(k), dict) for k in ("spec", "task")):
-        raise RunFolderError(f"{path / MANIFEST} has no run identity: it was not written by 'fathom run'")
+        raise RunFolderError(
+            f"the manifest of '{run.path}' has no run identity: it was not written by 'fathom run'"
+        )
     return identity
+
+
+def _by_id(run: RunRecords) -> dict[str, SampleRecord]:
+    if not run.samples:
+        raise RunFolderError(
+            f"run folder '{run.path}' has no graded samples to compare (it has not run yet, or it holds "
+            "perplexity documents only): run it first"
+        )
+    return {record.sample_id: record for record in run.samples}
 
 
 def _check_same_prompts(base: dict[str, Any], new: dict[str, Any]) -> None:
@@ -275,16 +289,6 @@ def _check_same_prompts(base: dict[str, Any], new: dict[str, Any]) -> None:
             "compare two runs of one spec (same task, lengths, depths, samples, seed, tokenizer, corpus "
             "and template) that differ only in --model"
         )
-
-
-def _samples(path: Path) -> dict[str, SampleRecord]:
-    samples, _ = split_records(RunFolder(path).latest())
-    if not samples:
-        raise RunFolderError(
-            f"run folder '{path}' has no graded samples to compare (it has not run yet, or it holds "
-            "perplexity documents only): run it first"
-        )
-    return {record.sample_id: record for record in samples}
 
 
 def _check_same_hashes(base: dict[str, SampleRecord], new: dict[str, SampleRecord]) -> None:
@@ -334,74 +338,23 @@ def _verdict(test: PairedTest, p_adjusted: float, alpha: float) -> Verdict:
     return "unchanged"
 
 
-def write_comparison(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]:
-    """Write compare.json, the difference heatmap compare.png and the page compare.html (with both
-    runs' heatmaps when their summary.json exist) into ``out_dir``; return the first two paths."""
-    from fathom.report.html.compare import write_comparison_html
-    from fathom.report.plots import plot_difference_heatmap
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    data, figure = out_dir / COMPARISON_JSON, out_dir / COMPARISON_PNG
-    as_json = comparison.to_json()
-    data.write_text(json.dumps(as_json, indent=2) + "\n", encoding="utf-8")
-    title = f"{comparison.new.model} (new) vs {comparison.base.model} (base)"
-    plot_difference_heatmap(comparison.cells, figure, title, comparison.alpha)
-    base_summary, new_summary = (_summary(run.path) for run in (comparison.base, comparison.new))
-    write_comparison_html(as_json, out_dir / COMPARISON_HTML, base_summary, new_summary)
-    return data, figure
+def machine_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What differs between two manifests' machines and backend builds: where it does, a real model's
+    greedy answers may differ for that reason alone, so a paired comparison should say so."""
+    found = []
+    for key, what in (("cpu", "CPU"), ("backend_build", "backend build")):
+        a, b = (_environment(m).get(key) for m in (base, new))
+        if a is not None and b is not None and a != b:
+            found.append(f"{what} ({_short(a)} vs {_short(b)})")
+    return found
 
 
-def _summary(run: Path) -> dict[str, Any] | None:
-    """The run's derived summary.json, if it has one (fathom run and fathom report write it)."""
-    path = run / SUMMARY
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+def _environment(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    environment = manifest.get("environment")
+    return environment if isinstance(environment, dict) else {}
 
 
-def _cell_name(cell: CellComparison) -> str:
-    where = cell.task if cell.depth is None else f"depth {cell.depth:.0%}"
-    return f"{format_count(cell.length)}, {where}"
-
-
-def _cell_line(cell: CellComparison) -> str:
-    test = cell.test
-    return (
-        f"  {_cell_name(cell)}: {test.base_mean:.1%} → {test.new_mean:.1%} "
-        f"({test.pairs} pairs: {test.worse} worse, {test.better} better), "
-        f"p = {test.p_value:.3g}, adjusted p = {cell.p_adjusted:.3g}"
-    )
-
-
-def _length(value: int | None) -> str:
-    return "none" if value is None else format_count(value)
-
-
-def comparison_text(comparison: Comparison) -> list[str]:
-    """The comparison as lines for a terminal: both models, what was paired and left out, the overall
-    change, the regressed and improved cells, and the change of effective length."""
-    overall, base_length, new_length = (
-        comparison.overall,
-        comparison.base_effective_length,
-        comparison.new_effective_length,
-    )
-    lines = [
-        f"base: {comparison.base.model}  ({comparison.base.path})",
-        f"new:  {comparison.new.model}  ({comparison.new.path})",
-        f"pairs: {overall.pairs}; left out: {comparison.left_out_errors} with an error in either run, "
-        f"{comparison.left_out_unpaired} in one run only",
-        f"overall: {overall.base_mean:.1%} → {overall.new_mean:.1%} ({overall.worse} pairs worse, "
-        f"{overall.better} better; pooled exact test p = {overall.p_value:.3g})",
-    ]
-    criterion = f"Holm-adjusted p < {comparison.alpha:g} over {len(comparison.cells)} cells"
-    for name, cells in (("regressed", comparison.regressed), ("improved", comparison.improved)):
-        lines.append(f"{name} cells ({criterion}): {len(cells) or 'none'}")
-        lines += [_cell_line(cell) for cell in cells]
-    lines.append(
-        f"effective length: {_length(base_length.mean)} → {_length(new_length.mean)}; on the 95% lower "
-        f"bound: {_length(base_length.lower_bound)} → {_length(new_length.lower_bound)}"
-    )
-    if comparison.machine_differences:
-        lines.append(
-            f"warning: the runs differ in {'; '.join(comparison.machine_differences)}: a real model's greedy "
-            "answers can change with these alone, so part of any difference may be the machine's"
-        )
-    return lines
+def _short(value: Any) -> str:
+    if isinstance(value, dict) and "model" in value:
+        return f"{value['model']}, {len(value.get('simd') or ())} SIMD flags"
+    return json.dumps(value, sort_keys=True)[:80]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fathom.analysis.niah import bootstrap_interval
+from fathom.analysis.stats import bootstrap_interval
 from fathom.records import PerplexityRecord, SampleRecord
 
 FIRST_BUCKET = 1024  # tokens; each later bucket is twice as wide as the one before

@@ -1,9 +1,9 @@
 """RULER's numbers from sample records: a task x length grid, per-length scores, RULER's aggregates and
 a needle-depth profile.
 
-Pure functions, like ``fathom.analysis.niah``. The grid, the per-length rows and the depth profile keep the
-records' scale, [0, 1]; RULER's aggregates are in percent (0-100), as RULER's tables print them and as
-its threshold (85.6) is written.
+Pure functions, like the rest of ``fathom.analysis``. The grid, the per-length rows and the depth
+profile keep the records' scale, [0, 1]; RULER's aggregates are in percent (0-100), as RULER's tables
+print them and as its threshold (85.6) is written.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fathom.analysis.niah import error_kinds, group_stats, longest_passing, score_interval
+from fathom.analysis.failures import error_kinds
+from fathom.analysis.stats import group_stats, longest_passing, score_interval
 from fathom.records import SampleRecord
 from fathom.tasks.ruler.catalogue import RELATIVE_THRESHOLD, RULER_THRESHOLD, SUITE
 

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from fathom.backends.sim import ARCHETYPES
-from fathom.report.derive import SUMMARY
+from fathom.report.derive import run_spec
+from fathom.report.files import REPORT, SUMMARY
 from fathom.report.html.page import esc, legend, length_or_none, niah_heatmap, page
-from fathom.report.html.run import REPORT
-from fathom.run.runner import run
 from fathom.spec import RunSpec
 
 GALLERY = "gallery.html"
@@ -50,7 +49,7 @@ def gallery(out: Path, grid: GalleryGrid = GalleryGrid(), show_progress: bool = 
         spec = RunSpec(
             "niah", f"sim:{name}", grid.tokenizer, grid.lengths, grid.depths, grid.samples, seed=grid.seed
         )
-        run(spec, out / name, show_progress=show_progress)
+        run_spec(spec, out / name, show_progress=show_progress)
         summaries[name] = json.loads((out / name / SUMMARY).read_text(encoding="utf-8"))
     return write_gallery(out, summaries)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from fathom.analysis.niah import CellStats
+from fathom.analysis.paired import CellComparison
 from fathom.analysis.ruler import POOLED, DepthBin, TaskCell, length_scores, task_order
 from fathom.units import format_count
 
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     from matplotlib.colors import Colormap
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
-
-    from fathom.analysis.paired import CellComparison
 
 NA_GREY = "#c8c8c8"
 HATCH = "////"

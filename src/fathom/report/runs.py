@@ -6,19 +6,14 @@ listed with the reason, never allowed to stop the others from being listed.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fathom.analysis.paired import run_effective_length
+from fathom.analysis.select import split_records
 from fathom.errors import FathomError, RunFolderError
-from fathom.report.derive import split_records
 from fathom.run.store import MANIFEST, RunFolder, is_final
-from fathom.units import format_count
-
-NONE = "—"
 
 
 @dataclass(frozen=True)
@@ -112,42 +107,3 @@ def _spec(manifest: Any) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise RunFolderError(f"{MANIFEST} holds no run spec")
     return spec
-
-
-def _lengths(lengths: tuple[int, ...]) -> str:
-    if not lengths:
-        return NONE
-    low, high = format_count(lengths[0]), format_count(lengths[-1])
-    return low if low == high else f"{low}-{high}"
-
-
-def _created(created: str | None) -> str:
-    # "2026-11-23T14:00:00+00:00" -> "2026-11-23 14:00": the minute is enough to tell runs apart.
-    return NONE if created is None else created[:16].replace("T", " ")
-
-
-def _columns(entry: RunEntry) -> list[str]:
-    if entry.problem is not None:
-        return [_created(entry.created), entry.folder.name, entry.status]
-    return [
-        _created(entry.created),
-        entry.folder.name,
-        entry.model or NONE,
-        entry.task or NONE,
-        _lengths(entry.lengths),
-        NONE if entry.samples is None else f"k={entry.samples}",
-        entry.status,
-        "effective " + (NONE if entry.effective_length is None else format_count(entry.effective_length)),
-    ]
-
-
-def runs_text(entries: Sequence[RunEntry]) -> list[str]:
-    """One line per run: created, folder, model, task, lengths, k, status and effective length, in
-    aligned columns; an unreadable folder's line gives the reason instead."""
-    rows = [_columns(entry) for entry in entries]
-    # The last column is never padded, so a long reason does not widen the columns of the others.
-    widths: defaultdict[int, int] = defaultdict(int)
-    for row in rows:
-        for index, cell in enumerate(row[:-1]):
-            widths[index] = max(widths[index], len(cell))
-    return ["  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])), row[-1]]) for row in rows]

@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import fathom
 from fathom.backends.base import Backend, Built
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.spec import RunSpec
 from fathom.tasks.base import Task
+from fathom.version import __version__
 
 MANIFEST_SCHEMA = 1
+PACKAGE = Path(__file__).parents[1]  # fathom's own files, whose git state a run records
 
 
 def manifest(
@@ -45,8 +44,8 @@ def manifest(
             "max_prompt_tokens": backend.max_prompt_tokens,
         },
         "environment": {
-            "fathom_version": fathom.__version__,
-            **source_revision(Path(fathom.__file__).parent),
+            "fathom_version": __version__,
+            **source_revision(PACKAGE),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
             "host": socket.gethostname(),
@@ -78,28 +77,6 @@ def cpu() -> dict[str, Any]:
         elif key.strip() in ("flags", "Features") and not flags:
             flags = sorted(flag for flag in value.split() if SIMD.match(flag))
     return {"model": model, "simd": flags, "cores": os.cpu_count()}
-
-
-def machine_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """What differs between two manifests' machines and backend builds: where it does, a real model's
-    greedy answers may differ for that reason alone, so a paired comparison should say so."""
-    found = []
-    for key, what in (("cpu", "CPU"), ("backend_build", "backend build")):
-        a, b = (_environment(m).get(key) for m in (base, new))
-        if a is not None and b is not None and a != b:
-            found.append(f"{what} ({_short(a)} vs {_short(b)})")
-    return found
-
-
-def _environment(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    environment = manifest.get("environment")
-    return environment if isinstance(environment, dict) else {}
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, dict) and "model" in value:
-        return f"{value['model']}, {len(value.get('simd') or ())} SIMD flags"
-    return json.dumps(value, sort_keys=True)[:80]
 
 
 def source_revision(folder: Path) -> dict[str, Any]:

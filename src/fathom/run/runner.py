@@ -1,8 +1,9 @@
-"""A run: plan the cells, skip the finished ones, build, generate, score, append, derive.
+"""A run: plan the cells, skip the finished ones, build, generate, score, append.
 
 Every sample's record is on disk as soon as its answer is scored, so a crashed or killed run
 resumes where it stopped by running the same command again, having lost at most the samples in
-flight.
+flight. The files derived from the records are the report stage's: ``fathom.report.derive.run_spec``
+runs a spec, then derives them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import ANSWER_BYTES, AnyRecord, Cell, Completion, PerplexityRecord, SampleRecord
 from fathom.registry import create_backend, create_task
-from fathom.report.derive import derive
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
 from fathom.run.store import RETRIED_ERRORS, RunFolder
@@ -106,7 +106,6 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
         finally:
             progress.close()
         failed = [r.error for r in folder.latest() if r.error is not None]
-    derive(folder)
     seconds = time.perf_counter() - started
     retryable = sum(error.startswith(RETRIED_ERRORS) for error in failed)
     return RunResult(

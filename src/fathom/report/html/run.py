@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fathom.analysis.niah import FAILURE_KINDS, error_kinds, failure_kind
+from fathom.analysis.failures import FAILURE_KINDS, error_kinds, failure_kind
+from fathom.analysis.select import split_records
 from fathom.records import SampleRecord
-from fathom.report.derive import DEPTH, PERPLEXITY, TRAP, split_records
+from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
 from fathom.report.html.compare import comparison_section
 from fathom.report.html.page import (
     cell_key,
@@ -34,8 +35,6 @@ from fathom.report.html.page import (
 )
 from fathom.report.plots import format_length
 from fathom.run.store import RunFolder
-
-REPORT = "report.html"
 
 FAILURE_LABELS = {
     "error": "error: never graded (the backend failed, or the prompt missed its length or limit)",

@@ -1,0 +1,57 @@
+"""Why samples failed: errors counted by kind, and each failed sample's one failure kind."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from fathom.records import SampleRecord
+
+
+def error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
+    """Errors counted by kind, the part before the first ':' (e.g. "timeout: after 600s" -> "timeout")."""
+    kinds = Counter(r.error.split(":", 1)[0].strip() for r in records if r.error is not None)
+    return dict(sorted(kinds.items()))
+
+
+# Why a sample was not fully right, in the order failure_kind checks them: the first that applies.
+FAILURE_KINDS = ("error", "beyond_window", "empty", "partial", "refusal", "wrong_answer")
+# Lower-case phrases of a model that declines, or says it cannot find the answer, rather than giving a
+# wrong one; matched anywhere in the output, with typographic apostrophes read as plain ones.
+REFUSAL_PHRASES = (
+    "i cannot",
+    "i can't",
+    "i could not find",
+    "i couldn't find",
+    "i'm sorry",
+    "i am sorry",
+    "i am unable",
+    "i'm unable",
+    "i don't know",
+    "i do not know",
+    "as an ai",
+)
+
+
+def failure_kind(record: SampleRecord) -> str | None:
+    """Why a sample failed, as one of ``FAILURE_KINDS``; None when it is fully right.
+
+    "error": never graded (``error`` set). "beyond_window": wrong on a prompt longer than the trained
+    window, where failing is what the window predicts. "empty": a blank output. "partial": some but
+    not all references found (RULER's fractional "all" metric), a different miss from finding none.
+    "refusal": declined or said it found nothing (``REFUSAL_PHRASES``). "wrong_answer": the rest.
+    """
+    if record.error is not None:
+        return "error"
+    if record.score >= 1.0:
+        return None
+    if record.beyond_window:
+        return "beyond_window"
+    if not record.output.strip():
+        return "empty"
+    if record.score > 0.0:
+        return "partial"
+    said = record.output.lower().replace("\u2019", "'")
+    if any(phrase in said for phrase in REFUSAL_PHRASES):
+        return "refusal"
+    return "wrong_answer"

@@ -1,0 +1,25 @@
+"""Which records an analysis reads: a run's graded samples, its no-context controls and its
+perplexity documents, and whether its samples are NIAH's (fixed depths) or RULER's (drawn depths)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fathom.records import AnyRecord, PerplexityRecord, SampleRecord
+
+
+def is_ruler_run(records: Sequence[SampleRecord]) -> bool:
+    """RULER-style records draw their needle depths per sample, so their cells have no depth."""
+    return any(r.depth is None for r in records)
+
+
+def split_records(records: Sequence[AnyRecord]) -> tuple[list[SampleRecord], list[PerplexityRecord]]:
+    """A run's graded samples (its grid; no-context controls are not in it) and its perplexity
+    documents."""
+    samples = [r for r in records if isinstance(r, SampleRecord) and not r.control]
+    return samples, [r for r in records if isinstance(r, PerplexityRecord)]
+
+
+def control_records(records: Sequence[AnyRecord]) -> list[SampleRecord]:
+    """A run's no-context controls."""
+    return [r for r in records if isinstance(r, SampleRecord) and r.control]

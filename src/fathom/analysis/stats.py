@@ -1,0 +1,96 @@
+"""The statistics every analysis shares: 95% intervals for small groups of scores in [0, 1], a group
+of records as a grid cell's fields, and the longest length that passes a threshold."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fathom.records import SampleRecord
+
+Z_95 = 1.959964
+# The percentile bootstrap for fractional scores: fixed resamples and seed, so a report is reproducible.
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+
+
+def wilson_interval(successes: float, n: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval for ``successes`` out of ``n``; fractional successes are allowed.
+
+    Wilson rather than the normal approximation because cells are small (k of 5-20) and accuracy sits
+    near 0 or 1, where the normal interval collapses to zero width or leaves [0, 1].
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if n == 0:
+        return 0.0, 1.0
+    # Clamped: a sum of float scores can drift a hair outside [0, n].
+    p = min(1.0, max(0.0, successes / n))
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def score_interval(scores: Sequence[float]) -> tuple[float | None, float, float]:
+    """Mean and 95% interval of graded scores in [0, 1]; the mean is None when there are none.
+
+    Binary scores (every one 0 or 1) get the Wilson interval. Fractional ones (RULER's "all" metric: the
+    share of references found) are not Bernoulli draws, so they get a percentile bootstrap over samples
+    with a fixed seed. A single fractional score has no spread to resample and falls back to Wilson,
+    which is wide, rather than a zero-width interval that would look certain.
+    """
+    if not scores:
+        return None, 0.0, 1.0
+    mean = math.fsum(scores) / len(scores)
+    if len(scores) < 2 or all(s in (0.0, 1.0) for s in scores):
+        low, high = wilson_interval(math.fsum(scores), len(scores))
+        return mean, low, high
+    low, high = bootstrap_interval(scores)
+    return mean, max(0.0, low), min(1.0, high)
+
+
+def bootstrap_interval(
+    values: Sequence[float], weights: Sequence[float] | None = None
+) -> tuple[float, float]:
+    """The 95% percentile-bootstrap interval of a (weighted) mean, resampling the values with a
+    fixed seed. Weights pool unequal groups: the mean per token of documents of unequal size."""
+    data = np.asarray(values, dtype=float)
+    weight = np.ones(len(data)) if weights is None else np.asarray(weights, dtype=float)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    picks = rng.integers(0, len(data), size=(BOOTSTRAP_RESAMPLES, len(data)))
+    means = (data[picks] * weight[picks]).sum(axis=1) / weight[picks].sum(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def group_stats(group: Sequence[SampleRecord]) -> dict[str, Any]:
+    """A group of records as a grid cell's fields: the scored count, the errors, the mean score with
+    its 95% interval, and whether any prompt ran beyond the model's trained window."""
+    scores = [r.score for r in group if r.error is None]
+    mean, low, high = score_interval(scores)
+    return {
+        "n": len(scores),
+        "errors": len(group) - len(scores),
+        "mean": mean,
+        "ci_low": low,
+        "ci_high": high,
+        "beyond_window": any(r.beyond_window for r in group),
+    }
+
+
+def longest_passing(
+    points: Iterable[tuple[int, float | None]], threshold: float, strict: bool = False
+) -> int | None:
+    """The longest length whose score, and every shorter length's, is at least ``threshold`` (above it
+    when ``strict``). Scanned from the shortest length; a None score fails and ends the scan."""
+    best = None
+    for length, score in sorted(points, key=lambda p: p[0]):
+        if score is None or score < threshold or (strict and score == threshold):
+            break
+        best = length
+    return best

@@ -1,0 +1,46 @@
+"""``fathom compare``'s files: two run folders read into ``fathom.analysis.paired``'s comparison, and
+the comparison written as compare.json, the difference heatmap compare.png and the page compare.html."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fathom.analysis.paired import Comparison, RunRecords, compare_records
+from fathom.analysis.select import split_records
+from fathom.report.files import COMPARISON_HTML, COMPARISON_JSON, COMPARISON_PNG, SUMMARY
+from fathom.report.html.compare import write_comparison_html
+from fathom.report.plots import plot_difference_heatmap
+from fathom.run.store import RunFolder
+
+
+def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
+    """Compare two run folders of one spec that differ only in the model; refuse runs whose prompts
+    differ."""
+    return compare_records(_read(base), _read(new), alpha)
+
+
+def _read(path: Path) -> RunRecords:
+    folder = RunFolder(path)
+    return RunRecords(path, folder.read_manifest(), split_records(folder.latest())[0])
+
+
+def write_comparison(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]:
+    """Write compare.json, the difference heatmap compare.png and the page compare.html (with both
+    runs' heatmaps when their summary.json exist) into ``out_dir``; return the first two paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data, figure = out_dir / COMPARISON_JSON, out_dir / COMPARISON_PNG
+    as_json = comparison.to_json()
+    data.write_text(json.dumps(as_json, indent=2) + "\n", encoding="utf-8")
+    title = f"{comparison.new.model} (new) vs {comparison.base.model} (base)"
+    plot_difference_heatmap(comparison.cells, figure, title, comparison.alpha)
+    base_summary, new_summary = (_summary(run.path) for run in (comparison.base, comparison.new))
+    write_comparison_html(as_json, out_dir / COMPARISON_HTML, base_summary, new_summary)
+    return data, figure
+
+
+def _summary(run: Path) -> dict[str, Any] | None:
+    """The run's derived summary.json, if it has one (fathom run and fathom report write it)."""
+    path = run / SUMMARY
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

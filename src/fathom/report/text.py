@@ -1,0 +1,204 @@
+"""Every summary, comparison and listing as lines of text for a terminal: what the CLI prints."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from fathom.analysis.paired import CellComparison, Comparison
+from fathom.report.runs import RunEntry
+from fathom.units import format_count
+
+
+def _length(length: int | None) -> str:
+    return "none" if length is None else format_count(length)
+
+
+def summary_text(summary: dict[str, Any]) -> list[str]:
+    """A run's summary.json as the lines ``fathom run`` and ``fathom report`` print: the perplexity
+    table, the no-context control, then RULER's table or NIAH's scores by length."""
+    lines = perplexity_text(summary) if "perplexity" in summary else []
+    if "control" in summary:
+        lines.append(control_text(summary["control"]))
+    if summary.get("kind") == "ruler":
+        lines += ruler_text(summary)
+    elif summary.get("kind") != "perplexity":
+        lines += niah_text(summary)
+    return lines
+
+
+def niah_text(summary: dict[str, Any]) -> list[str]:
+    """A NIAH summary as lines: the score per length, the effective length on the mean and on the
+    95% lower bound, and the lost-in-the-middle index."""
+    lines = []
+    for row in summary["lengths"]:
+        mean = "n/a" if row["mean"] is None else f"{row['mean']:.1%}"
+        lines.append(f"  {format_count(row['length']):>6}: {mean}  (n={row['n']}, errors={row['errors']})")
+    effective = summary["effective_length"]
+    lines.append(
+        f"effective length (score >= {effective['threshold']}): {_length(effective['mean'])}; "
+        f"on the 95% lower bound: {_length(effective['lower_bound'])}"
+    )
+    lim = summary["lost_in_the_middle_index"]
+    lines.append(f"lost-in-the-middle index: {'n/a' if lim is None else f'{lim:+.3f}'}")
+    return lines
+
+
+def perplexity_text(summary: dict[str, Any]) -> list[str]:
+    """The perplexity table as lines: per length, the perplexity with its interval, and that of
+    the last position bucket (the far end of the context)."""
+    table = summary["perplexity"]
+    last = {b["length"]: b for b in table["buckets"]}
+    lines = ["perplexity by length (95% interval over documents; last bucket = the farthest tokens):"]
+    for row in table["lengths"]:
+        name = format_count(row["length"])
+        if row["perplexity"] is None:
+            lines.append(f"  {name:>6}: n/a  (documents={row['documents']}, errors={row['errors']})")
+            continue
+        far = last[row["length"]]  # a length with a perplexity has scored buckets
+        tail = f"; last bucket {format_count(far['lo'])}-{format_count(far['hi'])}: {far['perplexity']:.2f}"
+        flag = "  beyond the trained window" if row["beyond_window"] else ""
+        lines.append(
+            f"  {name:>6}: {row['perplexity']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]{tail}"
+            f"  (documents={row['documents']}, errors={row['errors']}){flag}"
+        )
+    return lines
+
+
+def _pct(value: float | None, width: int = 6) -> str:
+    return f"{'n/a' if value is None else f'{100 * value:.1f}':>{width}}"
+
+
+def ruler_text(summary: dict[str, Any]) -> list[str]:
+    """A RULER summary as lines of text: the task x length table in percent, the per-length average
+    over tasks, RULER's averages and the effective lengths on the mean and on the lower bound."""
+    lengths = [row["length"] for row in summary["lengths"]]
+    tasks = list(dict.fromkeys(cell["task"] for cell in summary["grid"]))
+    width = max(len("average"), *(len(t) for t in tasks))
+    by_pos = {(c["task"], c["length"]): c["mean"] for c in summary["grid"]}
+    lines = ["  " + " " * width + "".join(f"{format_count(n):>8}" for n in lengths)]
+    for task in tasks:
+        cells = "".join(_pct(by_pos.get((task, n)), 8) for n in lengths)
+        lines.append(f"  {task:<{width}}{cells}")
+    lines.append(f"  {'average':<{width}}" + "".join(_pct(row["mean"], 8) for row in summary["lengths"]))
+    mean, low = summary["aggregates"]["mean"], summary["aggregates"]["lower_bound"]
+    scores = ", ".join(
+        f"{name} {'n/a' if mean[key] is None else f'{mean[key]:.1f}'}"
+        for name, key in (("average", "average"), ("wAvg inc", "wavg_inc"), ("wAvg dec", "wavg_dec"))
+    )
+    lines.append(f"RULER score (percent): {scores}")
+    lines.append(
+        f"effective length (score > {mean['threshold']:g}): {_length(mean['effective_length'])}; "
+        f"on the 95% lower bound: {_length(low['effective_length'])}"
+    )
+    cutoff = "n/a" if mean["relative_cutoff"] is None else f"{mean['relative_cutoff']:.1f}"
+    lines.append(
+        f"effective length (score > {mean['relative_threshold']:g} x the shortest length's, {cutoff}): "
+        f"{_length(mean['effective_length_relative'])}; "
+        f"on the 95% lower bound: {_length(low['effective_length_relative'])}"
+    )
+    lines.append(f"samples: {summary['samples']}, errors: {summary['errors']}")
+    return lines
+
+
+def control_text(summary: dict[str, Any]) -> str:
+    """The control in a line, with a warning when questions were answered without the context."""
+    n, answered = summary["n"], summary["answered"]
+    mean = "n/a" if summary["mean"] is None else f"{summary['mean']:.1%}"
+    line = f"no-context control: {mean} ({answered} of {n} questions answered without the context"
+    line += f", {summary['errors']} errors)" if summary["errors"] else ")"
+    if answered:
+        line += (
+            "; warning: those samples' scores are no evidence of using the context "
+            "(see report.html, 'No-context control')"
+        )
+    return line
+
+
+def _cell_name(cell: CellComparison) -> str:
+    where = cell.task if cell.depth is None else f"depth {cell.depth:.0%}"
+    return f"{format_count(cell.length)}, {where}"
+
+
+def _cell_line(cell: CellComparison) -> str:
+    test = cell.test
+    return (
+        f"  {_cell_name(cell)}: {test.base_mean:.1%} → {test.new_mean:.1%} "
+        f"({test.pairs} pairs: {test.worse} worse, {test.better} better), "
+        f"p = {test.p_value:.3g}, adjusted p = {cell.p_adjusted:.3g}"
+    )
+
+
+def comparison_text(comparison: Comparison) -> list[str]:
+    """The comparison as lines for a terminal: both models, what was paired and left out, the overall
+    change, the regressed and improved cells, and the change of effective length."""
+    overall, base_length, new_length = (
+        comparison.overall,
+        comparison.base_effective_length,
+        comparison.new_effective_length,
+    )
+    lines = [
+        f"base: {comparison.base.model}  ({comparison.base.path})",
+        f"new:  {comparison.new.model}  ({comparison.new.path})",
+        f"pairs: {overall.pairs}; left out: {comparison.left_out_errors} with an error in either run, "
+        f"{comparison.left_out_unpaired} in one run only",
+        f"overall: {overall.base_mean:.1%} → {overall.new_mean:.1%} ({overall.worse} pairs worse, "
+        f"{overall.better} better; pooled exact test p = {overall.p_value:.3g})",
+    ]
+    criterion = f"Holm-adjusted p < {comparison.alpha:g} over {len(comparison.cells)} cells"
+    for name, cells in (("regressed", comparison.regressed), ("improved", comparison.improved)):
+        lines.append(f"{name} cells ({criterion}): {len(cells) or 'none'}")
+        lines += [_cell_line(cell) for cell in cells]
+    lines.append(
+        f"effective length: {_length(base_length.mean)} → {_length(new_length.mean)}; on the 95% lower "
+        f"bound: {_length(base_length.lower_bound)} → {_length(new_length.lower_bound)}"
+    )
+    if comparison.machine_differences:
+        lines.append(
+            f"warning: the runs differ in {'; '.join(comparison.machine_differences)}: a real model's greedy "
+            "answers can change with these alone, so part of any difference may be the machine's"
+        )
+    return lines
+
+
+NONE = "—"  # an empty column of the run listing
+
+
+def _lengths(lengths: tuple[int, ...]) -> str:
+    if not lengths:
+        return NONE
+    low, high = format_count(lengths[0]), format_count(lengths[-1])
+    return low if low == high else f"{low}-{high}"
+
+
+def _created(created: str | None) -> str:
+    # "2026-11-23T14:00:00+00:00" -> "2026-11-23 14:00": the minute is enough to tell runs apart.
+    return NONE if created is None else created[:16].replace("T", " ")
+
+
+def _columns(entry: RunEntry) -> list[str]:
+    if entry.problem is not None:
+        return [_created(entry.created), entry.folder.name, entry.status]
+    return [
+        _created(entry.created),
+        entry.folder.name,
+        entry.model or NONE,
+        entry.task or NONE,
+        _lengths(entry.lengths),
+        NONE if entry.samples is None else f"k={entry.samples}",
+        entry.status,
+        "effective " + (NONE if entry.effective_length is None else format_count(entry.effective_length)),
+    ]
+
+
+def runs_text(entries: Sequence[RunEntry]) -> list[str]:
+    """One line per run: created, folder, model, task, lengths, k, status and effective length, in
+    aligned columns; an unreadable folder's line gives the reason instead."""
+    rows = [_columns(entry) for entry in entries]
+    # The last column is never padded, so a long reason does not widen the columns of the others.
+    widths: defaultdict[int, int] = defaultdict(int)
+    for row in rows:
+        for index, cell in enumerate(row[:-1]):
+            widths[index] = max(widths[index], len(cell))
+    return ["  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])), row[-1]]) for row in rows]
