@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fathom.analysis.paired import EffectiveLength, holm_adjust, paired_test, sign_test
+from fathom.analysis.paired import (
+    EffectiveLength,
+    RunRecords,
+    compare_records,
+    holm_adjust,
+    paired_test,
+    sign_test,
+)
 from fathom.cli import main
 from fathom.errors import RunFolderError
 from fathom.records import SampleRecord
@@ -164,6 +171,23 @@ def test_fractional_scores_are_tested_by_the_sign_of_each_difference() -> None:
     assert test.p_value == pytest.approx(2 * (1 + 6) / 64)
     assert test.base_mean == pytest.approx((5 * 1.0 + 3 * 0.5 + 0.25) / 9)
     assert test.new_mean == pytest.approx((5 * 0.75 + 3 * 0.5 + 1.0) / 9)
+
+
+def test_the_comparison_is_data_made_from_records_alone() -> None:
+    """The paired tests need two runs' manifests and records, no folder, file or page."""
+    identity = {"spec": {"model": "base", "task": "vt"}, "task": {}, "tokenizer": {"sha256": "t"}}
+    base = RunRecords(Path("base"), {"identity": identity}, [record(i, 1.0) for i in range(10)])
+    renamed = {**identity, "spec": {"model": "new", "task": "vt"}}
+    new = RunRecords(Path("new"), {"identity": renamed}, [record(i, float(i == 9)) for i in range(10)])
+    comparison = compare_records(base, new)
+    (cell,) = comparison.cells
+    assert (cell.task, cell.length, cell.test.worse, cell.test.better) == ("vt", 4096, 9, 0)
+    assert cell.test.p_value == pytest.approx(2 / 2**9) and cell.verdict == "regressed"
+    assert (comparison.base.model, comparison.new.model, comparison.machine_differences) == (
+        "base",
+        "new",
+        (),
+    )
 
 
 # --- a planted regression --------------------------------------------------------------------------
