@@ -1,5 +1,58 @@
-"""fathom: measure how much of a long context a language model can actually use."""
+"""fathom: measure how much of a long context a language model can actually use.
 
+The names a Python user needs, importable from here; ARCHITECTURE.md says where each stage lives and
+where new code goes.
+"""
+
+from fathom.analysis.paired import Comparison
+from fathom.backends.base import Backend, Built, Request, Scorer, ScoreRequest, Streamer, TokenScores
+from fathom.errors import FathomError, SpecError
+from fathom.prompts import ChatPrompt, Prompt, PromptBuilder, PromptText
+from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
+from fathom.records import Cell, Completion, Needle, PerplexityRecord, SampleRecord
+from fathom.report.compare import compare_runs
+from fathom.report.derive import derive, run_spec
+from fathom.run.runner import RunResult
+from fathom.run.store import RunFolder
+from fathom.spec import RunSpec
+from fathom.tasks.base import Document, Sample, Task
 from fathom.version import __version__
 
-__all__ = ["__version__"]
+__all__ = [  # noqa: RUF022 - grouped by what a user does with them, not sorted
+    "__version__",
+    # Run a spec: its records, then summary.json, the plots and report.html (what `fathom run` does).
+    "RunResult",
+    "RunSpec",
+    "run_spec",
+    # Read a run folder (RunFolder(path).read_manifest(), .latest()), re-derive its files, compare two.
+    "Comparison",
+    "PerplexityRecord",
+    "RunFolder",
+    "SampleRecord",
+    "compare_runs",
+    "derive",
+    # Write a task: cells, and for each a Sample (a prompt built to its exact length) or a Document.
+    "Cell",
+    "Document",
+    "Needle",
+    "Prompt",
+    "PromptBuilder",
+    "PromptText",
+    "Sample",
+    "Task",
+    "Tokenizer",
+    "load_tokenizer",
+    # Write a backend: requests in, completions out; scoring, streaming and a build are optional.
+    "Backend",
+    "Built",
+    "ChatPrompt",
+    "Completion",
+    "Request",
+    "ScoreRequest",
+    "Scorer",
+    "Streamer",
+    "TokenScores",
+    # Errors: a FathomError's message names the problem and the fix; the CLI prints it as one line.
+    "FathomError",
+    "SpecError",
+]

@@ -97,6 +97,9 @@ class EffectiveLength:
 
 @dataclass(frozen=True)
 class Comparison:
+    """Two runs of one spec compared pair by pair: per cell with Holm's correction over the cells,
+    pooled over all pairs, and their effective lengths on the pairs both graded."""
+
     base: RunRef
     new: RunRef
     alpha: float

@@ -38,6 +38,8 @@ Write = Callable[[AnyRecord], None]
 
 @dataclass(frozen=True)
 class RunResult:
+    """What a run did: the samples it wrote, those it found done, its errors, and where its time went."""
+
     folder: Path
     written: int
     skipped: int

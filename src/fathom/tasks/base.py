@@ -48,6 +48,9 @@ class Document:
 
 
 class Task(Protocol):
+    """A task: the cells of a run, and how each becomes a Sample (a prompt of its exact length with
+    the references that grade it) or a Document (perplexity). Nothing needs to inherit from it."""
+
     name: str
 
     def cells(self) -> Iterator[Cell]:
