@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from fathom.analysis.failures import FAILURE_KINDS, failure_kind
+from fathom.analysis.failures import FAILURE_KINDS, failure_counts, failure_kind
 from fathom.analysis.niah import summarize
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli import main
@@ -299,6 +299,13 @@ def test_failure_kind(sample: SampleRecord, kind: str | None) -> None:
 
 def test_every_failure_kind_is_reachable() -> None:
     assert {kind for _, kind in FAILURES} == {None, *FAILURE_KINDS}
+
+
+def test_failures_are_counted_by_kind_with_the_right_ones_under_none() -> None:
+    counts = failure_counts(sample for sample, _ in FAILURES)
+    assert list(counts) == [None, *FAILURE_KINDS]
+    assert counts == {kind: sum(k == kind for _, k in FAILURES) for kind in counts}
+    assert failure_counts([]) == dict.fromkeys(counts, 0)
 
 
 def test_the_data_block_cannot_be_closed_by_the_data_and_reads_back_equal() -> None:

@@ -55,3 +55,10 @@ def failure_kind(record: SampleRecord) -> str | None:
     if any(phrase in said for phrase in REFUSAL_PHRASES):
         return "refusal"
     return "wrong_answer"
+
+
+def failure_counts(records: Iterable[SampleRecord]) -> dict[str | None, int]:
+    """How many samples fail by each of ``FAILURE_KINDS`` (0 where none does), and under None how
+    many are fully right."""
+    counts = Counter(failure_kind(r) for r in records)
+    return {kind: counts[kind] for kind in (None, *FAILURE_KINDS)}

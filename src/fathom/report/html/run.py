@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fathom.analysis.failures import FAILURE_KINDS, error_kinds, failure_kind
+from fathom.analysis.failures import FAILURE_KINDS, error_kinds, failure_counts, failure_kind
 from fathom.analysis.select import split_records
 from fathom.records import SampleRecord
 from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
@@ -242,7 +242,7 @@ def _error_kind(record: SampleRecord) -> str:
 def _failures_section(records: Sequence[SampleRecord]) -> str:
     """Counts of each kind of failure, and each kind's samples in a collapsed list (filled by the
     script when opened); errors in sub-lists by their kind."""
-    kinds = Counter(failure_kind(r) for r in records)
+    kinds = failure_counts(records)
     rows = [(kind, FAILURE_LABELS[kind], kinds[kind]) for kind in FAILURE_KINDS]
     lists = []
     for kind in FAILURE_KINDS:
