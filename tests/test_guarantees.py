@@ -47,19 +47,24 @@ def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path:
     """Rounds of the same sweep, each killed at random moments until one attempt finishes, then
     checked against an uninterrupted run: at least 20 kills in all."""
     reference = tmp_path / "reference"
-    assert fathom(*SWEEP, "--run-dir", reference).wait() == 0
+    with fathom(*SWEEP, "--run-dir", reference) as process:
+        assert process.wait() == 0
     expected = json.loads((reference / "summary.json").read_text())
     rng, kills, rounds = random.Random(14), 0, 0
     while kills < 20:
         folder, seen = tmp_path / f"killed-{rounds}", set[str]()
         while True:
-            process = fathom(*SWEEP, "--run-dir", folder)
-            time.sleep(rng.uniform(0.5, 3.0))
-            if process.poll() is not None:
-                assert process.returncode == 0, process.stderr.read() if process.stderr else ""
+            # Each process in a with block, which closes its stderr pipe however the run ended.
+            with fathom(*SWEEP, "--run-dir", folder) as process:
+                time.sleep(rng.uniform(0.5, 3.0))
+                finished = process.poll() is not None
+                if finished:
+                    assert process.returncode == 0, process.stderr.read() if process.stderr else ""
+                else:
+                    process.send_signal(signal.SIGKILL)
+                    process.wait()
+            if finished:
                 break
-            process.send_signal(signal.SIGKILL)
-            process.wait()
             kills += 1
             now = ids(folder)
             assert seen <= set(now), "a record written before the kill is gone"
@@ -77,22 +82,22 @@ def test_a_second_writer_is_refused_with_the_first_ones_pid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "run"
-    first = fathom(*SWEEP[:-1], "--samples", "50", "--no-progress", "--run-dir", folder)
-    try:
-        deadline = time.monotonic() + 30
-        while not (folder / "samples.jsonl").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert cli([*SWEEP[:-1], "--samples", "50", "--no-progress", "--run-dir", str(folder)]) == 2
-        err = capsys.readouterr().err
-        assert f"is in use by pid {first.pid}" in err and err.count("\n") == 1
-        # A reader needs no lock, and never sees half a line while the writer appends.
-        for _ in range(200):
-            records = RunFolder(folder).records()
-            assert all(isinstance(r, SampleRecord) for r in records)
-        assert (folder / LOCK).read_text().strip() == str(first.pid)
-    finally:
-        first.kill()
-        first.wait()
+    with fathom(*SWEEP[:-1], "--samples", "50", "--no-progress", "--run-dir", folder) as first:
+        try:
+            deadline = time.monotonic() + 30
+            while not (folder / "samples.jsonl").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert cli([*SWEEP[:-1], "--samples", "50", "--no-progress", "--run-dir", str(folder)]) == 2
+            err = capsys.readouterr().err
+            assert f"is in use by pid {first.pid}" in err and err.count("\n") == 1
+            # A reader needs no lock, and never sees half a line while the writer appends.
+            for _ in range(200):
+                records = RunFolder(folder).records()
+                assert all(isinstance(r, SampleRecord) for r in records)
+            assert (folder / LOCK).read_text().strip() == str(first.pid)
+        finally:
+            first.kill()
+            first.wait()
     assert len(ids(folder)) == len(set(ids(folder)))
 
 
