@@ -58,6 +58,9 @@ def test_unreadable_files_and_missing_folders_are_named(tmp_path: Path) -> None:
 def test_the_index_is_cached_on_disk_and_rebuilt_when_corrupt(monkeypatch: pytest.MonkeyPatch) -> None:
     tokenizer = load_tokenizer("cl100k_base")
     corpus = load_corpus("noise")
+    # Built here, not taken from memory where a test before this one left it (and wrote no file).
+    monkeypatch.setattr(index, "_MEMORY", {})
+    index._cache_path(corpus, tokenizer).unlink(missing_ok=True)
     built = tokenize_corpus(corpus, tokenizer)
     path = index._cache_path(corpus, tokenizer)
     assert path.is_file()

@@ -57,6 +57,20 @@ def test_the_samples_rate_leaves_out_the_time_the_controls_took(monkeypatch: pyt
     assert last == "niah sim:  50%|#####     | 8.19k/16.4k [00:16<00:16, 512tok/s]", last
 
 
+def test_samples_are_counted_in_whole_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(progress_module.time, "monotonic", clock)
+    stream = io.StringIO()
+    phase = Progress("controls", 24, "sample", stream=stream)
+    phase.begin()
+    for _ in range(12):
+        clock.now += 0.5
+        phase.advance()
+    assert (
+        stream.getvalue().splitlines()[-1] == "controls:  50%|#####     | 12/24 [00:06<00:06,  2.00sample/s]"
+    )
+
+
 def test_disabled_progress_writes_nothing() -> None:
     stream = io.StringIO()
     phase = Progress("x", 10, "tok", stream=stream, enabled=False)

@@ -81,7 +81,7 @@ class Progress:
                 total=self.total,
                 desc=self.label,
                 unit=self.unit,
-                unit_scale=True,
+                unit_scale=self.unit == "tok",  # 92.2k tokens, but 24 samples, not 24.0
                 smoothing=0,
                 file=self.stream,
                 position=self.position,
@@ -112,7 +112,7 @@ class Progress:
             elapsed,
             prefix=self.label,
             unit=self.unit,
-            unit_scale=True,
+            unit_scale=self.unit == "tok",
             ascii=True,  # a log stays plain text
         )
         return line
