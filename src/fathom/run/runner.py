@@ -13,6 +13,7 @@ import itertools
 import random
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,11 +95,11 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
             random.Random(spec.seed).shuffle(shuffled)
             cells = shuffled
         progress = RunProgress(f"{spec.task} {spec.model}", todo(), enabled=show_progress)
-        written: list[AnyRecord] = []
+        written = Counter[str]()  # counts only: a long run's records are not kept in memory
 
         def write(record: AnyRecord) -> None:
             folder.append(record)
-            written.append(record)
+            written.update(records=1, errors=int(record.error is not None))
             progress.record_done(record)
 
         clock = _BackendClock(backend)
@@ -112,9 +113,9 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
     retryable = sum(error.startswith(RETRIED_ERRORS) for error in failed)
     return RunResult(
         run_dir,
-        len(written),
+        written["records"],
         len(done),
-        sum(r.error is not None for r in written),
+        written["errors"],
         seconds,
         loading + clock.seconds,
         retryable,
