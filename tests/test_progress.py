@@ -22,9 +22,15 @@ class Clock:
         return self.now
 
 
-def test_a_log_gets_one_line_per_tenth_with_tqdms_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = Clock()
-    monkeypatch.setattr(progress_module.time, "monotonic", clock)
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The progress module's clock, moved by hand."""
+    fake = Clock()
+    monkeypatch.setattr(progress_module.time, "monotonic", fake)
+    return fake
+
+
+def test_a_log_gets_one_line_per_tenth_with_tqdms_numbers(clock: Clock) -> None:
     stream = io.StringIO()
     phase = Progress("niah sim", 1000, "tok", stream=stream)
     phase.begin()
@@ -38,9 +44,7 @@ def test_a_log_gets_one_line_per_tenth_with_tqdms_numbers(monkeypatch: pytest.Mo
     assert lines[-1].startswith("niah sim: 100%|##########| 1.00k/1.00k [00:50<00:00,")
 
 
-def test_the_samples_rate_leaves_out_the_time_the_controls_took(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = Clock()
-    monkeypatch.setattr(progress_module.time, "monotonic", clock)
+def test_the_samples_rate_leaves_out_the_time_the_controls_took(clock: Clock) -> None:
     todo = [Cell("niah", 1024, 0.5, i, control=True) for i in range(2)]
     todo += [Cell("niah", 4096, 0.5, i) for i in range(4)]
     run = RunProgress("niah sim", todo)
@@ -57,9 +61,7 @@ def test_the_samples_rate_leaves_out_the_time_the_controls_took(monkeypatch: pyt
     assert last == "niah sim:  50%|#####     | 8.19k/16.4k [00:16<00:16, 512tok/s]", last
 
 
-def test_samples_are_counted_in_whole_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = Clock()
-    monkeypatch.setattr(progress_module.time, "monotonic", clock)
+def test_samples_are_counted_in_whole_numbers(clock: Clock) -> None:
     stream = io.StringIO()
     phase = Progress("controls", 24, "sample", stream=stream)
     phase.begin()

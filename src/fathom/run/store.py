@@ -150,7 +150,7 @@ class RunFolder:
             data = self.samples_path.read_bytes() if self.samples_path.exists() else b""
         except OSError as exc:
             raise RunFolderError(f"cannot read {self.samples_path}: {exc.strerror or exc}") from None
-        return parse(data, self._identity or self.identity())
+        return parse(data, self.identity())
 
     def _quarantine(self, parsed: Parsed) -> None:
         """Move damaged lines and a torn tail to samples.quarantine, then rewrite samples.jsonl with
