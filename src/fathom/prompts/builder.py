@@ -8,6 +8,7 @@ by construction; text backends get the decoded text, re-encoded once to verify.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Sequence
@@ -155,7 +156,8 @@ class PromptBuilder:
 
     def place(self, length: int, question: str, needles: Sequence[tuple[float, str]]) -> Prompt:
         """A prompt of exactly ``length`` tokens with each needle text at the sentence boundary
-        nearest its depth; needles at the same boundary keep their order."""
+        nearest its depth; needles at the same boundary keep their order. The prompt's ``needles``
+        are in the order given (whatever their depths)."""
         head, tail = self.frame(question)
         needle_ids = [_ids(self.tokenizer.encode(text)) for _, text in needles]
         budget = length - len(head) - len(tail) - sum(len(ids) for ids in needle_ids)
@@ -163,13 +165,16 @@ class PromptBuilder:
             raise too_short(length, length - budget, "template, instruction, question and needles")
         haystack, starts = self.corpus.window(budget)
         cuts = [_nearest_boundary(starts, budget, depth) for depth, _ in needles]
+        order = sorted(range(len(needles)), key=lambda i: cuts[i])  # stable: ties keep their order
         parts: list[tuple[Ids, bool]] = []
         previous = 0
-        for cut, ids in sorted(zip(cuts, needle_ids, strict=True), key=lambda pair: pair[0]):
-            parts += [(haystack[previous:cut], False), (ids, True)]
-            previous = cut
+        for i in order:
+            parts += [(haystack[previous : cuts[i]], False), (needle_ids[i], True)]
+            previous = cuts[i]
         parts.append((haystack[previous:], False))
-        return assemble(head, parts, tail, length)
+        prompt = assemble(head, parts, tail, length)
+        placed = dict(zip(order, prompt.needles, strict=True))
+        return dataclasses.replace(prompt, needles=tuple(placed[i] for i in range(len(needles))))
 
 
 def _ids(values: list[int]) -> Ids:

@@ -1,0 +1,346 @@
+"""Hard needles: what one NIAH sample hides in its haystack and asks, beyond one plain sentence.
+
+A plain needle is passed by a model that matches "the special magic number for X is" without
+reading. A *needle set* makes that fail:
+
+- **distractors**: near-miss sentences in the same haystack, at least ``gap`` of it away from every
+  gold needle. A *key* distractor is the gold's template with a near-miss key (one of its words
+  kept); a *class* distractor keeps the gold's key but states a value of another class (an
+  identifier beside a number; a childhood village beside the town someone settled in).
+- **several needles**: ``needles`` facts at spread depths (the cell's depth first), one question
+  asking for all of them.
+- **split needles** (kinds ``split`` and ``chain``): one fact in two parts at two depths
+  ``distance`` apart, which must be combined: two halves of a code, or a two-hop chain (X keeps the
+  ledger in the chest; the chest was sent to town T: where is X's ledger?).
+
+Every placement records its role and the value it states, so the grader can tell an answer that
+took a distractor's value from one that missed, and analysis can say which positions were missed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fathom.errors import SpecError
+from fathom.prompts.needles import (
+    ADJECTIVES,
+    KEYED_NEEDLES,
+    NOUNS,
+    PLACE_ENDINGS,
+    made_up_name,
+    make_needle,
+)
+from fathom.records import Needle
+
+GOLD, PART = "gold", "part"
+KEY_DISTRACTOR, CLASS_DISTRACTOR = "key-distractor", "class-distractor"
+DISTRACTOR_ROLES = (KEY_DISTRACTOR, CLASS_DISTRACTOR)
+SPLIT_KINDS = ("split", "chain")
+# Attempts at drawing something that differs from what is already there (a key, a value, a depth
+# away from the gold): each succeeds with overwhelming chance, so running out means a bug.
+_ATTEMPTS = 1000
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One sentence to hide: its text (with its leading space), the depth asked for it (0..1 of
+    the haystack), its role and the value it states."""
+
+    text: str
+    depth: float
+    role: str  # GOLD, PART, KEY_DISTRACTOR or CLASS_DISTRACTOR
+    value: str
+
+
+@dataclass(frozen=True)
+class Hardness:
+    """How hard a sample's needles are; the defaults give today's one plain needle."""
+
+    distractors: int = 0
+    needles: int = 1
+    # The share of the haystack between a split needle's parts; None draws it per sample.
+    split_distance: float | None = 0.25
+    # The least share of the haystack between a distractor and any gold needle or part.
+    gap: float = 0.05
+
+    @property
+    def plain(self) -> bool:
+        return self.distractors == 0 and self.needles == 1
+
+
+@dataclass(frozen=True)
+class NeedleSet:
+    """A sample's needles: the question, the references, every placement, and the phrases a
+    simulated reader looks for (``keys``: the gold evidence; ``patterns``: the wording gold and
+    look-alikes share, which a pattern-matcher takes for evidence)."""
+
+    kind: str
+    question: str
+    answers: tuple[str, ...]
+    placements: tuple[Placement, ...]
+    keys: tuple[str, ...]
+    patterns: tuple[str, ...]
+
+    @property
+    def lures(self) -> tuple[str, ...]:
+        """The distractors' values: an answer holding one took the bait."""
+        return tuple(p.value for p in self.placements if p.role in DISTRACTOR_ROLES)
+
+
+# The question for several keyed needles at once: the same wording with every key named.
+_PLURAL_QUESTIONS = {
+    "number": "Which numbers were given as the special magic numbers for {keys}?",
+    "words": "What two-word passphrases were chosen for {keys}?",
+    "uuid": "Which UUIDs are recorded as the special magic identifiers for {keys}?",
+    "fact": "In which towns did {keys} each finally make a home?",
+}
+# The wording of each kind's template that look-alikes share (a pattern-matcher's cue).
+_PATTERNS = {
+    "number": "special magic",
+    "words": "passphrase chosen for",
+    "uuid": "special magic",
+    "fact": "settled in the town of",
+    "split": "vault code for",
+    "chain": "was sent to the town of",
+}
+# A class distractor of a keyed needle: the gold's key in another kind's template.
+_OTHER_CLASS = {"number": "uuid", "words": "number", "uuid": "number"}
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _place_name(rng: random.Random) -> str:
+    return made_up_name(rng, 1) + rng.choice(PLACE_ENDINGS)
+
+
+def _near_key(key: str, rng: random.Random, taken: set[str]) -> str:
+    """An adjective-noun key that keeps one word of ``key`` and is none of ``taken``."""
+    adjective, noun = key.split("-", 1)
+    for _ in range(_ATTEMPTS):
+        near = (
+            f"{adjective}-{rng.choice(NOUNS)}" if rng.random() < 0.5 else f"{rng.choice(ADJECTIVES)}-{noun}"
+        )
+        if near not in taken:
+            return near
+    raise RuntimeError(f"no near-miss key for {key}")
+
+
+def _fresh(draw: Callable[[random.Random], str], rng: random.Random, taken: set[str]) -> str:
+    for _ in range(_ATTEMPTS):
+        value = draw(rng)
+        if value not in taken:
+            return value
+    raise RuntimeError("no fresh value")
+
+
+def _keyed_distractor(kind: str, gold: Needle, style: str, rng: random.Random, taken: set[str]) -> Placement:
+    if style == CLASS_DISTRACTOR:
+        other = KEYED_NEEDLES[_OTHER_CLASS[kind]]
+        value = _fresh(other.value, rng, taken)
+        return Placement(other.text.format(key=gold.key, value=value), 0.0, style, value)
+    keyed = KEYED_NEEDLES[kind]
+    key = _near_key(gold.key, rng, taken)
+    value = _fresh(keyed.value, rng, taken)
+    return Placement(keyed.text.format(key=key, value=value), 0.0, style, value)
+
+
+def _fact_distractor(gold: Needle, style: str, rng: random.Random, taken: set[str]) -> Placement:
+    place = _fresh(_place_name, rng, taken)
+    if style == CLASS_DISTRACTOR:  # the same person, another place and another relation to it
+        text = f" As a child, {gold.key} spent one summer in the village of {place}."
+        return Placement(text, 0.0, style, place)
+    surname = gold.key.split(" ", 1)[1]
+    person = _fresh(lambda r: f"{made_up_name(r, 2)} {surname}", rng, taken)
+    return Placement(f" After many years abroad, {person} settled in the town of {place}.", 0.0, style, place)
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """A fact in two parts: each part's text, evidence phrase and stated value; the question and
+    its answers; ``subject`` (the code's key, or the person) and ``link`` (what joins the parts)."""
+
+    texts: tuple[str, str]
+    keys: tuple[str, str]
+    values: tuple[str, str]
+    question: str
+    answers: tuple[str, ...]
+    subject: str
+    link: str
+
+
+def _split(rng: random.Random) -> _Parts:
+    """Two halves of a code; the answer is both halves."""
+    key = f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}"
+    first, second = str(rng.randint(1000, 9999)), str(rng.randint(1000, 9999))
+    return _Parts(
+        texts=(
+            f" The first half of the vault code for {key} is {first}.",
+            f" The second half of the vault code for {key} is {second}.",
+        ),
+        keys=(f"first half of the vault code for {key}", f"second half of the vault code for {key}"),
+        values=(first, second),
+        question=f"What is the whole vault code for {key}? Give the first half, then the second.",
+        answers=(first, second),
+        subject=key,
+        link=key,
+    )
+
+
+def _chain(rng: random.Random) -> _Parts:
+    """A two-hop chain: who keeps the ledger in which chest, and where that chest went."""
+    person = made_up_name(rng, 2)
+    chest = f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} chest"
+    place = _place_name(rng)
+    return _Parts(
+        texts=(
+            f" {person} keeps the family ledger locked in the {chest}.",
+            f" The {chest} was sent to the town of {place} last spring.",
+        ),
+        keys=(f"{person} keeps the family ledger", f"The {chest} was sent"),
+        values=(chest, place),
+        question=f"In which town is the family ledger of {person} now?",
+        answers=(place,),
+        subject=person,
+        link=chest,
+    )
+
+
+def _split_distractor(kind: str, parts: _Parts, style: str, rng: random.Random, taken: set[str]) -> Placement:
+    if kind == "split":  # another code of the same key, or a near-miss key's first half
+        value = _fresh(lambda r: str(r.randint(1000, 9999)), rng, taken)
+        if style == CLASS_DISTRACTOR:
+            text = f" The first half of the door code for {parts.subject} is {value}."
+            return Placement(text, 0.0, style, value)
+        key = _near_key(parts.subject, rng, taken)
+        return Placement(f" The first half of the vault code for {key} is {value}.", 0.0, style, value)
+    place = _fresh(_place_name, rng, taken)
+    if style == CLASS_DISTRACTOR:  # the same person in another town
+        return Placement(f" {parts.subject} once kept a diary in the town of {place}.", 0.0, style, place)
+    # A look-alike chest, the gold chest's noun kept: only its adjective tells them apart.
+    noun = parts.link.split(" ")[1]
+    chest = _fresh(lambda r: f"{r.choice(ADJECTIVES)} {noun} chest", rng, taken | {parts.link})
+    return Placement(f" The {chest} was sent to the town of {place} last spring.", 0.0, style, place)
+
+
+def split_depths(depth: float, distance: float) -> tuple[float, float]:
+    """The parts' depths: the first at ``depth``, the second ``distance`` after it, or before it
+    where after would leave the haystack."""
+    if depth + distance <= 1.0:
+        return depth, depth + distance
+    if depth - distance >= 0.0:
+        return depth, depth - distance
+    raise SpecError(
+        f"a split needle at depth {depth:g} cannot have its parts {distance:g} of the haystack apart: "
+        f"use --split-distance {max(depth, 1.0 - depth):g} or less (0.5 or less fits every depth)"
+    )
+
+
+def _spread(depth: float, count: int) -> list[float]:
+    """``count`` depths evenly spread around the haystack, the first at ``depth``."""
+    return [round((depth + i / count) % 1.0, 6) if i else depth for i in range(count)]
+
+
+def _distractor_depth(rng: random.Random, golds: list[float], gap: float) -> float:
+    for _ in range(_ATTEMPTS):
+        depth = rng.random()
+        if all(abs(depth - g) >= gap for g in golds):
+            return depth
+    raise SpecError(f"no room for a distractor {gap:g} of the haystack away from needles at {golds}")
+
+
+def evidence(needle: Needle) -> str:
+    """The phrase that marks a needle's sentence and no look-alike's: its words before the answer
+    (a distractor differs there, in its key or its class), or the key where the answer comes first."""
+    before = needle.text[: needle.text.find(needle.answers[0])].strip()
+    return before or needle.key
+
+
+def check_hardness(kind: str, hardness: Hardness) -> None:
+    """Refuse what no sample could be built for, before any is."""
+    if hardness.distractors < 0 or hardness.needles < 1:
+        raise SpecError("--distractors must be 0 or more and --needles 1 or more")
+    if kind == "sf" and not hardness.plain:
+        raise SpecError("the sf needle is one fixed sentence: use --needle number, words, uuid or fact")
+    if kind in SPLIT_KINDS and hardness.needles > 1:
+        raise SpecError(f"--needles {hardness.needles} does not go with the {kind} needle, one fact in parts")
+    distance = hardness.split_distance
+    if distance is not None and not 0.0 < distance <= 1.0:
+        raise SpecError(f"--split-distance must lie in (0, 1], a share of the haystack, not {distance:g}")
+    if not 0.0 <= hardness.gap < 0.5:
+        raise SpecError(f"the distractor gap must lie in [0, 0.5), not {hardness.gap:g}")
+    golds = 2 if kind in SPLIT_KINDS else hardness.needles
+    if hardness.distractors and 2 * hardness.gap * golds >= 1.0:
+        raise SpecError(
+            f"{golds} needles leave no room for distractors {hardness.gap:g} of the haystack away from "
+            "each: use fewer needles"
+        )
+
+
+def needle_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) -> NeedleSet:
+    """The needles of one sample at the cell's ``depth``, drawn from ``rng``.
+
+    With the default hardness this is ``make_needle``'s one needle at ``depth``, drawn identically,
+    so plain runs build the prompts they always did."""
+    if kind in SPLIT_KINDS:
+        return _split_set(kind, hardness, depth, rng)
+    golds = [make_needle(kind, rng) for _ in range(hardness.needles)]
+    _unique_golds(kind, golds, rng)
+    depths = _spread(depth, len(golds))
+    placements = [Placement(n.text, d, GOLD, n.answers[0]) for n, d in zip(golds, depths, strict=True)]
+    taken = {g.key for g in golds} | {a for g in golds for a in g.answers}
+    for index in range(hardness.distractors):
+        style = CLASS_DISTRACTOR if index % 2 else KEY_DISTRACTOR
+        gold = golds[index % len(golds)]
+        if kind == "fact":
+            made = _fact_distractor(gold, style, rng, taken)
+        else:
+            made = _keyed_distractor(kind, gold, style, rng, taken)
+        taken.add(made.value)
+        at = _distractor_depth(rng, depths, hardness.gap)
+        placements.append(Placement(made.text, at, made.role, made.value))
+    if len(golds) == 1:
+        question = golds[0].question
+    else:
+        question = _PLURAL_QUESTIONS[kind].format(keys=_join([g.key for g in golds]))
+    return NeedleSet(
+        kind=kind,
+        question=question,
+        answers=tuple(a for g in golds for a in g.answers),
+        placements=tuple(placements),
+        keys=tuple(evidence(g) for g in golds),
+        patterns=(_PATTERNS.get(kind, golds[0].key),),
+    )
+
+
+def _unique_golds(kind: str, golds: list[Needle], rng: random.Random) -> None:
+    """Redraw any gold needle whose key or value repeats an earlier one's: each fact must be its own."""
+    seen: set[str] = set()
+    for index, gold in enumerate(golds):
+        while gold.key in seen or any(a in seen for a in gold.answers):
+            gold = make_needle(kind, rng)
+        golds[index] = gold
+        seen |= {gold.key, *gold.answers}
+
+
+def _split_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) -> NeedleSet:
+    parts = _split(rng) if kind == "split" else _chain(rng)
+    distance = hardness.split_distance
+    if distance is None:  # drawn per sample, so the distance is a variable to analyse
+        distance = rng.uniform(0.05, max(depth, 1.0 - depth))
+    depths = split_depths(depth, distance)
+    placements = [
+        Placement(text, at, PART, value)
+        for text, at, value in zip(parts.texts, depths, parts.values, strict=True)
+    ]
+    taken = {parts.subject, parts.link, *parts.values}
+    for index in range(hardness.distractors):
+        style = CLASS_DISTRACTOR if index % 2 else KEY_DISTRACTOR
+        made = _split_distractor(kind, parts, style, rng, taken)
+        taken.add(made.value)
+        at = _distractor_depth(rng, list(depths), hardness.gap)
+        placements.append(Placement(made.text, at, made.role, made.value))
+    return NeedleSet(kind, parts.question, parts.answers, tuple(placements), parts.keys, (_PATTERNS[kind],))
