@@ -27,9 +27,10 @@ class Request:
     """One prompt to complete, greedily, with at least one new token.
 
     ``ids`` is always the exact prompt; ``text`` is set for text backends and ``chat`` for chat
-    backends. ``query_keys`` are the phrases that mark the evidence and ``context`` the span of
-    ``ids`` that holds the haystack: simulated models use both to find the needles in the prompt,
-    real backends ignore them (the question is in the prompt).
+    backends. ``query_keys`` are the phrases that mark the evidence, ``patterns`` the wording that
+    look-alikes share with it, ``question`` the question asked and ``context`` the span of ``ids``
+    that holds the haystack: simulated models use them to find (or, as a pattern-matcher, mistake)
+    the needles in the prompt; real backends ignore them (the question is in the prompt).
     """
 
     sample_id: str
@@ -40,6 +41,8 @@ class Request:
     stop: tuple[str, ...] = ()
     query_keys: tuple[str, ...] = ()
     context: tuple[int, int] | None = None
+    patterns: tuple[str, ...] = ()
+    question: str = ""
     # The gold answer's ids: the backend also returns their teacher-forced log-probabilities
     # right after the prompt (a continuous retrieval signal beside the greedy answer).
     continuation: Ids | None = None

@@ -296,6 +296,8 @@ def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Re
         chat,
         query_keys=sample.query_keys,
         context=context,
+        patterns=sample.patterns,
+        question=sample.question,
         continuation=gold,
     )
     return request, actual, refusal

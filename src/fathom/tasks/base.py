@@ -25,6 +25,9 @@ class Sample:
     query_keys: tuple[str, ...]
     scoring: str
     max_new_tokens: int
+    # The wording that look-alike sentences share with the evidence: a simulated pattern-matcher
+    # takes any sentence holding it for the answer.
+    patterns: tuple[str, ...] = ()
 
     @classmethod
     def of_needle(
