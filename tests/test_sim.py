@@ -164,8 +164,11 @@ def test_settings_read_into_the_same_manifest_as_before() -> None:
     assert json.dumps(defaults) == (
         '{"perfect": {}, "cliff": {"window": 8192, "accuracy": 0.98, "floor": 0.02}, '
         '"lost-in-the-middle": {"window": 131072, "dip": 0.7}, "pi-decay": {"half": 32768, "slope": 2.0}, '
-        '"yarn": {"window": 65536, "accuracy": 0.97, "slope": 0.15}}'
+        '"yarn": {"window": 65536, "accuracy": 0.97, "slope": 0.15}, "pattern-matcher": {}}'
     )
+    # How a reader reads changes its answers, so it is in the identity, under its own key.
+    matcher = SimulatedBackend("pattern-matcher?pick=first", TOKENIZER).settings()
+    assert matcher == {"params": {}, "seed": 0, "input": "ids", "nll": 2.5, "reading": {"pick": "first"}}
     perfect = SimulatedBackend("perfect", TOKENIZER).settings()
     assert perfect == {"params": {}, "seed": 0, "input": "ids", "nll": 2.5}
 

@@ -18,7 +18,7 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,11 +62,35 @@ def _yarn(length: int, depth: float, p: dict[str, float]) -> float:
     return max(0.0, p["accuracy"] - p["slope"] * math.log2(length / p["window"]))
 
 
+Facts = list[tuple[str, float, int]]  # (sentence, relative depth, index of the key it answers)
+Reader = Callable[[str, Request, dict[str, Any]], Facts]
+
+
+def _read_keys(context: str, request: Request, _settings: dict[str, Any]) -> Facts:
+    """A reader that reads: every sentence holding the evidence of a key the question asks about."""
+    return _find_facts(context, tuple(key for key in request.query_keys if key))
+
+
+def _match_pattern(context: str, request: Request, settings: dict[str, Any]) -> Facts:
+    """A pattern-matcher: the first or the last sentence holding the wording that look-alikes
+    share with the evidence (``patterns``), taken for the answer whatever its key. Where a sample
+    has no look-alikes (no patterns) it reads the keys, so a plain sweep cannot tell it apart."""
+    cues = tuple(p for p in request.patterns if p) or tuple(k for k in request.query_keys if k)
+    matches = sorted(_find_facts(context, cues), key=lambda fact: fact[1])
+    if not matches:
+        return []
+    sentence, depth, _ = matches[-1] if settings["pick"] == "last" else matches[0]
+    return [(sentence, depth, 0)]
+
+
 @dataclass(frozen=True)
 class Archetype:
     profile: Profile
     settings: dict[str, Setting]  # the profile's parameters, with their defaults
     has_window: bool
+    reader: Reader = _read_keys
+    # How it reads, beside the profile's parameters: these change which sentence it answers with.
+    reading: dict[str, Setting] = field(default_factory=dict)
 
 
 def _chance(default: float) -> Setting:
@@ -89,6 +113,11 @@ ARCHETYPES = {
     # slope: the chance lost per doubling past the window; 1 already loses it all at once.
     "yarn": Archetype(
         _yarn, {"window": count(65536), "accuracy": _chance(0.97), "slope": _chance(0.15)}, has_window=True
+    ),
+    # Finds every sentence it looks for, at any length; what it looks for is the template's wording,
+    # so it answers with a distractor whenever one lies nearer the end (or the start) than the gold.
+    "pattern-matcher": Archetype(
+        lambda _l, _d, _p: 1.0, {}, False, _match_pattern, {"pick": choice("last", "first")}
     ),
 }
 _COMMON = {
@@ -114,8 +143,10 @@ class SimulatedBackend:
         self.archetype = ARCHETYPES[archetype_name]
         self.name = f"sim:{archetype_name}"
         self.tokenizer = tokenizer
-        values = parse_settings(self.name, {**self.archetype.settings, **_COMMON}, options)
-        self.params: dict[str, float] = {key: values[key] for key in self.archetype.settings}
+        archetype = self.archetype
+        values = parse_settings(self.name, {**archetype.settings, **archetype.reading, **_COMMON}, options)
+        self.params: dict[str, float] = {key: values[key] for key in archetype.settings}
+        self.reading: dict[str, Any] = {key: values[key] for key in archetype.reading}
         self.seed: int = values["seed"]
         self.delay: float = values["delay"]
         self.nll: float = values["nll"]
@@ -126,7 +157,8 @@ class SimulatedBackend:
 
     def settings(self) -> dict[str, Any]:
         # delay changes no answer, so it stays out of the run's identity.
-        return {"params": self.params, "seed": self.seed, "input": self.input, "nll": self.nll}
+        reading = {"reading": self.reading} if self.reading else {}
+        return {"params": self.params, "seed": self.seed, "input": self.input, "nll": self.nll, **reading}
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return [self._answer(request) for request in requests]
@@ -134,7 +166,7 @@ class SimulatedBackend:
     def _answer(self, request: Request) -> Completion:
         start = time.perf_counter()
         time.sleep(self.delay)
-        facts = _find_facts(*_context(request, self.tokenizer))
+        facts = self.archetype.reader(_context(request, self.tokenizer), request, self.reading)
         # One draw per key, against each of its sentences' own chance: a sample asking about four
         # keys can be partly right, and a key repeated all through the context (cwe, fwe) is one
         # piece of evidence to gather, not thirty chances to get lucky beyond the window.
@@ -193,21 +225,20 @@ def _visible_text(request: Request, tokenizer: Tokenizer) -> str:
     return tokenizer.decode(request.ids.tolist())
 
 
-def _context(request: Request, tokenizer: Tokenizer) -> tuple[str, tuple[str, ...]]:
-    """The haystack the model reads, and the keys to look for in it.
+def _context(request: Request, tokenizer: Tokenizer) -> str:
+    """The haystack the model reads.
 
     Without a context span, the last mention of a key is taken as the question and the text before
     it as the haystack.
     """
-    keys = tuple(key for key in request.query_keys if key)
     if request.context is not None:
         begin, end = request.context
-        return tokenizer.decode(request.ids[begin:end].tolist()), keys
+        return tokenizer.decode(request.ids[begin:end].tolist())
     text = _visible_text(request, tokenizer)
-    return text[: max((text.rfind(key) for key in keys), default=0)], keys
+    return text[: max((text.rfind(key) for key in request.query_keys if key), default=0)]
 
 
-def _find_facts(context: str, keys: Sequence[str]) -> list[tuple[str, float, int]]:
+def _find_facts(context: str, keys: Sequence[str]) -> Facts:
     """Every distinct sentence of the context that holds a key, with its relative depth and the
     index of the first key it holds."""
     facts: dict[str, tuple[float, int]] = {}
