@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,10 +27,12 @@ import numpy as np
 from fathom.backends.base import InputKind, Request, ScoreRequest, TokenScores, split_options
 from fathom.backends.settings import Setting, choice, count, number, parse_settings, whole
 from fathom.errors import SpecError
+from fathom.prompts.latent import content_words
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Completion
 
 NOT_FOUND = "I could not find the answer in the document."
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 DEFAULT_NLL = 2.5  # nats per token: a perplexity of about 12, like a small model on prose
 _LEAST_PROBABILITY = 1e-6  # of an answer the model cannot find: a log-probability must be finite
 Profile = Callable[[int, float, dict[str, float]], float]
@@ -83,6 +86,29 @@ def _match_pattern(context: str, request: Request, settings: dict[str, Any]) -> 
     return [(sentence, depth, 0)]
 
 
+def _match_words(context: str, request: Request, settings: dict[str, Any]) -> Facts:
+    """A literal reader: the sentence that shares the most content words with the question, if
+    it shares at least ``least``. It finds any needle whose question repeats its words, and none
+    whose question asks for what the needle implies without saying it (low-overlap needles)."""
+    asked = content_words(request.question)
+    best: tuple[int, str, float] | None = None
+    for sentence, depth in _sentences(context):
+        shared = len(asked & content_words(sentence))
+        if shared >= settings["least"] and (best is None or shared > best[0]):
+            best = (shared, sentence, depth)
+    return [] if best is None else [(best[1], best[2], 0)]
+
+
+def _sentences(context: str) -> Iterator[tuple[str, float]]:
+    """The context's sentences with their relative depths."""
+    start = 0
+    for match in _SENTENCE_END.finditer(context):
+        yield context[start : match.end()].strip(), start / max(len(context), 1)
+        start = match.end()
+    if context[start:].strip():
+        yield context[start:].strip(), start / max(len(context), 1)
+
+
 @dataclass(frozen=True)
 class Archetype:
     profile: Profile
@@ -119,6 +145,8 @@ ARCHETYPES = {
     "pattern-matcher": Archetype(
         lambda _l, _d, _p: 1.0, {}, False, _match_pattern, {"pick": choice("last", "first")}
     ),
+    # Finds every sentence that repeats the question's words, at any length, and nothing else.
+    "literal": Archetype(lambda _l, _d, _p: 1.0, {}, False, _match_words, {"least": whole(2, least=1)}),
 }
 _COMMON = {
     "seed": whole(0),

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fathom.errors import SpecError
+from fathom.prompts.latent import HOPS, LatentItem, draw_latent, items_in, latent_kind
 from fathom.prompts.needles import (
     ADJECTIVES,
     KEYED_NEEDLES,
@@ -82,6 +83,9 @@ class NeedleSet:
     placements: tuple[Placement, ...]
     keys: tuple[str, ...]
     patterns: tuple[str, ...]
+    # What the needles are about (keys, people, the chest a chain goes through): a haystack that
+    # already names one would answer or muddle the question.
+    subjects: tuple[str, ...]
 
     @property
     def lures(self) -> tuple[str, ...]:
@@ -272,12 +276,58 @@ def check_hardness(kind: str, hardness: Hardness) -> None:
         raise SpecError(f"--split-distance must lie in (0, 1], a share of the haystack, not {distance:g}")
     if not 0.0 <= hardness.gap < 0.5:
         raise SpecError(f"the distractor gap must lie in [0, 0.5), not {hardness.gap:g}")
+    if kind in LATENT_KINDS:
+        hops = LATENT_KINDS[kind][0]
+        groups = len({item.group for item in items_in("eval", hops)})
+        if hardness.needles > groups:
+            raise SpecError(
+                f"--needles {hardness.needles}: {kind} needles come from {groups} groups, one a needle"
+            )
     golds = 2 if kind in SPLIT_KINDS else hardness.needles
     if hardness.distractors and 2 * hardness.gap * golds >= 1.0:
         raise SpecError(
             f"{golds} needles leave no room for distractors {hardness.gap:g} of the haystack away from "
             "each: use fewer needles"
         )
+
+
+# The low-overlap needles (prompts/latent.py) by kind: (hops, literal question).
+LATENT_KINDS = {latent_kind(hops, literal): (hops, literal) for hops in HOPS for literal in (False, True)}
+
+
+def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) -> NeedleSet:
+    """Low-overlap needles: golds of distinct groups (one country's items could answer each other's
+    questions), and as distractors other characters at other anchors, none in a gold's group."""
+    hops, literal = LATENT_KINDS[kind]
+    items = {item.key: item for item in items_in("eval")}
+    golds: list[tuple[Needle, LatentItem]] = []
+    groups: set[str] = set()
+    while len(golds) < hardness.needles:
+        needle = draw_latent(rng, hops, literal)
+        item = items[needle.key]
+        if item.group not in groups:
+            golds.append((needle, item))
+            groups.add(item.group)
+    depths = _spread(depth, len(golds))
+    placements = [Placement(n.text, d, GOLD, n.answers[0]) for (n, _), d in zip(golds, depths, strict=True)]
+    taken = {n.answers[0] for n, _ in golds}
+    while len(placements) < len(golds) + hardness.distractors:
+        needle = draw_latent(rng, hops, literal)
+        if items[needle.key].group not in groups and needle.answers[0] not in taken:
+            taken.add(needle.answers[0])
+            at = _distractor_depth(rng, depths, hardness.gap)
+            placements.append(Placement(needle.text, at, KEY_DISTRACTOR, needle.answers[0]))
+    return NeedleSet(
+        kind=kind,
+        # Several are asked one after another, in the same words as alone: the literal and the
+        # low-overlap runs then differ only in the questions' wording.
+        question=" ".join(n.question for n, _ in golds),
+        answers=tuple(n.answers[0] for n, _ in golds),
+        placements=tuple(placements),
+        keys=tuple(n.key for n, _ in golds),
+        patterns=(),
+        subjects=tuple(place for _, item in golds for place in item.chain),
+    )
 
 
 def needle_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) -> NeedleSet:
@@ -287,6 +337,8 @@ def needle_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) 
     so plain runs build the prompts they always did."""
     if kind in SPLIT_KINDS:
         return _split_set(kind, hardness, depth, rng)
+    if kind in LATENT_KINDS:
+        return _latent_set(kind, hardness, depth, rng)
     golds = [make_needle(kind, rng) for _ in range(hardness.needles)]
     _unique_golds(kind, golds, rng)
     depths = _spread(depth, len(golds))
@@ -313,6 +365,7 @@ def needle_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) 
         placements=tuple(placements),
         keys=tuple(evidence(g) for g in golds),
         patterns=(_PATTERNS.get(kind, golds[0].key),),
+        subjects=tuple(g.key for g in golds),
     )
 
 
@@ -343,4 +396,7 @@ def _split_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) 
         taken.add(made.value)
         at = _distractor_depth(rng, list(depths), hardness.gap)
         placements.append(Placement(made.text, at, made.role, made.value))
-    return NeedleSet(kind, parts.question, parts.answers, tuple(placements), parts.keys, (_PATTERNS[kind],))
+    subjects = (parts.subject, parts.link) if kind == "chain" else (parts.subject,)
+    return NeedleSet(
+        kind, parts.question, parts.answers, tuple(placements), parts.keys, (_PATTERNS[kind],), subjects
+    )
