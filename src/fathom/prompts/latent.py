@@ -166,8 +166,10 @@ def split_of(item_id: str) -> Split:
     return "train" if bucket == 0 else "eval"
 
 
+@functools.cache
 def items_in(split: Split, hops: int | None = None, path: Path | None = None) -> tuple[LatentItem, ...]:
-    """The items of one part of the split, of one number of hops or all."""
+    """The items of one part of the split, of one number of hops or all (cached: every needle
+    drawn asks)."""
     return tuple(
         item
         for item in load_items(path)
