@@ -5,14 +5,21 @@ that happens to be a word of the text, a landmark a low-overlap question leads t
 haystack states its answer (or names its key, or a distractor's value) measures nothing. Each
 sample's needles are checked against the whole corpus its haystack is cut from (stricter than its
 window, and the same for every window) and redrawn, with the reason recorded, when the corpus
-already holds one of them.
+already holds one of them; and the needle's likeness to the corpus (the highest content-word
+Jaccard index between it and any one sentence or line) is recorded beside each sample, so a needle
+that reads like its haystack is seen.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections import Counter
 from collections.abc import Iterable
 
+from fathom.prompts.latent import content_words
+
+_UNIT_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+")
 # Redraws before a sample is refused: a corpus that holds every fresh draw is no haystack for it.
 MAX_REDRAWS = 20
@@ -25,6 +32,31 @@ class HaystackCheck:
     def __init__(self, text: str) -> None:
         self._text = text.lower()
         self._words = frozenset(_WORD.findall(self._text))
+
+    def similarity(self, text: str) -> float:
+        """The highest Jaccard index between the content words of ``text`` and of one sentence (or
+        line) of the corpus: 1.0 when the corpus holds the needle's words in one sentence, near 0
+        for a needle unlike anything in it."""
+        words = content_words(text)
+        units, postings = self._index
+        shared: Counter[int] = Counter()
+        for word in words:
+            shared.update(postings.get(word, ()))
+        return max(
+            (count / (len(words) + len(units[unit]) - count) for unit, count in shared.items()),
+            default=0.0,
+        )
+
+    @functools.cached_property
+    def _index(self) -> tuple[list[frozenset[str]], dict[str, list[int]]]:
+        """The corpus's units as content-word sets, and for each word the units that hold it: made
+        once, on the first question, so a run that never asks pays nothing."""
+        units = [content_words(unit) for unit in _UNIT_END.split(self._text) if unit.strip()]
+        postings: dict[str, list[int]] = {}
+        for index, unit in enumerate(units):
+            for word in unit:
+                postings.setdefault(word, []).append(index)
+        return units, postings
 
     def mentions(self, phrases: Iterable[str]) -> tuple[str, ...]:
         """The phrases the corpus holds as whole words, in the order given."""
@@ -50,3 +82,10 @@ class HaystackCheck:
 def _word_edge(text: str, index: int) -> bool:
     """Whether the character at ``index`` (inside ``text``) continues a word."""
     return 0 <= index < len(text) and (text[index].isalnum() or text[index] == "_")
+
+
+@functools.lru_cache(maxsize=8)
+def haystack_check(text: str) -> HaystackCheck:
+    """The check of a corpus's text, made once per process: runs (and tests) over the same corpus
+    share its word index."""
+    return HaystackCheck(text)

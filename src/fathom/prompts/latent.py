@@ -227,6 +227,8 @@ _TOKEN = re.compile(r"[^\W_]+")
 
 def _fold(text: str) -> str:
     """Lower-cased, accents dropped (Zürich reads as zurich), curly apostrophes made straight."""
+    if text.isascii():  # nothing to drop or straighten: the common case, and a corpus is megabytes
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.replace("\u2019", "'"))
     return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
 
@@ -250,8 +252,14 @@ def _singular(word: str) -> str:
 def content_words(text: str) -> frozenset[str]:
     """The distinct content words of ``text``: word tokens, folded (lower-case, no accents), a
     possessive 's dropped (Mark's is mark), stop words left out, plurals made singular."""
-    words = (w[:-2] if w.endswith("'s") else w for w in _WORD.findall(_fold(text)))
-    return frozenset(_singular(w) for w in words if w not in STOP_WORDS)
+    return frozenset(_content(w) for w in _WORD.findall(_fold(text))) - {""}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _content(word: str) -> str:
+    """A folded word as a content word ("" for a stop word); cached, since a corpus repeats its words."""
+    word = word[:-2] if word.endswith("'s") else word
+    return "" if word in STOP_WORDS else _singular(word)
 
 
 def content_overlap(a: str, b: str) -> tuple[int, float]:
