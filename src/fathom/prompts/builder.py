@@ -154,16 +154,19 @@ class PromptBuilder:
         ``depth`` of the haystack."""
         return self.place(length, needle.question, [(depth, needle.text)])
 
-    def place(self, length: int, question: str, needles: Sequence[tuple[float, str]]) -> Prompt:
+    def place(
+        self, length: int, question: str, needles: Sequence[tuple[float, str]], start: int = 0
+    ) -> Prompt:
         """A prompt of exactly ``length`` tokens with each needle text at the sentence boundary
         nearest its depth; needles at the same boundary keep their order. The prompt's ``needles``
-        are in the order given (whatever their depths)."""
+        are in the order given (whatever their depths). The haystack is the corpus from the unit
+        boundary at or after token ``start`` (``TokenizedCorpus.window``)."""
         head, tail = self.frame(question)
         needle_ids = [_ids(self.tokenizer.encode(text)) for _, text in needles]
         budget = length - len(head) - len(tail) - sum(len(ids) for ids in needle_ids)
         if budget < 0:
             raise too_short(length, length - budget, "template, instruction, question and needles")
-        haystack, starts = self.corpus.window(budget)
+        haystack, starts = self.corpus.window(budget, start)
         cuts = [_nearest_boundary(starts, budget, depth) for depth, _ in needles]
         order = sorted(range(len(needles)), key=lambda i: cuts[i])  # stable: ties keep their order
         parts: list[tuple[Ids, bool]] = []

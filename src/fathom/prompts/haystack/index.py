@@ -1,13 +1,16 @@
-"""A corpus tokenised once per tokenizer, with its sentence boundaries, cached on disk.
+"""A corpus tokenised once per tokenizer, with its unit boundaries (sentence or line starts),
+cached on disk.
 
 Every prompt is then built by slicing this array and splicing in the needle's ids: the corpus is
-never re-read or re-tokenised per cell.
+never re-read or re-tokenised per cell. A mixture is not cached: it is interleaved from its
+components' cached indexes in milliseconds.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 import re
 import tempfile
 from dataclasses import dataclass
@@ -16,7 +19,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from fathom.prompts.haystack import mixture
 from fathom.prompts.haystack.corpora import Corpus
+from fathom.prompts.haystack.files import Units
 from fathom.prompts.tokenizers import Tokenizer
 
 INDEX_VERSION = 1
@@ -35,32 +40,55 @@ def cache_dir() -> Path:
 
 @dataclass(frozen=True, eq=False)
 class TokenizedCorpus:
-    """One unit of a corpus as ids (it starts at a sentence boundary) and its sentence starts."""
+    """One unit of a corpus as ids (it starts at a unit boundary) and its unit starts; for a
+    mixture, also the name of each component and each token's component."""
 
     ids: Ids
-    boundaries: Positions  # sorted token indices at which a sentence starts; 0 is one
+    boundaries: Positions  # sorted token indices at which a sentence or line starts; 0 is one
     corpus_sha256: str
     tokenizer_identity: str
+    domains: tuple[str, ...] = ()
+    domain_of: NDArray[np.uint8] | None = None  # an index into domains per token; None for one corpus
 
-    def window(self, n: int) -> tuple[Ids, Positions]:
-        """The first ``n`` tokens of the corpus repeated as often as needed, and the sentence
-        boundaries strictly inside them."""
+    def unit_start(self, start: int) -> int:
+        """The unit boundary at or after token ``start`` (taken modulo the corpus), wrapping around
+        to the corpus's start past its last boundary."""
+        start %= len(self.ids)
+        i = int(np.searchsorted(self.boundaries, start))
+        return int(self.boundaries[i]) if i < len(self.boundaries) else 0
+
+    def random_start(self, rng: random.Random) -> int:
+        """A unit boundary drawn uniformly from all of them: a sample's own haystack offset, to be
+        recorded, for ``window``."""
+        return int(self.boundaries[rng.randrange(len(self.boundaries))])
+
+    def window(self, n: int, start: int = 0) -> tuple[Ids, Positions]:
+        """``n`` tokens from the unit boundary at or after ``start`` on, wrapping around the corpus
+        as often as needed, and the unit boundaries strictly inside them."""
         unit = len(self.ids)
+        first = self.unit_start(start)
+        ids = self.ids[np.arange(first, first + n) % unit]
+        i = int(np.searchsorted(self.boundaries, first))
+        rotated = np.concatenate([self.boundaries[i:] - first, self.boundaries[:i] + (unit - first)])
         repeats = -(-n // unit)
-        ids = np.tile(self.ids, repeats)[:n]
-        starts = (self.boundaries[None, :] + unit * np.arange(repeats)[:, None]).ravel()
+        starts = (rotated[None, :] + unit * np.arange(repeats)[:, None]).ravel()
         return ids, starts[(starts > 0) & (starts < n)]
 
 
-def sentence_starts(tokenizer: Tokenizer, ids: Ids) -> Positions:
-    """Token indices where a token opening with whitespace follows one that ends a sentence.
+def unit_starts(tokenizer: Tokenizer, ids: Ids, units: Units = "sentence") -> Positions:
+    """Token indices where a unit starts: for sentences, a token opening with whitespace that
+    follows one ending a sentence; for lines, any token that follows one ending with a newline.
 
     Each distinct token is decoded once, so this is linear in the corpus with a small constant.
     """
     unique = np.unique(ids)
     texts = [tokenizer.decode([int(t)]) for t in unique]
-    opens = np.array([t[:1].isspace() for t in texts], dtype=bool)
-    closes = np.array([bool(_ENDS_SENTENCE.search(t)) for t in texts], dtype=bool)
+    if units == "line":
+        opens = np.ones(len(texts), dtype=bool)
+        closes = np.array([t.endswith("\n") for t in texts], dtype=bool)
+    else:
+        opens = np.array([t[:1].isspace() for t in texts], dtype=bool)
+        closes = np.array([bool(_ENDS_SENTENCE.search(t)) for t in texts], dtype=bool)
     position = np.searchsorted(unique, ids)
     follows_end = closes[position[:-1]] & opens[position[1:]]
     starts = np.flatnonzero(follows_end).astype(np.int64) + 1
@@ -68,9 +96,22 @@ def sentence_starts(tokenizer: Tokenizer, ids: Ids) -> Positions:
 
 
 def _build(corpus: Corpus, tokenizer: Tokenizer) -> TokenizedCorpus:
-    # The leading space makes every repetition of the unit start like any other sentence.
-    ids = np.asarray(tokenizer.encode(" " + corpus.text), dtype=np.int32)
-    return TokenizedCorpus(ids, sentence_starts(tokenizer, ids), corpus.sha256, tokenizer.identity)
+    # The leading space makes every repetition of a sentence unit start like any other sentence;
+    # lines need none: the newline that ends the corpus ends the line before its repetition.
+    prefix = " " if corpus.units == "sentence" else ""
+    ids = np.asarray(tokenizer.encode(prefix + corpus.text), dtype=np.int32)
+    return TokenizedCorpus(ids, unit_starts(tokenizer, ids, corpus.units), corpus.sha256, tokenizer.identity)
+
+
+def _mix(corpus: Corpus, tokenizer: Tokenizer) -> TokenizedCorpus:
+    streams = [(tokenize_corpus(c, tokenizer), c.units) for c, _ in corpus.components]
+    ids, boundaries, domain_of = mixture.interleave(
+        [(part.ids, part.boundaries, units) for part, units in streams],
+        [weight for _, weight in corpus.components],
+        mixture.line_break(tokenizer),
+    )
+    names = tuple(c.name for c, _ in corpus.components)
+    return TokenizedCorpus(ids, boundaries, corpus.sha256, tokenizer.identity, names, domain_of)
 
 
 def _cache_path(corpus: Corpus, tokenizer: Tokenizer) -> Path:
@@ -86,6 +127,9 @@ def tokenize_corpus(corpus: Corpus, tokenizer: Tokenizer) -> TokenizedCorpus:
     """The tokenised corpus, from memory, from the disk cache, or built once and cached."""
     key = (corpus.sha256, tokenizer.identity)
     if key in _MEMORY:
+        return _MEMORY[key]
+    if corpus.components:
+        _MEMORY[key] = _mix(corpus, tokenizer)
         return _MEMORY[key]
     path = _cache_path(corpus, tokenizer)
     indexed = _load(path, key)
