@@ -143,3 +143,16 @@ def test_impossible_hardness_is_refused(kind: str, hardness: Hardness, message: 
 def test_possible_hardness_passes() -> None:
     check_hardness("number", Hardness(distractors=10, needles=4, gap=0.12))
     check_hardness("chain", Hardness(distractors=3, split_distance=None))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_overlap_separates_low_overlap_needles_from_literal_and_plain_ones(seed: int) -> None:
+    def overlap(kind: str) -> tuple[int, float]:
+        return needle_set(kind, Hardness(), 0.5, needle_rng(seed, kind)).overlap
+
+    for hops in (1, 2):
+        shared, rouge = overlap(f"latent-{hops}")
+        literal_shared, literal_rouge = overlap(f"latent-{hops}-literal")
+        assert shared == 0 and rouge < 0.25 and literal_shared >= 2 and literal_rouge > 0.6
+    # The plain needles' questions repeat their key and template words.
+    assert overlap("number")[0] >= 4 and overlap("fact")[0] >= 2

@@ -24,7 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fathom.errors import SpecError
-from fathom.prompts.latent import HOPS, LatentItem, draw_latent, items_in, latent_kind
+from fathom.prompts.latent import (
+    HOPS,
+    LatentItem,
+    content_overlap,
+    draw_latent,
+    items_in,
+    latent_kind,
+    rouge1,
+)
 from fathom.prompts.needles import (
     ADJECTIVES,
     KEYED_NEEDLES,
@@ -86,6 +94,14 @@ class NeedleSet:
     # What the needles are about (keys, people, the chest a chain goes through): a haystack that
     # already names one would answer or muddle the question.
     subjects: tuple[str, ...]
+
+    @property
+    def overlap(self) -> tuple[int, float]:
+        """How much of the gold needles' wording the question repeats: the content words they share
+        and ROUGE-1 between them (answers and names never occur in the question, so they only
+        lengthen the needle side)."""
+        golds = " ".join(p.text for p in self.placements if p.role in (GOLD, PART))
+        return content_overlap(golds, self.question)[0], rouge1(golds, self.question)
 
     @property
     def lures(self) -> tuple[str, ...]:
