@@ -292,7 +292,7 @@ def test_models_lists_installed_small_models_and_backends(capsys: pytest.Capture
         path = model.locate()
         assert model.shorthand in out
         assert (f"installed: {path}" if path else "not installed") in out
-    assert "sim:cliff" in out and "backends: llamacpp:" in out
+    assert "sim:cliff" in out and re.search(r"^  llamacpp +llama\.cpp in process", out, re.MULTILINE)
 
 
 def test_order_changes_when_prompts_are_sent_not_what_they_score(

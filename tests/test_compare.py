@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_store import identity
 
 from fathom.analysis.paired import (
     EffectiveLength,
@@ -29,6 +30,7 @@ from fathom.analysis.paired import (
 )
 from fathom.cli import main
 from fathom.errors import RunFolderError
+from fathom.manifest import Manifest
 from fathom.records import SampleRecord
 from fathom.report.compare import compare_runs, write_comparison
 from fathom.report.derive import run_spec
@@ -175,10 +177,11 @@ def test_fractional_scores_are_tested_by_the_sign_of_each_difference() -> None:
 
 def test_the_comparison_is_data_made_from_records_alone() -> None:
     """The paired tests need two runs' manifests and records, no folder, file or page."""
-    identity = {"spec": {"model": "base", "task": "vt"}, "task": {}, "tokenizer": {"sha256": "t"}}
-    base = RunRecords(Path("base"), {"identity": identity}, [record(i, 1.0) for i in range(10)])
-    renamed = {**identity, "spec": {"model": "new", "task": "vt"}}
-    new = RunRecords(Path("new"), {"identity": renamed}, [record(i, float(i == 9)) for i in range(10)])
+    spec = RunSpec("ruler", "base", "char", (4096,), (), 10).to_json()
+    base_manifest = Manifest.from_json({"identity": identity(spec)})
+    new_manifest = Manifest.from_json({"identity": identity({**spec, "model": "new"})})
+    base = RunRecords(Path("base"), base_manifest, [record(i, 1.0) for i in range(10)])
+    new = RunRecords(Path("new"), new_manifest, [record(i, float(i == 9)) for i in range(10)])
     comparison = compare_records(base, new)
     (cell,) = comparison.cells
     assert (cell.task, cell.length, cell.test.worse, cell.test.better) == ("vt", 4096, 9, 0)

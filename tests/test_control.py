@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fathom import registry
+from fathom import BackendEntry, registry
 from fathom.analysis.select import control_records, split_records
 from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
@@ -94,7 +94,7 @@ def test_a_question_answered_without_the_context_is_flagged(
     runs: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     memoriser = lambda rest, _: _Memoriser(rest, load_tokenizer("cl100k_base"))  # noqa: E731
-    monkeypatch.setitem(registry.BACKENDS, "memo", memoriser)
+    monkeypatch.setitem(registry.BACKENDS, "memo", BackendEntry(memoriser, "a memoriser"))
     args = ["run", "niah", "--model", "memo:perfect", "--tokenizer", "cl100k_base", "--lengths", "512",
             "--depths", "0.5", "--samples", "3", "--needle", "sf", "--run-dir", str(runs / "memo"),
             "--no-progress"]  # fmt: skip

@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 
 from fathom.analysis.failures import FAILURE_KINDS, failure_counts, failure_kind
-from fathom.analysis.niah import summarize
+from fathom.analysis.summary import run_summary
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli import main
 from fathom.prompts import Insertion, Prompt
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import SampleRecord
-from fathom.report.files import REPORT
+from fathom.report.files import REPORT, read_summary
 from fathom.report.gallery import ARCHETYPE_NOTES, GalleryGrid, gallery
 from fathom.report.html.assets import SCRIPT
 from fathom.report.html.compare import write_comparison_html
@@ -510,7 +510,8 @@ def test_the_comparison_page_marks_regressed_and_improved_cells(tmp_path: Path) 
 def test_a_report_given_a_comparison_has_its_section(niah_run: Path, tmp_path: Path) -> None:
     folder = tmp_path / "compared"
     shutil.copytree(niah_run, folder)
-    summary = json.loads((folder / "summary.json").read_text())
+    summary = read_summary(folder)
+    assert summary is not None
     html = write_report(RunFolder(folder), summary, comparison()).read_text()
     assert '<section id="comparison">' in html and 'data-verdict="regressed"' in html
 
@@ -528,10 +529,10 @@ def test_a_large_run_makes_a_light_page(tmp_path: Path, niah_run: Path) -> None:
         for s in range(5)
     ]
     with RunFolder(folder) as run:
-        run.start(json.loads((folder / "manifest.json").read_text()))
+        run.start(run.read_manifest())
         for r in records:
             run.append(r)
-    size = write_report(RunFolder(folder), summarize(records)).stat().st_size
+    size = write_report(RunFolder(folder), run_summary(records)).stat().st_size
     assert size < 2_000_000, f"report.html of {len(records)} samples is {size} bytes"
 
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fathom import registry
+from fathom import BackendEntry, registry
 from fathom.analysis.perplexity import bucket_sums, perplexity_table, position_buckets
 from fathom.backends.sim import DEFAULT_NLL
 from fathom.cli import main
@@ -220,9 +220,9 @@ def test_trap_from_a_run_pair_and_a_mismatched_pair(runs: Path, capsys: pytest.C
 
 def test_perplexity_flags_belong_to_niah() -> None:
     with pytest.raises(SpecError, match="--perplexity goes with niah"):
-        spec(task="ruler", perplexity=True)
+        registry.check_spec(spec(task="ruler", perplexity=True))
     with pytest.raises(SpecError, match="--answer-logprob goes with niah"):
-        spec(task="perplexity", answer_logprob=True)
+        registry.check_spec(spec(task="perplexity", answer_logprob=True))
 
 
 def test_new_flags_leave_older_run_identities_alone() -> None:
@@ -251,7 +251,7 @@ class _NoScores:
 def test_a_backend_that_cannot_score_fails_before_any_work(
     runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(registry.BACKENDS, "noscore", _NoScores)
+    monkeypatch.setitem(registry.BACKENDS, "noscore", BackendEntry(_NoScores, "cannot score"))
     with pytest.raises(SpecError, match=r"cannot read log-probabilities.*llamacpp, hf, vllm"):
         run_spec(spec(model="noscore:x"), runs / "noscore", show_progress=False)
     assert not (runs / "noscore").exists()

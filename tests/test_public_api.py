@@ -17,11 +17,13 @@ PUBLIC = {
     # read a run folder, re-derive its files, compare two
     "Comparison", "PerplexityRecord", "RunFolder", "SampleRecord", "compare_runs", "derive",
     # write a task
-    "Cell", "Document", "Needle", "Prompt", "PromptBuilder", "PromptText", "Sample", "Task", "Tokenizer",
-    "load_tokenizer",
+    "Cell", "Document", "Needle", "Prompt", "PromptBuilder", "PromptText", "Sample", "Task", "TaskEntry",
+    "TaskFactory", "Tokenizer", "load_tokenizer",
     # write a backend
-    "Backend", "Built", "ChatPrompt", "Completion", "Request", "ScoreRequest", "Scorer", "Streamer",
-    "TokenScores",
+    "Backend", "BackendEntry", "BackendFactory", "BatchSized", "Built", "ChatPrompt", "Completion",
+    "Request", "ScoreRequest", "Scorer", "Streamer", "TokenScores",
+    # write a scoring method
+    "Score", "ScoringEntry",
     # errors
     "FathomError", "SpecError",
 }  # fmt: skip

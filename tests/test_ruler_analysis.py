@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_store import identity
 
 from fathom.analysis.niah import cell_table
 from fathom.analysis.ruler import (
@@ -25,7 +26,9 @@ from fathom.analysis.ruler import (
     task_grid,
 )
 from fathom.analysis.stats import score_interval, wilson_interval
+from fathom.analysis.summary import RulerGrid, run_summary
 from fathom.cli import _print_summary
+from fathom.manifest import Manifest
 from fathom.records import SampleRecord
 from fathom.report.derive import derive
 from fathom.report.files import DEPTH, GRID, HEATMAP, SUMMARY
@@ -376,9 +379,8 @@ def test_depth_profile_plot_draws_a_line_per_task_and_the_pooled_one(
 def ruler_folder(path: Path, records: list[SampleRecord], exact: bool = True) -> RunFolder:
     folder = RunFolder(path)
     spec = RunSpec("ruler", "sim:cliff", "char", tuple(sorted({r.length for r in records})), (), 5).to_json()
-    folder.start(
-        {"schema": 1, "identity": {"spec": spec}, "backend": {"trained_window": K16, "exact_lengths": exact}}
-    )
+    served = {"trained_window": K16, "exact_lengths": exact}
+    folder.start(Manifest.from_json({"schema": 1, "identity": identity(spec), "backend": served}))
     with folder:
         for record in records:
             folder.append(record)
@@ -391,7 +393,7 @@ def test_derive_writes_the_ruler_summary_grid_and_depth_plots(
     folder = ruler_folder(tmp_path / "run", two_task_run())
     summary = derive(folder)
     written = json.loads((folder.path / SUMMARY).read_text())
-    assert written == json.loads(json.dumps(summary))
+    assert written == json.loads(json.dumps(summary.to_json()))
     assert written["kind"] == "ruler" and written["trained_window"] == K16
     assert written["run"] == {
         "task": "ruler",
@@ -418,7 +420,7 @@ def test_derive_writes_the_ruler_summary_grid_and_depth_plots(
 def test_derive_without_needles_skips_the_depth_plot(tmp_path: Path) -> None:
     folder = ruler_folder(tmp_path / "run", [rec("cwe", K4, 0.7, depths=())])
     summary = derive(folder)
-    assert summary["depth_profile"] == []
+    assert isinstance(summary.sweep, RulerGrid) and summary.sweep.depth_profile == ()
     read_png(folder.path / GRID)
     assert not (folder.path / DEPTH).exists()
 
@@ -439,8 +441,9 @@ def test_derive_titles_say_when_lengths_are_approximate(
 
 
 def test_ruler_text_shows_missing_values() -> None:
-    summary = ruler_summary([rec("vt", K4, error="http: 500"), rec("cwe", K4, depths=())])
-    text = "\n".join(ruler_text(summary))
+    sweep = run_summary([rec("vt", K4, error="http: 500"), rec("cwe", K4, depths=())]).sweep
+    assert isinstance(sweep, RulerGrid)
+    text = "\n".join(ruler_text(sweep))
     assert "vt          n/a" in text and "average     n/a" in text
     assert "RULER score (percent): average n/a, wAvg inc n/a, wAvg dec n/a" in text
     assert "(score > 85.6): none" in text

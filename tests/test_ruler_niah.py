@@ -11,6 +11,7 @@ from fathom.errors import SpecError
 from fathom.prompts import length_tolerance
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell
+from fathom.registry import create_task
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.ruler.catalogue import VARIANTS
@@ -124,4 +125,4 @@ def test_essay_tasks_use_rulers_essays_and_noise_tasks_the_noise() -> None:
 def test_options_that_do_not_apply_are_refused(change: dict[str, object], message: str) -> None:
     spec = RunSpec("niah_single_2", "sim:perfect", "char", (4096,), (), 1)
     with pytest.raises(SpecError, match=message):
-        RulerTask(dataclasses.replace(spec, **change), TOKENIZERS["char"])  # type: ignore[arg-type]
+        create_task(dataclasses.replace(spec, **change), TOKENIZERS["char"])  # type: ignore[arg-type]

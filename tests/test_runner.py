@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import pytest
 
-from fathom import registry
+from fathom import BackendEntry, registry
 from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
 from fathom.prompts.tokenizers import CharTokenizer, load_tokenizer
@@ -49,7 +49,9 @@ def test_a_one_by_one_backend_gets_single_requests_and_an_interrupt_loses_only_t
     runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(
-        registry.BACKENDS, "one", lambda rest, _: _OneByOne(rest, load_tokenizer("cl100k_base"))
+        registry.BACKENDS,
+        "one",
+        BackendEntry(lambda rest, _: _OneByOne(rest, load_tokenizer("cl100k_base")), "one by one"),
     )
     monkeypatch.setattr(_OneByOne, "calls", [])
     with pytest.raises(KeyboardInterrupt):
@@ -94,7 +96,9 @@ def test_a_streamed_answer_is_on_disk_as_it_arrives_and_cut_to_size(
     runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(
-        registry.BACKENDS, "stream", lambda rest, _: _Streaming(rest, load_tokenizer("cl100k_base"))
+        registry.BACKENDS,
+        "stream",
+        BackendEntry(lambda rest, _: _Streaming(rest, load_tokenizer("cl100k_base")), "streaming"),
     )
     with pytest.raises(KeyboardInterrupt):
         run(replace(_spec("stream:perfect"), control=False), runs / "s", show_progress=False)
@@ -136,7 +140,8 @@ class _TextBackend(SimulatedBackend):
 
 
 def _text_run(runs: Path, monkeypatch: pytest.MonkeyPatch, drift: int, limit: int | None = None) -> RunResult:
-    monkeypatch.setitem(registry.BACKENDS, "drift", lambda rest, _: _TextBackend(int(rest), limit))
+    entry = BackendEntry(lambda rest, _: _TextBackend(int(rest), limit), "a drifting text backend")
+    monkeypatch.setitem(registry.BACKENDS, "drift", entry)
     spec = RunSpec("niah", f"drift:{drift}", "char", (1024, 2048), (0.5,), 2, control=False)
     return run(spec, runs / f"drift{drift}-{limit}", show_progress=False)
 
@@ -220,18 +225,17 @@ def test_the_manifest_records_the_cpu_and_a_comparison_warns_when_machines_diffe
     spec = replace(_spec("sim:perfect"), control=False)
     for name in ("a", "b"):
         run(spec, runs / name, show_progress=False)
-    assert RunFolder(runs / "a").read_manifest()["environment"]["cpu"] == here
+    assert RunFolder(runs / "a").read_manifest().environment.cpu == here
     assert comparison_text(compare_runs(runs / "a", runs / "b"))[-1].startswith("effective length")
 
     manifest = json.loads((runs / "b" / "manifest.json").read_text())
     manifest["environment"]["cpu"] = {"model": "Intel Xeon", "simd": ["avx2", "avx512f"], "cores": 2}
     manifest["environment"]["backend_build"] = {"llama_cpp_version": "0.3.36"}
     (runs / "b" / "manifest.json").write_text(json.dumps(manifest))
-    assert machine_differences(RunFolder(runs / "a").read_manifest(), manifest) == [
+    manifests = [RunFolder(runs / name).read_manifest() for name in ("a", "b")]
+    assert machine_differences(*manifests) == [
         f"CPU ({here['model']}, {len(here['simd'])} SIMD flags vs Intel Xeon, 2 SIMD flags)"
     ]  # a build recorded on one side only is no difference that can be judged
     comparison = compare_runs(runs / "a", runs / "b")
-    assert comparison.machine_differences == (
-        machine_differences(RunFolder(runs / "a").read_manifest(), manifest)[0],
-    )
+    assert comparison.machine_differences == (machine_differences(*manifests)[0],)
     assert comparison_text(comparison)[-1].startswith("warning: the runs differ in CPU (")

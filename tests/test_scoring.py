@@ -1,7 +1,7 @@
 import pytest
 
 from fathom.errors import SpecError
-from fathom.scoring import score
+from fathom.registry import score
 
 
 def test_contains_is_case_insensitive_and_needs_every_reference() -> None:

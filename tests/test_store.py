@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fathom.errors import RunFolderError
+from fathom.manifest import Manifest
 from fathom.records import SampleRecord
-from fathom.run.lines import identity_sha256
 from fathom.run.store import QUARANTINE, RunFolder
 from fathom.spec import RunSpec
 
@@ -26,9 +26,19 @@ def record(index: int) -> SampleRecord:
     )  # fmt: skip
 
 
-def manifest(seed: int = 0, model: str = "sim:perfect") -> dict[str, object]:
+def manifest(seed: int = 0, model: str = "sim:perfect") -> Manifest:
     spec = RunSpec("niah", model, "cl100k_base", (1024,), (0.5,), 3, seed=seed)
-    return {"schema": 1, "identity": {"spec": spec.to_json()}}
+    return Manifest.from_json({"schema": 1, "identity": identity(spec.to_json())})
+
+
+def identity(spec: dict[str, object]) -> dict[str, object]:
+    """A run identity with ``spec`` (as JSON) and a made-up tokenizer, task and backend."""
+    return {
+        "spec": spec,
+        "tokenizer": {"name": "cl100k_base", "sha256": "0" * 64},
+        "task": {"task": "niah", "version": 1},
+        "backend": {"name": str(spec["model"]), "settings": {}},
+    }
 
 
 def started(path: Path, seed: int = 0, count: int = 2) -> RunFolder:
@@ -42,7 +52,7 @@ def started(path: Path, seed: int = 0, count: int = 2) -> RunFolder:
 
 def test_records_round_trip_stamped_with_their_run(tmp_path: Path) -> None:
     folder = started(tmp_path / "run")
-    own = identity_sha256(manifest()["identity"])  # type: ignore[arg-type]
+    own = manifest().identity.fingerprint
     assert [r.sample for r in folder.records()] == [0, 1]
     assert all(r.run_identity == own for r in folder.records())
     assert folder.records()[0] == dataclasses.replace(record(0), run_identity=own)
@@ -119,7 +129,7 @@ def test_a_folder_with_a_manifest_and_no_samples_takes_a_corrected_spec(tmp_path
     folder.close()
     folder.start(manifest(seed=1))  # nothing was written under seed 0: nothing to protect
     folder.close()
-    assert folder.read_manifest()["identity"]["spec"]["seed"] == 1
+    assert folder.read_manifest().spec.seed == 1
 
 
 def test_samples_without_a_manifest_are_never_adopted(tmp_path: Path) -> None:

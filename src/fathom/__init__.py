@@ -1,21 +1,35 @@
 """fathom: measure how much of a long context a language model can actually use.
 
 The names a Python user needs, importable from here; ARCHITECTURE.md says where each stage lives and
-where new code goes.
+where new code goes. A plugin package adds tasks, backends and scoring methods through entry points in
+the groups ``fathom.tasks``, ``fathom.backends`` and ``fathom.scorers``, each loading a TaskEntry, a
+BackendEntry or a ScoringEntry (``fathom.registry`` says more).
 """
 
 from fathom.analysis.paired import Comparison
-from fathom.backends.base import Backend, Built, Request, Scorer, ScoreRequest, Streamer, TokenScores
+from fathom.backends.base import (
+    Backend,
+    BackendEntry,
+    BackendFactory,
+    BatchSized,
+    Built,
+    Request,
+    Scorer,
+    ScoreRequest,
+    Streamer,
+    TokenScores,
+)
 from fathom.errors import FathomError, SpecError
 from fathom.prompts import ChatPrompt, Prompt, PromptBuilder, PromptText
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
-from fathom.records import Cell, Completion, Needle, PerplexityRecord, SampleRecord
+from fathom.records import Cell, Completion, Needle, PerplexityRecord, SampleRecord, Score
 from fathom.report.compare import compare_runs
 from fathom.report.derive import derive, run_spec
 from fathom.run.runner import RunResult
 from fathom.run.store import RunFolder
+from fathom.scoring import ScoringEntry
 from fathom.spec import RunSpec
-from fathom.tasks.base import Document, Sample, Task
+from fathom.tasks.base import Document, Sample, Task, TaskEntry, TaskFactory
 from fathom.version import __version__
 
 __all__ = [  # noqa: RUF022 - grouped by what a user does with them, not sorted
@@ -40,10 +54,16 @@ __all__ = [  # noqa: RUF022 - grouped by what a user does with them, not sorted
     "PromptText",
     "Sample",
     "Task",
+    "TaskEntry",
+    "TaskFactory",
     "Tokenizer",
     "load_tokenizer",
-    # Write a backend: requests in, completions out; scoring, streaming and a build are optional.
+    # Write a backend: requests in, completions out; scoring, streaming, a build and a batch size are
+    # optional.
     "Backend",
+    "BackendEntry",
+    "BackendFactory",
+    "BatchSized",
     "Built",
     "ChatPrompt",
     "Completion",
@@ -52,6 +72,9 @@ __all__ = [  # noqa: RUF022 - grouped by what a user does with them, not sorted
     "Scorer",
     "Streamer",
     "TokenScores",
+    # Write a scoring method (--scoring): an output and its references in, a Score out.
+    "Score",
+    "ScoringEntry",
     # Errors: a FathomError's message names the problem and the fix; the CLI prints it as one line.
     "FathomError",
     "SpecError",

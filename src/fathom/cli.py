@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import re
 import sys
@@ -11,13 +10,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fathom.backends.local_models import BACKEND_PACKAGES, LOCAL_MODELS, backend_status
+from fathom import registry
+from fathom.backends.local_models import LOCAL_MODELS
 from fathom.backends.sim import ARCHETYPES
 from fathom.errors import FathomError
-from fathom.registry import takes_depths
 from fathom.report.compare import compare_runs, write_comparison
 from fathom.report.derive import report, run_spec, trap
-from fathom.report.files import COMPARISON_HTML, SUMMARY
+from fathom.report.files import COMPARISON_HTML, read_summary
 from fathom.report.gallery import gallery
 from fathom.report.runs import list_runs
 from fathom.report.text import comparison_text, runs_text, summary_text
@@ -101,12 +100,13 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run = commands.add_parser(
         "run", help="run a sweep (resumes when its run folder exists)", formatter_class=_Defaults
     )
+    run.add_argument("task", help=_tasks_help())
     run.add_argument(
-        "task",
-        help="niah; ruler (the 13 RULER tasks); one RULER task, e.g. niah_multikey_2, vt, cwe, qa_1; "
-        "or perplexity (scores corpus documents, generates nothing)",
+        "--model",
+        required=True,
+        help="backend:model, e.g. sim:cliff?window=8k, with backend one of "
+        f"{', '.join(registry.BACKEND.names())} (fathom models says more)",
     )
-    run.add_argument("--model", required=True, help="backend:model, e.g. sim:cliff?window=8k")
     run.add_argument(
         "--tokenizer",
         default="auto",
@@ -114,14 +114,18 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     run.add_argument("--lengths", default="1k,2k,4k,8k", help="context lengths, e.g. 1k,2k,4k (k = 1024)")
     run.add_argument(
-        "--depths", default=None, help="niah: a count of even depths or fractions (0,0.5,1); default: 11"
+        "--depths",
+        default=None,
+        help=f"{_for('depths')}: a count of even depths or fractions (0,0.5,1); default: 11",
     )
     run.add_argument("--samples", type=int, default=3, help="samples per cell, each with its own needle")
     run.add_argument("--seed", type=int, default=0, help="decides the needles and every draw of the run")
     run.add_argument(
         "--corpus", default=None, help="prose (niah's default), essays (RULER's), noise, repeat, or dir:PATH"
     )
-    run.add_argument("--needle", default=None, help="niah: number (default), words, uuid, fact or sf")
+    run.add_argument(
+        "--needle", default=None, help=f"{_for('needle')}: number (default), words, uuid, fact or sf"
+    )
     run.add_argument(
         "--template", default="auto", help="auto, tokenizer, none, plain, chatml, llama3, or a file"
     )
@@ -129,7 +133,8 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument(
         "--scoring",
         default=None,
-        help="contains (niah's default), exact, all or any (RULER's own by default)",
+        help=f"{', '.join(registry.SCORING.names())}; by default the task's own (niah: contains; RULER "
+        "tasks: their metric)",
     )
     run.add_argument(
         "--max-new-tokens", type=int, default=None, help="niah: 32 by default; RULER tasks: their own budget"
@@ -137,12 +142,14 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument(
         "--perplexity",
         action="store_true",
-        help="niah: also score perplexity documents of the haystack corpus at every length (k per length)",
+        help=f"{_for('perplexity')}: also score perplexity documents of the haystack corpus at every length "
+        "(k per length)",
     )
     run.add_argument(
         "--answer-logprob",
         action="store_true",
-        help="niah: also read the gold answer's teacher-forced log-probability after each prompt",
+        help=f"{_for('answer_logprob')}: also read the gold answer's teacher-forced log-probability after "
+        "each prompt",
     )
     run.add_argument(
         "--no-control",
@@ -160,13 +167,28 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--no-progress", action="store_true")
 
 
+def _tasks_help() -> str:
+    """fathom's tasks by summary (those that share one, together), then the plugins' by name."""
+    by_summary: dict[str, list[str]] = {}
+    for name, entry in registry.TASKS.items():
+        by_summary.setdefault(entry.summary, []).append(name)
+    text = "; ".join(f"{', '.join(names)} ({summary})" for summary, names in by_summary.items())
+    plugins = [name for name in registry.TASK.names() if name not in registry.TASKS]
+    return text + (f"; from plugins: {', '.join(plugins)}" if plugins else "")
+
+
+def _for(option: str) -> str:
+    """The tasks an option applies to, for its help."""
+    return ", ".join(registry.tasks_taking(option))
+
+
 # Exit statuses (README, "Guarantees"): 0 done; 1 fathom compare found a regression; 2 bad input or
 # an unusable folder, nothing run; 3 the run finished but some samples ended in errors; 130 interrupted.
 SAMPLE_ERRORS = 3
 
 
 def _run(args: argparse.Namespace) -> int:
-    depths = args.depths or ("11" if takes_depths(args.task) else "")
+    depths = args.depths or ("11" if registry.TASK.entry(args.task).depths == "swept" else "")
     spec = RunSpec(
         task=args.task,
         model=args.model,
@@ -210,8 +232,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(folder: Path) -> None:
-    summary = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
-    for line in summary_text(summary):
+    summary = read_summary(folder)
+    for line in summary_text(summary) if summary is not None else []:
         print(line)
 
 
@@ -235,7 +257,12 @@ def _models(args: argparse.Namespace) -> None:
         if path:
             print(f"{'':<14} use as llamacpp:{model.shorthand} or hf:{model.shorthand}")
     print(f"{'sim:*':<14} simulated: {', '.join(f'sim:{name}' for name in ARCHETYPES)}")
-    print("backends: " + "; ".join(f"{name}: {backend_status(name)}" for name in BACKEND_PACKAGES))
+    print("backends, named as --model BACKEND:MODEL:")
+    for listed in registry.BACKEND.listed():
+        entry = listed.entry
+        origin = "" if listed.origin == registry.BUILT_IN else f" [plugin {listed.origin}]"
+        scores = "; reads log-probabilities" if entry.scores else ""
+        print(f"  {listed.name:<10} {entry.summary}{origin}{scores}; {entry.status()}")
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -1,5 +1,7 @@
 """User-facing errors: the CLI prints their message as one line and exits non-zero."""
 
+from __future__ import annotations
+
 from fathom.packages import install_command
 
 
@@ -32,3 +34,19 @@ class MissingExtraError(FathomError):
 
     def __init__(self, module: str, extra: str) -> None:
         super().__init__(f"{module} is not installed; install it with: {install_command(extra)}")
+
+
+class NewerSchemaError(RunFolderError):
+    """A record, manifest or summary of a schema newer than this fathom reads: a newer fathom wrote
+    it, and what its fields mean cannot be known here, so it is refused rather than misread."""
+
+    def __init__(self, what: str, found: int, known: int, where: str | None = None) -> None:
+        super().__init__(
+            f"{where or f'this {what}'} was written by a newer fathom ({what} schema {found}, this "
+            f"fathom reads up to {known}): upgrade fathom"
+        )
+        self.what, self.found, self.known = what, found, known
+
+    def at(self, where: str) -> NewerSchemaError:
+        """The same refusal, naming where the newer form was found (a file, a line of one)."""
+        return NewerSchemaError(self.what, self.found, self.known, where)

@@ -7,18 +7,50 @@ A run folder holds a manifest and an append-only JSONL of ``SampleRecord``; ever
 from __future__ import annotations
 
 import dataclasses
-import functools
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-# 2: depth may be None (tasks that draw depths at random), several needles per sample, max_new_tokens.
-# 3: the gold answer's teacher-forced log-probabilities; perplexity records beside sample records.
-# 4: every record carries its run's identity fingerprint; answers over ANSWER_BYTES are cut there.
-RECORD_SCHEMA = 4
+from fathom.schemas import RECORD_SCHEMA, Versions, read
+
 # The most of an answer a record keeps, in UTF-8 bytes: far beyond any answer the tasks ask for, and
 # a bound on what a runaway or hostile backend can make fathom write, hold and render.
 ANSWER_BYTES = 64 * 1024
 CONTROL = "control"  # the prefix of a no-context control's sample id
+
+
+class ErrorKind(enum.StrEnum):
+    """Why a record holds no graded answer (or no log-probabilities): the first word of its error
+    text, which records write as ``"kind: detail"``."""
+
+    BACKEND_ERROR = "backend_error"  # the backend failed or timed out: the next attempt may pass
+    REJECTED = "rejected"  # the server refused this request (an HTTP 4xx): it would again
+    TOO_LONG = "too_long"  # the prompt and its new tokens exceed the backend's limit
+    LENGTH_MISMATCH = "length_mismatch"  # the prompt missed its target length
+    NO_LOGPROBS = "no_logprobs"  # the server gave no log-probability for some token
+
+    def error(self, detail: str) -> str:
+        """The error text a record holds."""
+        return f"{self.value}: {detail}"
+
+    @property
+    def retried(self) -> bool:
+        """Whether resuming a run asks again: only a failure that another attempt may not repeat."""
+        return self is ErrorKind.BACKEND_ERROR
+
+
+RETRIED = frozenset(kind.value for kind in ErrorKind if kind.retried)
+
+
+def error_kind(error: str) -> str:
+    """An error text's kind, as written: an ``ErrorKind``'s value, or the first word of an error that
+    another backend (a plugin, an older fathom) wrote ("http: 500" -> "http")."""
+    return error.split(":", 1)[0].strip()
+
+
+def is_retried(error: str | None) -> bool:
+    """Whether a record with this error is tried again when its run resumes."""
+    return error is not None and error_kind(error) in RETRIED
 
 
 @dataclass(frozen=True)
@@ -130,8 +162,8 @@ class SampleRecord:
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        # Optional: left out when absent, so such records keep their form and readers that predate
-        # them (which drop unknown fields) still read the rest.
+        # Optional: left out when absent, so such records keep their form, and fathoms from before
+        # these fields (which dropped keys they did not know) still read the rest.
         for key in ("needle_context", "output_bytes"):
             if data[key] is None:
                 del data[key]
@@ -141,7 +173,7 @@ class SampleRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SampleRecord:
-        return cls(**_typed(cls, _upgrade(data)))
+        return read(cls, RECORDS.upgrade(data))
 
     @property
     def output_truncated(self) -> bool:
@@ -186,67 +218,41 @@ class PerplexityRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PerplexityRecord:
-        return cls(**_typed(cls, data))
+        return read(cls, RECORDS.upgrade(data))
 
 
 AnyRecord = SampleRecord | PerplexityRecord
 
 
 def record_from_json(data: dict[str, Any]) -> AnyRecord:
-    """A line of samples.jsonl as the record it holds."""
+    """A line of samples.jsonl as the record it holds, upgraded from the schema it was written in;
+    NewerSchemaError for a record of a newer fathom, TypeError for JSON that is no record (a field
+    missing, of the wrong type, or one that no record of its schema has)."""
     if data.get("record") == "perplexity":
         return PerplexityRecord.from_json(data)
     return SampleRecord.from_json(data)
 
 
-def _typed(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
-    """The record's fields from ``data``, lists as tuples, each checked against its annotation: a
-    line that is JSON but no record (a field of the wrong type, one missing) is a TypeError here,
-    never a crash later in the analysis. Unknown keys are dropped."""
-    values = {}
-    for name, kind in _annotations(cls).items():
-        if name not in data:
-            continue
-        value = data[name]
-        if isinstance(value, list):
-            value = tuple(value)
-        if not _is(value, kind):
-            raise TypeError(f"field '{name}' is {value!r:.40}, not {kind}")
-        values[name] = value
-    return values
+# Each step turns a record of one schema into the next; perplexity records began in schema 3.
 
 
-@functools.cache
-def _annotations(cls: Any) -> dict[str, str]:
-    return {f.name: str(f.type) for f in dataclasses.fields(cls)}
+def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 holds several needles per sample: the one needle's offset and depth become lists."""
+    upgraded = dict(data)
+    upgraded["needle_token_offsets"] = [upgraded.pop("needle_token_offset")]
+    upgraded["needle_depths"] = [upgraded.pop("needle_depth")]
+    return upgraded
 
 
-_SCALARS: dict[str, tuple[type, ...]] = {
-    "str": (str,),
-    "int": (int,),
-    "float": (float, int),
-    "bool": (bool,),
-    "None": (type(None),),
-}
-
-
-def _is(value: Any, kind: str) -> bool:
-    """Whether a JSON value fits an annotation as records write them: ``str``, ``int``, ``float``,
-    ``bool``, ``X | None``, ``tuple[X, ...]``."""
-    if "|" in kind:
-        return any(_is(value, part.strip()) for part in kind.split("|"))
-    if kind.startswith("tuple["):
-        inner = kind[len("tuple[") : -len(", ...]")]
-        return isinstance(value, tuple) and all(_is(item, inner) for item in value)
-    if kind in ("int", "float") and isinstance(value, bool):
-        return False  # JSON true is no number
-    return isinstance(value, _SCALARS[kind])
-
-
-def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """A record of an older schema in the current one's terms."""
-    if data.get("schema", 1) < 2 and "needle_token_offset" in data:
-        data = dict(data)
-        data["needle_token_offsets"] = (data.pop("needle_token_offset"),)
-        data["needle_depths"] = (data.pop("needle_depth"),)
+def v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 3 added the answer's log-probabilities, which a record of schema 2 never read (None)."""
     return data
+
+
+def v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 4 added the run's fingerprint and the answer's full size when cut; a record of schema 3
+    predates both (None): it counts as its run's own, and its answer is whole."""
+    return data
+
+
+RECORDS = Versions("record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4))

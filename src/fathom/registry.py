@@ -1,32 +1,59 @@
-"""One registry for tasks and backends, by name; factories import their modules lazily.
+"""Tasks, backends and scoring methods by name: fathom's own and plugins' found the same way.
 
-Third-party packages add their own through the entry-point groups ``fathom.tasks`` and
-``fathom.backends`` (each entry point loads a factory with the signature below).
+A plugin is a package with entry points in the groups ``fathom.tasks``, ``fathom.backends`` and
+``fathom.scorers``. An entry point's name is the name users type, and it loads a TaskEntry, a
+BackendEntry or a ScoringEntry: the types of fathom's own entries below. So the listings, the help
+and the "unknown name" messages show both, and a plugin's task has its options checked like niah's.
+
+- A plugin is imported only when one of its names is asked for, or when all are listed (``fathom
+  models``). A plugin that fails to import, or that loads something other than an entry, breaks only
+  its own names: a listing reports it as a warning, and asking for it by name is an error.
+- A name means one thing, so a plugin's name is refused when it is also a built-in's or another
+  plugin's. Names are not namespaced, because the name is what a run's spec and records keep. The
+  built-in stays usable; a name that two plugins claim works for neither until one is uninstalled.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import functools
 import importlib
-from collections.abc import Callable
-from importlib.metadata import entry_points
-from typing import Any
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Generic, TypeVar
 
-from fathom.backends.base import Backend
+from fathom.backends.base import Backend, BackendEntry, BackendFactory, Scorer, cannot_score
 from fathom.errors import SpecError
 from fathom.prompts.tokenizers import Tokenizer
+from fathom.records import Score
+from fathom.scoring import SCORERS, ScoringEntry, grade
 from fathom.spec import RunSpec
-from fathom.tasks.base import Task
+from fathom.tasks.base import Task, TaskEntry
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS as RULER_TASKS
 
-TaskFactory = Callable[[RunSpec, Tokenizer], Task]
-# (the part after "prefix:", the tokenizer the user named or "auto")
-BackendFactory = Callable[[str, str], Backend]
+_log = logging.getLogger(__name__)
 
 
 def _niah(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     from fathom.tasks.niah import NiahTask
 
     return NiahTask(spec, tokenizer)
+
+
+def _perplexity(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    from fathom.tasks.perplexity import PerplexityTask
+
+    return PerplexityTask(spec, tokenizer)
+
+
+def _ruler(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    from fathom.tasks.ruler.suite import RulerTask
+
+    return RulerTask(spec, tokenizer)
 
 
 def _sim(rest: str, tokenizer: str) -> Backend:
@@ -47,62 +74,274 @@ def _lazy(module: str, name: str) -> BackendFactory:
     return factory
 
 
-def _perplexity(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    from fathom.tasks.perplexity import PerplexityTask
+# The options of every task that builds prompts from a corpus and grades the answers.
+_PROMPT_KNOBS = ("corpus", "template", "system_prompt", "scoring", "max_new_tokens")
+_RULER_TASK = TaskEntry(_ruler, "one RULER task alone", depths="drawn", knobs=_PROMPT_KNOBS)
 
-    return PerplexityTask(spec, tokenizer)
-
-
-def _ruler(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    from fathom.tasks.ruler.suite import RulerTask
-
-    return RulerTask(spec, tokenizer)
-
-
-# "ruler" runs the thirteen RULER tasks; each one also runs alone by its name.
-TASKS: dict[str, TaskFactory] = {
-    "niah": _niah,
-    "perplexity": _perplexity,
-    "ruler": _ruler,
-    **dict.fromkeys(RULER_TASKS, _ruler),
+TASKS: dict[str, TaskEntry] = {
+    "niah": TaskEntry(
+        _niah,
+        "one needle at each depth of haystacks of each length",
+        depths="swept",
+        knobs=(
+            *_PROMPT_KNOBS,
+            "needle",
+            "distractors",
+            "needles",
+            "split_distance",
+            "haystack_offset",
+            "perplexity",
+            "answer_logprob",
+        ),
+    ),
+    "perplexity": TaskEntry(
+        _perplexity, "scores corpus documents, generates nothing", knobs=("corpus",), needs_scores=True
+    ),
+    "ruler": dataclasses.replace(_RULER_TASK, summary="the 13 RULER tasks"),
+    **dict.fromkeys(RULER_TASKS, _RULER_TASK),
 }
-BACKENDS: dict[str, BackendFactory] = {
-    "sim": _sim,
-    "llamacpp": _lazy("fathom.backends.llamacpp", "LlamaCppBackend"),
-    "hf": _lazy("fathom.backends.hf", "TransformersBackend"),
-    "vllm": _lazy("fathom.backends.vllm", "VLLMBackend"),
-    "openai": _lazy("fathom.backends.openai", "OpenAIBackend"),
+
+BACKENDS: dict[str, BackendEntry] = {
+    "llamacpp": BackendEntry(
+        _lazy("fathom.backends.llamacpp", "LlamaCppBackend"),
+        "llama.cpp in process: a GGUF file or a small model's shorthand",
+        packages=("llama_cpp",),
+        extra="llamacpp",
+        scores=True,
+    ),
+    "hf": BackendEntry(
+        _lazy("fathom.backends.hf", "TransformersBackend"),
+        "transformers: a model folder, a GGUF file or a small model's shorthand",
+        packages=("torch", "transformers", "gguf", "accelerate"),
+        extra="hf",
+        scores=True,
+    ),
+    "vllm": BackendEntry(
+        _lazy("fathom.backends.vllm", "VLLMBackend"),
+        "vLLM's offline engine (GPUs): a model folder",
+        packages=("vllm", "transformers"),
+        extra="vllm",
+        scores=True,
+    ),
+    "openai": BackendEntry(
+        _lazy("fathom.backends.openai", "OpenAIBackend"),
+        "an OpenAI-compatible server, MODEL@URL (log-probabilities where it returns prompt logprobs)",
+        scores=True,
+    ),
+    "sim": BackendEntry(_sim, "simulated models that read the prompt", scores=True),
 }
 
-
-def takes_depths(task: str) -> bool:
-    """Whether the task sweeps needle depths (niah), draws them per sample (RULER's tasks) or has
-    none (perplexity)."""
-    return task not in ("ruler", "perplexity") and task not in RULER_TASKS
+EntryT = TypeVar("EntryT", TaskEntry, BackendEntry, ScoringEntry)
+BUILT_IN = "fathom"
 
 
-def _plugins(group: str) -> dict[str, Callable[..., Any]]:
-    return {ep.name: ep.load() for ep in entry_points(group=group)}
+@dataclass(frozen=True)
+class Listed(Generic[EntryT]):
+    """An entry by name, and where it comes from: ``BUILT_IN``, or a plugin's package and version."""
+
+    name: str
+    origin: str
+    entry: EntryT
 
 
-def task_names() -> list[str]:
-    return sorted({*TASKS, *(ep.name for ep in entry_points(group="fathom.tasks"))})
+@dataclass(frozen=True)
+class Kind(Generic[EntryT]):
+    """One kind of named entry: fathom's own in ``built_in``, plugins' in the entry-point ``group``."""
+
+    noun: str
+    group: str
+    entry_type: type[EntryT]
+    built_in: Mapping[str, EntryT]
+
+    def names(self) -> list[str]:
+        """Every name, fathom's first, read without importing any plugin."""
+        return [*self.built_in, *(name for name in _claims(self.group) if name not in self.built_in)]
+
+    def entry(self, name: str) -> EntryT:
+        """The entry named ``name``; a SpecError if there is none, or if a plugin's cannot be used."""
+        found = self.find(name)
+        if found is None:
+            names = self.names()
+            raise SpecError(
+                f"unknown {self.noun} '{name}'{_close(name, names)}: use one of {', '.join(names)}"
+            )
+        return found
+
+    def find(self, name: str) -> EntryT | None:
+        """The entry named ``name``, None if no one has it, or a SpecError if a plugin's cannot be used."""
+        if name in self.built_in:
+            return self.built_in[name]
+        claims = _claims(self.group).get(name, ())
+        return self._plugin(claims) if claims else None
+
+    def listed(self) -> list[Listed[EntryT]]:
+        """Every entry that can be used, fathom's first; a plugin's that cannot is a warning."""
+        found = [Listed(name, BUILT_IN, entry) for name, entry in self.built_in.items()]
+        for name, claims in _claims(self.group).items():
+            try:
+                found.append(Listed(name, _origin(claims[0]), self._plugin(claims)))
+            except SpecError as refused:
+                _log.warning(str(refused))
+        return found
+
+    def warn_if_claimed(self, name: str) -> None:
+        """A warning for each plugin that claims the name of one of fathom's own, which is used."""
+        if name in self.built_in:
+            for claim in _claims(self.group).get(name, ()):
+                _log.warning(self._refusal(claim))
+
+    def _plugin(self, claims: Sequence[EntryPoint]) -> EntryT:
+        name = claims[0].name
+        if name in self.built_in:
+            raise SpecError(self._refusal(claims[0]))
+        if len(claims) > 1:
+            plugins = " and ".join(_origin(claim) for claim in claims)
+            raise SpecError(
+                f"{self.noun} '{name}' is claimed by the plugins {plugins}, so neither is used: "
+                "uninstall one of them"
+            )
+        what = f"{self.noun} '{name}' of the plugin {_origin(claims[0])}"
+        try:
+            loaded = claims[0].load()
+        except Exception as exc:  # a plugin may fail to import in any way; it must not take fathom down
+            raise SpecError(
+                f"{what} failed to load ({type(exc).__name__}: {exc}): fix or uninstall it"
+            ) from exc
+        if not isinstance(loaded, self.entry_type):
+            raise SpecError(
+                f"{what} loads {claims[0].value}, a {type(loaded).__name__}, not a "
+                f"fathom.{self.entry_type.__name__}: fix or uninstall the plugin"
+            )
+        return loaded
+
+    def _refusal(self, claim: EntryPoint) -> str:
+        return (
+            f"the plugin {_origin(claim)}'s {self.noun} '{claim.name}' is refused: fathom has one of "
+            "that name, which it uses; the plugin must rename its entry point"
+        )
+
+
+TASK = Kind("task", "fathom.tasks", TaskEntry, TASKS)
+BACKEND = Kind("backend", "fathom.backends", BackendEntry, BACKENDS)
+SCORING = Kind("scoring", "fathom.scorers", ScoringEntry, SCORERS)
+
+
+def _claims(group: str) -> Mapping[str, tuple[EntryPoint, ...]]:
+    """The plugins' names in ``group``, sorted, each with the entry points that claim it, read from
+    the installed packages' metadata without importing any."""
+    return _scan(group, tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=16)
+def _scan(group: str, path: tuple[str, ...]) -> Mapping[str, tuple[EntryPoint, ...]]:
+    # ``path`` is only the cache key: packages are found on sys.path, so a changed one is read afresh.
+    claims: dict[str, list[EntryPoint]] = {}
+    for claim in entry_points(group=group):
+        claims.setdefault(claim.name, []).append(claim)
+    return {name: tuple(claims[name]) for name in sorted(claims)}
+
+
+def _origin(claim: EntryPoint) -> str:
+    return f"{claim.dist.name} {claim.dist.version}" if claim.dist is not None else claim.value
+
+
+def _close(name: str, names: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+# The RunSpec fields that every task reads, or that concern the run rather than the task. Every other
+# field but depths is a knob, which a task takes only by naming it in its entry's ``knobs``; a new
+# field is refused by every task until one declares it.
+EVERY_TASK = frozenset({"task", "model", "tokenizer", "lengths", "samples", "seed", "control"})
+_DEFAULTS = {field.name: field.default for field in dataclasses.fields(RunSpec)}
+KNOBS = tuple(name for name in _DEFAULTS if name not in EVERY_TASK and name != "depths")
+
+
+def check_spec(spec: RunSpec) -> None:
+    """Refuse, before any work, a spec whose task or scoring method does not exist, or that sets an
+    option its task does not take."""
+    _check_options(spec, TASK.entry(spec.task))
+    if spec.scoring is not None:
+        SCORING.entry(spec.scoring)
+
+
+def _check_options(spec: RunSpec, entry: TaskEntry) -> None:
+    if unknown := sorted(set(entry.knobs) - set(KNOBS)):
+        raise SpecError(
+            f"task '{spec.task}' declares knobs that are no RunSpec option, {', '.join(unknown)}: "
+            f"use some of {', '.join(KNOBS)}"
+        )
+    if entry.depths == "swept" and not spec.depths:
+        raise SpecError("no depths given: pass a count (--depths 11) or a list (--depths 0,0.5,1)")
+    if entry.depths != "swept" and spec.depths:
+        placed = {
+            "drawn": "draws needle depths per sample, as RULER does, and records where they landed",
+            "none": "places no needles",
+        }[entry.depths]
+        raise SpecError(f"'{spec.task}' {placed}; drop --depths (it applies to {_takers('depths')})")
+    for knob in KNOBS:
+        if knob not in entry.knobs and getattr(spec, knob) != _DEFAULTS[knob]:
+            flag = "--" + knob.replace("_", "-")
+            alone = f" (for {knob} alone: fathom run {knob})" if knob in TASKS else ""
+            raise SpecError(f"{flag} goes with {_takers(knob)} runs, not '{spec.task}': drop {flag}{alone}")
+
+
+def tasks_taking(option: str) -> list[str]:
+    """fathom's own tasks that take a spec option: ``"depths"`` (those that sweep them) or a knob."""
+    return [
+        name
+        for name, entry in TASKS.items()
+        if (entry.depths == "swept" if option == "depths" else option in entry.knobs)
+    ]
+
+
+def _takers(option: str) -> str:
+    names = tasks_taking(option)
+    if not names:
+        return "other tasks"
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def create_task(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    factory = TASKS.get(spec.task) or _plugins("fathom.tasks").get(spec.task)
-    if factory is None:
-        raise SpecError(f"unknown task '{spec.task}': use one of {', '.join(task_names())}")
-    task: Task = factory(spec, tokenizer)
-    return task
+    """The spec's task, its options checked against what the task's entry says it takes."""
+    TASK.warn_if_claimed(spec.task)
+    entry = TASK.entry(spec.task)
+    _check_options(spec, entry)
+    return entry.factory(spec, tokenizer)
 
 
 def create_backend(model: str, tokenizer: str) -> Backend:
     """A backend from ``prefix:rest``, e.g. ``sim:cliff?window=8k``."""
-    prefix, found, rest = model.partition(":")
-    factory = BACKENDS.get(prefix) or _plugins("fathom.backends").get(prefix)
-    if not found or factory is None:
-        known = ", ".join(f"{name}:..." for name in sorted(BACKENDS))
-        raise SpecError(f"unknown model '{model}': name it as backend:model, with backend one of {known}")
-    backend: Backend = factory(rest, tokenizer)
-    return backend
+    prefix, colon, rest = model.partition(":")
+    entry = BACKEND.find(prefix) if colon else None
+    if entry is None:
+        known = ", ".join(f"{name}:..." for name in BACKEND.names())
+        raise SpecError(
+            f"unknown model '{model}'{_close(prefix, BACKEND.names())}: name it as backend:model, "
+            f"with backend one of {known}"
+        )
+    BACKEND.warn_if_claimed(prefix)
+    return entry.factory(rest, tokenizer)
+
+
+def check_backend(spec: RunSpec, backend: Backend) -> None:
+    """Refuse, before any work, a backend that cannot read the log-probabilities the spec's task or
+    its options (--perplexity, --answer-logprob) need."""
+    needed = TASK.entry(spec.task).needs_scores or spec.perplexity or spec.answer_logprob
+    if needed and not isinstance(backend, Scorer):
+        able = [name for name, entry in BACKENDS.items() if entry.scores]
+        raise SpecError(f"{cannot_score(backend)}: use one of {', '.join(able[:-1])} or {able[-1]}")
+
+
+def score(method: str, output: str, references: Sequence[str]) -> Score:
+    """Grade ``output`` against ``references`` (at least one) with the named scoring method."""
+    return grade(_scoring(method, tuple(sys.path)), output, references)
+
+
+@functools.lru_cache(maxsize=64)
+def _scoring(method: str, path: tuple[str, ...]) -> ScoringEntry:
+    # Looked up once per method (and sys.path, as in _scan), not once per record: a plugin's name
+    # that clashes with a built-in's is then reported once.
+    SCORING.warn_if_claimed(method)
+    return SCORING.entry(method)

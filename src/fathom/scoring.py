@@ -1,4 +1,5 @@
-"""Deterministic graders. All compare case-insensitively and record which references matched.
+"""Deterministic graders, the built-in scoring methods (``fathom.registry`` finds them by name,
+with plugins'). All compare case-insensitively and record which references matched.
 
 - ``contains``: 1 if every reference occurs in the output, else 0 (the needle test's grader).
 - ``exact``: 1 if the output, with or without an answer prefix ("The answer is"), stripped of quotes
@@ -10,9 +11,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
-from fathom.errors import SpecError
 from fathom.records import Score
 
 _PREFIX = re.compile(r"^\s*(?:the\s+)?answer\b\s*(?:is\b)?\s*[:\-]?\s*", re.IGNORECASE)
@@ -47,22 +49,32 @@ def _any(output: str, references: Sequence[str]) -> Score:
     return Score(float(bool(found)), found, "any")
 
 
-SCORERS: dict[str, Callable[[str, Sequence[str]], Score]] = {
-    "contains": _contains,
-    "exact": _exact,
-    "all": _all,
-    "any": _any,
+class Grader(Protocol):
+    """A scoring method: the output and the references (at least one) in, a Score out, whose
+    ``method`` names it in the record."""
+
+    def __call__(self, output: str, references: Sequence[str], /) -> Score: ...
+
+
+@dataclass(frozen=True)
+class ScoringEntry:
+    """A scoring method as the registry holds it (``--scoring NAME``): fathom's own below, a
+    plugin's through the ``fathom.scorers`` entry-point group."""
+
+    grade: Grader
+    summary: str
+
+
+SCORERS: dict[str, ScoringEntry] = {
+    "contains": ScoringEntry(_contains, "every reference occurs in the output (niah's default)"),
+    "exact": ScoringEntry(_exact, "the output, without an answer prefix, is a reference"),
+    "all": ScoringEntry(_all, "the fraction of references that occur (RULER's string_match_all)"),
+    "any": ScoringEntry(_any, "1 if any reference occurs (RULER's string_match_part)"),
 }
 
 
-def check_method(method: str) -> None:
-    if method not in SCORERS:
-        raise SpecError(f"unknown scoring '{method}': use one of {', '.join(SCORERS)}")
-
-
-def score(method: str, output: str, references: Sequence[str]) -> Score:
-    """Grade ``output`` against ``references`` (at least one) with the named method."""
-    check_method(method)
+def grade(entry: ScoringEntry, output: str, references: Sequence[str]) -> Score:
+    """Grade ``output`` against ``references`` (at least one) with the scoring method."""
     if not references:
         raise ValueError("a sample needs at least one reference answer to be scored")
-    return SCORERS[method](output, references)
+    return entry.grade(output, references)

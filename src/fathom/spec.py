@@ -23,7 +23,11 @@ MAX_PLANNED = 1_000_000
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything that decides which prompts are built and how they are answered and graded."""
+    """Everything that decides which prompts are built and how they are answered and graded.
+
+    Checked here: what holds whatever the task. Which options a task takes (its knobs: needle,
+    corpus, perplexity, ...) its registry entry says, and ``fathom.registry`` checks.
+    """
 
     task: str
     model: str
@@ -40,13 +44,23 @@ class RunSpec:
     system_prompt: str | None = None
     scoring: str | None = None
     max_new_tokens: int | None = None
-    # niah only: also score perplexity documents of the haystack corpus at every length, and the
-    # gold answer's teacher-forced log-probability of every sample.
+    # Also score perplexity documents of the haystack corpus at every length, and the gold answer's
+    # teacher-forced log-probability of every sample (niah's).
     perplexity: bool = False
     answer_logprob: bool = False
     # Ask every sample's question once more with the context left out: a question the model answers
     # without it is no evidence that it used the context (memorised data, a guessable answer).
     control: bool = True
+    # niah: hard needles (prompts/needle_sets.py): look-alike distractors, several needles asked
+    # for at once, and the share of the haystack between a split needle's parts (None: drawn).
+    distractors: int = 0
+    needles: int = 1
+    split_distance: float | None = 0.25
+    # niah: where each sample's haystack starts in its corpus: "start" (every sample the same
+    # text, which a prefix cache reuses) or "random" (k independent draws, recorded per sample).
+    haystack_offset: str = "start"
+    # niah: several corpora swept as an axis (domain x length x depth); empty: the one ``corpus``.
+    domains: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.lengths:
@@ -76,20 +90,13 @@ class RunSpec:
 
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise SpecError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
-        for flag in ("perplexity", "answer_logprob"):
-            if getattr(self, flag) and self.task != "niah":
-                option = "--" + flag.replace("_", "-")
-                raise SpecError(
-                    f"{option} goes with niah runs, not '{self.task}' "
-                    "(for perplexity alone: fathom run perplexity)"
-                )
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         # Added after the first runs: left out at their defaults, so those runs keep their identity.
-        for flag in _LATER_FLAGS:
-            if not data[flag]:
-                del data[flag]
+        for name, default in _LATER_FIELDS.items():
+            if data[name] == default:
+                del data[name]
         # Controls came later still, and on by default: runs from before them, whose spec lacks the
         # key, read as runs with controls, and resuming one adds its controls.
         if data["control"]:
@@ -101,6 +108,7 @@ class RunSpec:
         values = dict(data)
         values["lengths"] = tuple(values["lengths"])
         values["depths"] = tuple(values["depths"])
+        values["domains"] = tuple(values.get("domains", ()))
         return cls(**values)
 
     @property
@@ -108,7 +116,15 @@ class RunSpec:
         return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
 
 
-_LATER_FLAGS = ("perplexity", "answer_logprob")
+_LATER_FIELDS: dict[str, object] = {
+    "perplexity": False,
+    "answer_logprob": False,
+    "distractors": 0,
+    "needles": 1,
+    "split_distance": 0.25,
+    "haystack_offset": "start",
+    "domains": (),
+}
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from fathom.records import SampleRecord
+from fathom.records import SampleRecord, error_kind
 
 
 def error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
-    """Errors counted by kind, the part before the first ':' (e.g. "timeout: after 600s" -> "timeout")."""
-    kinds = Counter(r.error.split(":", 1)[0].strip() for r in records if r.error is not None)
+    """Errors counted by kind (``fathom.records.error_kind``), in the kinds' order by name."""
+    kinds = Counter(error_kind(r.error) for r in records if r.error is not None)
     return dict(sorted(kinds.items()))
 
 

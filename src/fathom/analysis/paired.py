@@ -13,7 +13,7 @@ import dataclasses
 import json
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +22,7 @@ from fathom.analysis.niah import summarize
 from fathom.analysis.ruler import ruler_summary, task_order
 from fathom.analysis.select import is_ruler_run
 from fathom.errors import RunFolderError
+from fathom.manifest import Identity, Manifest
 from fathom.records import SampleRecord
 
 TEST = "exact McNemar (sign test on paired scores)"
@@ -217,7 +218,7 @@ class RunRecords:
     """A run as a comparison reads it: its folder, its manifest and its graded samples (no controls)."""
 
     path: Path
-    manifest: Mapping[str, Any]
+    manifest: Manifest
     samples: Sequence[SampleRecord]
 
 
@@ -225,7 +226,7 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
     """Compare two runs of one spec that differ only in the model; refuse runs whose prompts differ."""
     if not 0.0 < alpha < 1.0:
         raise RunFolderError(f"alpha must lie strictly between 0 and 1, got {alpha}: pass e.g. --alpha 0.05")
-    base_identity, new_identity = _identity(base), _identity(new)
+    base_identity, new_identity = base.manifest.identity, new.manifest.identity
     _check_same_prompts(base_identity, new_identity)
     base_samples, new_samples = _by_id(base), _by_id(new)
     _check_same_hashes(base_samples, new_samples)
@@ -238,8 +239,8 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
             "finish both runs (run the same command again to resume), then compare"
         )
     return Comparison(
-        base=RunRef(base.path, str(base_identity["spec"].get("model"))),
-        new=RunRef(new.path, str(new_identity["spec"].get("model"))),
+        base=RunRef(base.path, base_identity.spec.model),
+        new=RunRef(new.path, new_identity.spec.model),
         alpha=alpha,
         left_out_errors=len(pairs) - len(graded),
         left_out_unpaired=len(base_samples.keys() ^ new_samples.keys()),
@@ -251,15 +252,6 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
     )
 
 
-def _identity(run: RunRecords) -> dict[str, Any]:
-    identity = run.manifest.get("identity")
-    if not isinstance(identity, dict) or not all(isinstance(identity.get(k), dict) for k in ("spec", "task")):
-        raise RunFolderError(
-            f"the manifest of '{run.path}' has no run identity: it was not written by 'fathom run'"
-        )
-    return identity
-
-
 def _by_id(run: RunRecords) -> dict[str, SampleRecord]:
     if not run.samples:
         raise RunFolderError(
@@ -269,22 +261,23 @@ def _by_id(run: RunRecords) -> dict[str, SampleRecord]:
     return {record.sample_id: record for record in run.samples}
 
 
-def _check_same_prompts(base: dict[str, Any], new: dict[str, Any]) -> None:
+def _check_same_prompts(base: Identity, new: Identity) -> None:
     """Refuse runs that did not build the same prompts: the spec but its model, the tokenizer and the
-    task identity must be equal. The backend's identity is what is being compared, so it may differ."""
+    task identity must be equal. The backend's identity is what is being compared, so it may differ.
+    The specs are compared as written: a key that one lacks is a difference to show, as it reads."""
+    base_spec, new_spec = base.written["spec"], new.written["spec"]
     differences = [
-        f"spec.{key} (base {base['spec'].get(key)!r}, new {new['spec'].get(key)!r})"
-        for key in sorted(base["spec"].keys() | new["spec"].keys())
-        if key != "model" and base["spec"].get(key) != new["spec"].get(key)
+        f"spec.{key} (base {base_spec.get(key)!r}, new {new_spec.get(key)!r})"
+        for key in sorted(base_spec.keys() | new_spec.keys())
+        if key != "model" and base_spec.get(key) != new_spec.get(key)
     ]
-    base_tokenizer, new_tokenizer = base.get("tokenizer") or {}, new.get("tokenizer") or {}
-    if base_tokenizer.get("sha256") != new_tokenizer.get("sha256"):
-        names = f"base {base_tokenizer.get('name')!r}, new {new_tokenizer.get('name')!r}"
+    if base.tokenizer.sha256 != new.tokenizer.sha256:
+        names = f"base {base.tokenizer.name!r}, new {new.tokenizer.name!r}"
         differences.append(f"tokenizer ({names}, different vocabularies)")
     differences += [
         f"task.{key}"
-        for key in sorted(base["task"].keys() | new["task"].keys())
-        if base["task"].get(key) != new["task"].get(key)
+        for key in sorted(base.task.keys() | new.task.keys())
+        if base.task.get(key) != new.task.get(key)
     ]
     if differences:
         raise RunFolderError(
@@ -341,20 +334,18 @@ def _verdict(test: PairedTest, p_adjusted: float, alpha: float) -> Verdict:
     return "unchanged"
 
 
-def machine_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def machine_differences(base: Manifest, new: Manifest) -> list[str]:
     """What differs between two manifests' machines and backend builds: where it does, a real model's
-    greedy answers may differ for that reason alone, so a paired comparison should say so."""
+    greedy answers may differ for that reason alone, so a paired comparison should say so. What
+    one manifest does not record (an older fathom's) is no difference that can be judged."""
     found = []
-    for key, what in (("cpu", "CPU"), ("backend_build", "backend build")):
-        a, b = (_environment(m).get(key) for m in (base, new))
+    for a, b, what in (
+        (base.environment.cpu, new.environment.cpu, "CPU"),
+        (base.environment.backend_build, new.environment.backend_build, "backend build"),
+    ):
         if a is not None and b is not None and a != b:
             found.append(f"{what} ({_short(a)} vs {_short(b)})")
     return found
-
-
-def _environment(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    environment = manifest.get("environment")
-    return environment if isinstance(environment, dict) else {}
 
 
 def _short(value: Any) -> str:

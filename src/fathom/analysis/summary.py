@@ -1,8 +1,15 @@
-"""A run's numbers from all its records: what summary.json holds, but for the run's names."""
+"""What summary.json holds, typed: a run's numbers from all its records, the form's schema with them.
+
+The tables (cells, lengths, aggregates, the perplexity table) stay rows of JSON values, as
+``fathom.analysis.niah``, ``ruler``, ``perplexity`` and ``control`` make them; what a reader used to
+find by looking for keys (which kind of run, which sections it has) is typed here.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fathom.analysis.control import control_summary
@@ -10,19 +17,158 @@ from fathom.analysis.niah import summarize
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import ruler_summary
 from fathom.analysis.select import control_records, is_ruler_run, split_records
+from fathom.manifest import Manifest
 from fathom.records import AnyRecord
+from fathom.schemas import SUMMARY_SCHEMA, Versions, read
+
+Row = dict[str, Any]  # a row of a table, or a table's header numbers, as summary.json writes it
 
 
-def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NiahGrid:
+    """NIAH's sweep: accuracy per (length, depth) cell and per length, the effective length on the
+    mean and on the 95% lower bound (``threshold``, ``mean``, ``lower_bound``), and the
+    lost-in-the-middle index (edges minus middle; None without both)."""
+
+    cells: tuple[Row, ...]
+    lengths: tuple[Row, ...]
+    effective_length: Row
+    lost_in_the_middle_index: float | None
+
+
+@dataclass(frozen=True)
+class RulerGrid:
+    """RULER's sweep: score per (task, length), the per-length mean over tasks, RULER's aggregates on
+    the mean and on the lower bound (``mean``, ``lower_bound``), and the score by needle depth."""
+
+    grid: tuple[Row, ...]
+    lengths: tuple[Row, ...]
+    aggregates: dict[str, Row]
+    depth_profile: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class Perplexity:
+    """The perplexity documents: ``perplexity_table``'s table (lengths, buckets), and their counts."""
+
+    table: Row
+    documents: int
+    errors: int
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """Which run the numbers are of, from its manifest (``fathom.report.derive`` adds them)."""
+
+    task: str
+    model: str
+    tokenizer: str
+    samples: int
+    seed: int
+    trained_window: int | None
+
+    @classmethod
+    def of(cls, manifest: Manifest) -> RunFacts:
+        spec = manifest.spec
+        return cls(
+            spec.task, spec.model, spec.tokenizer, spec.samples, spec.seed, manifest.backend.trained_window
+        )
+
+
+# Each kind of run's sweep, by the kind summary.json names; "perplexity" (documents alone) has none.
+SWEEPS = {"niah": NiahGrid, "ruler": RulerGrid}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A run's numbers. summary.json writes the sweep's fields, and the perplexity documents' and
+    the run's, at its top level, as it did before it had a schema."""
+
+    samples: int  # graded samples, controls not counted
+    errors: int
+    error_kinds: dict[str, int]  # errors by ``fathom.records.error_kind``
+    sweep: NiahGrid | RulerGrid | None = None  # None for a run of perplexity alone
+    answer_likelihood: tuple[Row, ...] | None = None  # per length, where the gold answer's was read
+    control: Row | None = None  # the no-context control (``control_summary``)
+    perplexity: Perplexity | None = None
+    run: RunFacts | None = None
+    schema: int = SUMMARY_SCHEMA
+
+    @property
+    def kind(self) -> str:
+        """The run's kind, as summary.json names it: "niah", "ruler" or "perplexity" (documents alone)."""
+        if isinstance(self.sweep, RulerGrid):
+            return "ruler"
+        return "perplexity" if self.sweep is None else "niah"
+
+    @property
+    def lengths(self) -> tuple[Row, ...]:
+        """The score per length (NIAH's or RULER's), empty for a run of perplexity alone."""
+        return () if self.sweep is None else self.sweep.lengths
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "schema": self.schema,
+            "kind": self.kind,
+            "samples": self.samples,
+            "errors": self.errors,
+            "error_kinds": self.error_kinds,
+        }
+        if self.sweep is not None:
+            data |= dataclasses.asdict(self.sweep)
+        if self.answer_likelihood is not None:
+            data["answer_likelihood"] = self.answer_likelihood
+        if self.control is not None:
+            data["control"] = self.control
+        if self.perplexity is not None:
+            p = self.perplexity
+            data |= {"perplexity": p.table, "documents": p.documents, "document_errors": p.errors}
+        if self.run is not None:
+            names = dataclasses.asdict(self.run)
+            data |= {"trained_window": names.pop("trained_window"), "run": names}
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Summary:
+        """NewerSchemaError for a summary of a newer fathom; TypeError (or KeyError) for JSON that is
+        no summary."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__}, not an object")
+        rest = SUMMARIES.upgrade(data)
+        kind = rest.pop("kind")
+        sweep: NiahGrid | RulerGrid | None = None
+        if kind != "perplexity":
+            sweep_type = SWEEPS[kind]
+            sweep = read(sweep_type, {f.name: rest.pop(f.name) for f in dataclasses.fields(sweep_type)})
+        perplexity = run = None
+        if "perplexity" in rest:
+            counts = {"documents": rest.pop("documents"), "errors": rest.pop("document_errors")}
+            perplexity = read(Perplexity, {"table": rest.pop("perplexity"), **counts})
+        if "run" in rest:
+            run = read(RunFacts, {**rest.pop("run"), "trained_window": rest.pop("trained_window")})
+        return dataclasses.replace(read(cls, rest), sweep=sweep, perplexity=perplexity, run=run)
+
+
+def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 names every summary's kind, NIAH's too, and counts error kinds in every one (a run
+    of perplexity alone had none)."""
+    return {"kind": "niah", "error_kinds": {}} | data
+
+
+SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2,))
+
+
+def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> Summary:
     """NIAH's grid with ``threshold`` for its effective length (and the gold answer's likelihood, where
     read), or RULER's grid with RULER's own thresholds; the no-context control; the perplexity table.
-    Plain JSON-ready values; a run of perplexity alone is of kind "perplexity"."""
+    Made in summary.json's form and read back through ``Summary.from_json``, so that what is written
+    is what reads."""
     samples, documents = split_records(records)
-    summary: dict[str, Any] = {"kind": "perplexity", "samples": 0, "errors": 0}
+    summary: dict[str, Any] = {"kind": "perplexity", "samples": 0, "errors": 0, "error_kinds": {}}
     if samples and is_ruler_run(samples):
         summary = ruler_summary(samples)
     elif samples:
-        summary = summarize(samples, threshold=threshold)
+        summary = {"kind": "niah", **summarize(samples, threshold=threshold)}
         likelihood = answer_likelihood(samples)
         if likelihood:
             summary["answer_likelihood"] = likelihood
@@ -33,4 +179,4 @@ def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> dict[s
         summary["perplexity"] = perplexity_table(documents)
         summary["documents"] = len(documents)
         summary["document_errors"] = sum(1 for r in documents if r.error is not None)
-    return summary
+    return Summary.from_json({**summary, "schema": SUMMARY_SCHEMA})

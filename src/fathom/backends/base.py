@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fathom.errors import SpecError
+from fathom.packages import install_command, package_dir
 from fathom.prompts import ChatPrompt
 from fathom.prompts.haystack.index import Ids
 from fathom.prompts.tokenizers import Tokenizer
@@ -85,17 +86,20 @@ class Backend(Protocol):
     """A model behind one interface.
 
     ``tokenizer`` counts every prompt: the model's own where the backend has one, else the one the
-    user named. ``exact_lengths`` is False when that tokenizer may not be the model's. A backend
-    that runs requests one by one may set ``requests_per_call = 1`` so that the runner saves each
-    answer as it comes rather than 16 at a time.
+    user named. ``exact_lengths`` is False when that tokenizer may not be the model's. What a
+    backend may do besides is a protocol of its own below (Scorer, Streamer, Built, BatchSized).
     """
 
     name: str
     input: InputKind
-    tokenizer: Tokenizer
     exact_lengths: bool
     trained_window: int | None  # the context the model was trained for, if known
     max_prompt_tokens: int | None  # the longest prompt + new tokens it accepts; longer is refused
+
+    # Read-only, so that a backend may hold a Tokenizer of its own kind (hf's TransformersTokenizer)
+    # and still be a ScoringBackend.
+    @property
+    def tokenizer(self) -> Tokenizer: ...
 
     def settings(self) -> dict[str, Any]:
         """Everything that changes outputs, for the manifest."""
@@ -130,17 +134,65 @@ class Built(Protocol):
     def build(self) -> dict[str, Any]: ...
 
 
-SCORING_BACKENDS = "llamacpp, hf, vllm, openai (a server returning prompt logprobs) or sim"
+@runtime_checkable
+class BatchSized(Protocol):
+    """A backend that wants at most ``requests_per_call`` requests per ``generate`` call: one that
+    answers one at a time sets 1, so that the runner saves each answer as it comes rather than a
+    batch of 16 at a time."""
+
+    requests_per_call: int
+
+
+class ScoringBackend(Backend, Scorer, Protocol):
+    """A backend that is also a Scorer."""
+
+
+def cannot_score(backend: Backend) -> str:
+    """Why a backend that is no Scorer cannot serve a run that reads log-probabilities."""
+    return (
+        f"backend '{backend.name}' cannot read log-probabilities of given tokens, which perplexity "
+        "and answer likelihood need"
+    )
 
 
 def scorer(backend: Backend) -> Scorer:
-    """The backend as a Scorer, or a clear error naming those that are."""
+    """The backend as a Scorer, or a clear error (``fathom.registry.check_backend`` refuses such a
+    backend before any work, naming those that can)."""
     if not isinstance(backend, Scorer):
-        raise SpecError(
-            f"backend '{backend.name}' cannot read log-probabilities of given tokens, which perplexity "
-            f"and answer likelihood need: use one of {SCORING_BACKENDS}"
-        )
+        raise SpecError(f"{cannot_score(backend)}: `fathom models` lists the backends that can")
     return backend
+
+
+class BackendFactory(Protocol):
+    """What makes a backend from ``backend:rest``: ``rest`` (the model and its settings, e.g.
+    ``cliff?window=8k``) and the tokenizer the user named, or ``"auto"``. A backend class whose
+    constructor takes these is one."""
+
+    def __call__(self, rest: str, tokenizer: str, /) -> Backend: ...
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """Everything fathom knows of a backend before making one: what ``fathom models`` lists, what
+    the registry creates, and what must be installed for it.
+
+    ``packages`` are the top-level modules it imports (looked for, never imported, by ``status``);
+    ``extra`` is fathom's pip extra that installs them (empty for a plugin, whose own requirements
+    bring them); ``scores`` says whether its backends are Scorers.
+    """
+
+    factory: BackendFactory
+    summary: str
+    packages: tuple[str, ...] = ()
+    extra: str = ""
+    scores: bool = False
+
+    def status(self) -> str:
+        """'ready', or what to install for it."""
+        missing = [p for p in self.packages if package_dir(p) is None]
+        if not missing:
+            return "ready"
+        return f"needs {install_command(self.extra)}" if self.extra else f"needs {', '.join(missing)}"
 
 
 def failed_scores(error: str, latency_s: float = 0.0) -> TokenScores:
@@ -157,11 +209,10 @@ def score_request(backend: Backend, sample_id: str, ids: Ids, start: int) -> Sco
 
 
 def attach_continuations(
-    backend: Any, requests: Sequence[Request], completions: list[Completion]
+    backend: ScoringBackend, requests: Sequence[Request], completions: list[Completion]
 ) -> list[Completion]:
     """Completions with their requests' continuation log-probabilities, read by one ``score`` call
-    after generation, for backends that do not score them while generating. ``backend`` is a
-    Backend that is also a Scorer."""
+    after generation, for backends that do not score them while generating."""
     wanted = [
         i for i, r in enumerate(requests) if r.continuation is not None and completions[i].error is None
     ]

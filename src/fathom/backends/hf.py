@@ -29,7 +29,7 @@ from fathom.backends.base import (
 from fathom.backends.local_models import resolve_model_path
 from fathom.backends.settings import choice, or_auto, parse_settings, text, unless_auto, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
-from fathom.records import Completion
+from fathom.records import Completion, ErrorKind
 
 try:
     import torch
@@ -142,7 +142,7 @@ class TransformersBackend:
         the failed call left cached on the GPU so that the next one can start afresh."""
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
-        return f"backend_error: {type(exc).__name__}: {first_line(exc)}"
+        return ErrorKind.BACKEND_ERROR.error(f"{type(exc).__name__}: {first_line(exc)}")
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
         return [self._score(request) for request in requests]
@@ -152,7 +152,9 @@ class TransformersBackend:
             raise ValueError(f"cannot score from token {request.start} of {len(request.ids)}")
         limit = self.max_prompt_tokens
         if limit is not None and len(request.ids) > limit:
-            return failed_scores(f"too_long: {len(request.ids)} tokens exceed the backend's limit of {limit}")
+            return failed_scores(
+                ErrorKind.TOO_LONG.error(f"{len(request.ids)} tokens exceed the backend's limit of {limit}")
+            )
         started = time.perf_counter()
         ids = torch.from_numpy(request.ids.astype(np.int64)).to(self.device)
         try:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import httpx
 
 from fathom.errors import FathomError
+from fathom.records import ErrorKind
 
 # The wait before retry n is uniform in [0, min(CAP, BASE * 2**n)] ("full jitter"), so workers that
 # failed together on one overloaded server do not all come back together. Tests shrink BASE.
@@ -171,9 +172,9 @@ class JsonApi:
                     break
                 await asyncio.sleep(delay)
             except Rejected as exc:
-                raise Failed(f"rejected: {exc}", time.monotonic() - started) from None
+                raise Failed(ErrorKind.REJECTED.error(str(exc)), time.monotonic() - started) from None
         tried = f"{attempts} attempt{'s' * (attempts != 1)}"
-        raise Failed(f"backend_error: {reason} ({tried})", time.monotonic() - started)
+        raise Failed(ErrorKind.BACKEND_ERROR.error(f"{reason} ({tried})"), time.monotonic() - started)
 
     async def call(
         self, client: httpx.AsyncClient, method: str, path: str, body: dict[str, Any] | None, deadline: float

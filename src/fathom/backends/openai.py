@@ -36,7 +36,7 @@ from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transi
 from fathom.backends.settings import choice, count, number, parse_settings, refusal, text, whole
 from fathom.errors import FathomError, SpecError
 from fathom.prompts.tokenizers import load_tokenizer
-from fathom.records import Completion
+from fathom.records import Completion, ErrorKind
 
 APPROXIMATE = "cl100k_base"
 GREEDY = {"temperature": 0, "top_p": 1}
@@ -197,11 +197,13 @@ class OpenAIBackend:
             raise FathomError(MISALIGNED_LOGPROBS)
         kept = [i for i, at in enumerate(offsets) if text_start <= at - shift < len(prompt)]
         if not kept:
-            error = f"no_logprobs: the server listed no token from character {text_start} on"
+            error = ErrorKind.NO_LOGPROBS.error(f"the server listed no token from character {text_start} on")
             return failed_scores(error, latency)
         missing = [offsets[i] for i in kept if values[i] is None]
         if missing:
-            error = f"no_logprobs: the server gave no log-probability for its token at character {missing[0]}"
+            error = ErrorKind.NO_LOGPROBS.error(
+                f"the server gave no log-probability for its token at character {missing[0]}"
+            )
             return failed_scores(error, latency)
         return TokenScores(np.asarray([values[i] for i in kept], dtype=np.float64), kept[0], latency)
 

@@ -29,7 +29,7 @@ from fathom.backends.base import (
 from fathom.backends.local_models import resolve_model_path
 from fathom.backends.settings import choice, count, flag, number, parse_settings, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
-from fathom.records import Completion
+from fathom.records import Completion, ErrorKind
 
 try:
     import vllm
@@ -149,7 +149,7 @@ class VLLMBackend:
         try:
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
         except Exception as exc:  # any engine error must cost only its samples, not the sweep
-            error = f"backend_error: {type(exc).__name__}: {first_line(exc)}"
+            error = ErrorKind.BACKEND_ERROR.error(f"{type(exc).__name__}: {first_line(exc)}")
             latency = (time.perf_counter() - started) / len(requests)
             return [Completion("", len(r.ids), 0, "error", latency, error=error) for r in requests]
         # The engine interleaves the prompts, so a prompt's own time is the batch's share.
@@ -171,7 +171,7 @@ class VLLMBackend:
         try:
             outputs = self.llm.generate(prompts, [params] * len(requests), use_tqdm=False)
         except Exception as exc:  # any engine error must cost only its samples, not the sweep
-            error = f"backend_error: {type(exc).__name__}: {first_line(exc)}"
+            error = ErrorKind.BACKEND_ERROR.error(f"{type(exc).__name__}: {first_line(exc)}")
             return [failed_scores(error, (time.perf_counter() - started) / len(requests))] * len(requests)
         latency = (time.perf_counter() - started) / len(requests)
         return [_token_scores(out, r, latency) for out, r in zip(outputs, requests, strict=True)]

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from fathom.analysis.paired import Comparison, RunRecords, compare_records
 from fathom.analysis.select import split_records
-from fathom.report.files import COMPARISON_HTML, COMPARISON_JSON, COMPARISON_PNG, SUMMARY
+from fathom.report.files import COMPARISON_HTML, COMPARISON_JSON, COMPARISON_PNG, read_summary
 from fathom.report.html.compare import write_comparison_html
 from fathom.report.plots import plot_difference_heatmap
 from fathom.run.store import RunFolder
@@ -35,12 +34,6 @@ def write_comparison(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]
     data.write_text(json.dumps(as_json, indent=2) + "\n", encoding="utf-8")
     title = f"{comparison.new.model} (new) vs {comparison.base.model} (base)"
     plot_difference_heatmap(comparison.cells, figure, title, comparison.alpha)
-    base_summary, new_summary = (_summary(run.path) for run in (comparison.base, comparison.new))
+    base_summary, new_summary = (read_summary(run.path) for run in (comparison.base, comparison.new))
     write_comparison_html(as_json, out_dir / COMPARISON_HTML, base_summary, new_summary)
     return data, figure
-
-
-def _summary(run: Path) -> dict[str, Any] | None:
-    """The run's derived summary.json, if it has one (fathom run and fathom report write it)."""
-    path = run / SUMMARY
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

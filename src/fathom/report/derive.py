@@ -6,15 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from fathom.analysis.niah import cell_table
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import depth_profile, task_grid
 from fathom.analysis.select import is_ruler_run, split_records
-from fathom.analysis.summary import run_summary
+from fathom.analysis.summary import RunFacts, Summary, run_summary
 from fathom.errors import RunFolderError
 from fathom.records import SampleRecord
 from fathom.report.compare import compare_runs
@@ -36,7 +35,7 @@ def run_spec(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: st
     return dataclasses.replace(result, seconds=time.perf_counter() - started)
 
 
-def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
+def derive(folder: RunFolder, threshold: float = 0.85) -> Summary:
     """Write summary.json, the plots and report.html from the records; return the summary.
 
     A NIAH run gets heatmap.png, with ``threshold`` for its effective length. A RULER run gets grid.png
@@ -49,16 +48,13 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
     samples, documents = split_records(records)
     if not samples and not documents:
         raise RunFolderError(f"run folder '{folder.path}' has no sample records yet: run it first")
-    spec = manifest["identity"]["spec"]
-    title = f"{spec['model']} · {spec['task']} · {spec['tokenizer']} · k={spec['samples']}"
-    if manifest.get("backend", {}).get("exact_lengths") is False:
+    spec = manifest.spec
+    title = f"{spec.model} · {spec.task} · {spec.tokenizer} · k={spec.samples}"
+    if not manifest.backend.exact_lengths:
         title += " (approximate lengths)"
-    window = manifest.get("backend", {}).get("trained_window")
-    summary = run_summary(records, threshold)
-    _plot(folder, samples, summary, title, window)
-    summary["run"] = {key: spec[key] for key in ("task", "model", "tokenizer", "samples", "seed")}
-    summary["trained_window"] = window
-    folder.write_derived(SUMMARY, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    summary = dataclasses.replace(run_summary(records, threshold), run=RunFacts.of(manifest))
+    _plot(folder, samples, summary, title, manifest.backend.trained_window)
+    folder.write_derived(SUMMARY, json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")
     write_report(folder, summary)
     return summary
 
@@ -66,7 +62,7 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> dict[str, Any]:
 def _plot(
     folder: RunFolder,
     samples: Sequence[SampleRecord],
-    summary: Mapping[str, Any],
+    summary: Summary,
     title: str,
     window: int | None,
 ) -> None:
@@ -77,13 +73,13 @@ def _plot(
             plot_depth_profile(profile, folder.path / DEPTH, f"{title} · score by needle depth")
     elif samples:
         plot_heatmap(cell_table(samples), folder.path / HEATMAP, title)
-    if "perplexity" in summary:
+    if summary.perplexity is not None:
         name = TRAP if samples else PERPLEXITY
-        retrieval, answer = summary.get("lengths", []), summary.get("answer_likelihood", [])
-        plot_trap(summary["perplexity"], retrieval, answer, folder.path / name, title, window)
+        answer = summary.answer_likelihood or ()
+        plot_trap(summary.perplexity.table, summary.lengths, answer, folder.path / name, title, window)
 
 
-def report(path: Path, threshold: float = 0.85, baseline: Path | None = None) -> dict[str, Any]:
+def report(path: Path, threshold: float = 0.85, baseline: Path | None = None) -> Summary:
     """Re-derive a run's files; with ``baseline``, its report.html also compares the run to that
     baseline run (fathom compare's paired tests)."""
     folder = RunFolder(path)
@@ -99,8 +95,8 @@ def trap(runs: Sequence[Path], out: Path) -> None:
     if not 1 <= len(runs) <= 2:
         raise RunFolderError(f"fathom trap takes one run or two, not {len(runs)}")
     folders = [RunFolder(path) for path in runs]
-    identities = [folder.read_manifest()["identity"] for folder in folders]
-    keys = {(i["backend"]["name"], i["tokenizer"]["sha256"]) for i in identities}
+    identities = [folder.read_manifest().identity for folder in folders]
+    keys = {(i.backend.name, i.tokenizer.sha256) for i in identities}
     if len(keys) > 1:
         raise RunFolderError(
             "the two runs are of different models or tokenizers: the trap compares one model's "
@@ -112,10 +108,9 @@ def trap(runs: Sequence[Path], out: Path) -> None:
             "no perplexity records in these runs: add a run of 'fathom run perplexity' "
             "(or run niah with --perplexity)"
         )
-    retrieval = run_summary(samples).get("lengths", [])
+    retrieval = run_summary(samples).lengths
     manifest = folders[0].read_manifest()
-    spec = manifest["identity"]["spec"]
-    title = f"{spec['model']} · perplexity trap · {spec['tokenizer']}"
-    window = manifest.get("backend", {}).get("trained_window")
+    title = f"{manifest.spec.model} · perplexity trap · {manifest.spec.tokenizer}"
+    window = manifest.backend.trained_window
     out.parent.mkdir(parents=True, exist_ok=True)
     plot_trap(perplexity_table(documents), retrieval, answer_likelihood(samples), out, title, window)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fathom.analysis.paired import run_effective_length
 from fathom.analysis.select import split_records
@@ -80,30 +79,20 @@ def _entry(path: Path) -> RunEntry:
     folder = RunFolder(path)
     try:
         manifest = folder.read_manifest()
-        spec = _spec(manifest)
         records = folder.latest()
     except (FathomError, OSError, ValueError) as exc:
         return RunEntry(path, problem=str(exc))
     samples, _ = split_records(records)
-    planned = manifest.get("planned")
-    environment = manifest.get("environment")
+    spec = manifest.spec
     return RunEntry(
         folder=path,
-        created=environment.get("created") if isinstance(environment, dict) else None,
-        model=spec.get("model"),
-        task=spec.get("task"),
-        lengths=tuple(sorted(spec.get("lengths", []))),
-        samples=spec.get("samples"),
-        planned=planned if isinstance(planned, int) else None,
+        created=manifest.environment.created,
+        model=spec.model,
+        task=spec.task,
+        lengths=tuple(sorted(spec.lengths)),
+        samples=spec.samples,
+        planned=manifest.planned,
         done=sum(1 for r in records if is_final(r)),
         errors=sum(1 for r in records if r.error is not None),
         effective_length=run_effective_length(samples).mean,
     )
-
-
-def _spec(manifest: Any) -> dict[str, Any]:
-    identity = manifest.get("identity") if isinstance(manifest, dict) else None
-    spec = identity.get("spec") if isinstance(identity, dict) else None
-    if not isinstance(spec, dict):
-        raise RunFolderError(f"{MANIFEST} holds no run spec")
-    return spec

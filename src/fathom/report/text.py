@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from fathom.analysis.paired import CellComparison, Comparison
+from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.report.runs import RunEntry
 from fathom.units import format_count
 
@@ -15,40 +15,41 @@ def _length(length: int | None) -> str:
     return "none" if length is None else format_count(length)
 
 
-def summary_text(summary: dict[str, Any]) -> list[str]:
-    """A run's summary.json as the lines ``fathom run`` and ``fathom report`` print: the perplexity
+def summary_text(summary: Summary) -> list[str]:
+    """A run's summary as the lines ``fathom run`` and ``fathom report`` print: the perplexity
     table, the no-context control, then RULER's table or NIAH's scores by length."""
-    lines = perplexity_text(summary) if "perplexity" in summary else []
-    if "control" in summary:
-        lines.append(control_text(summary["control"]))
-    if summary.get("kind") == "ruler":
-        lines += ruler_text(summary)
-    elif summary.get("kind") != "perplexity":
-        lines += niah_text(summary)
+    lines = [] if summary.perplexity is None else perplexity_text(summary.perplexity)
+    if summary.control is not None:
+        lines.append(control_text(summary.control))
+    if isinstance(summary.sweep, RulerGrid):
+        lines += ruler_text(summary.sweep)
+        lines.append(f"samples: {summary.samples}, errors: {summary.errors}")
+    elif isinstance(summary.sweep, NiahGrid):
+        lines += niah_text(summary.sweep)
     return lines
 
 
-def niah_text(summary: dict[str, Any]) -> list[str]:
-    """A NIAH summary as lines: the score per length, the effective length on the mean and on the
+def niah_text(grid: NiahGrid) -> list[str]:
+    """NIAH's sweep as lines: the score per length, the effective length on the mean and on the
     95% lower bound, and the lost-in-the-middle index."""
     lines = []
-    for row in summary["lengths"]:
+    for row in grid.lengths:
         mean = "n/a" if row["mean"] is None else f"{row['mean']:.1%}"
         lines.append(f"  {format_count(row['length']):>6}: {mean}  (n={row['n']}, errors={row['errors']})")
-    effective = summary["effective_length"]
+    effective = grid.effective_length
     lines.append(
         f"effective length (score >= {effective['threshold']}): {_length(effective['mean'])}; "
         f"on the 95% lower bound: {_length(effective['lower_bound'])}"
     )
-    lim = summary["lost_in_the_middle_index"]
+    lim = grid.lost_in_the_middle_index
     lines.append(f"lost-in-the-middle index: {'n/a' if lim is None else f'{lim:+.3f}'}")
     return lines
 
 
-def perplexity_text(summary: dict[str, Any]) -> list[str]:
+def perplexity_text(perplexity: Perplexity) -> list[str]:
     """The perplexity table as lines: per length, the perplexity with its interval, and that of
     the last position bucket (the far end of the context)."""
-    table = summary["perplexity"]
+    table = perplexity.table
     last = {b["length"]: b for b in table["buckets"]}
     lines = ["perplexity by length (95% interval over documents; last bucket = the farthest tokens):"]
     for row in table["lengths"]:
@@ -70,19 +71,19 @@ def _pct(value: float | None, width: int = 6) -> str:
     return f"{'n/a' if value is None else f'{100 * value:.1f}':>{width}}"
 
 
-def ruler_text(summary: dict[str, Any]) -> list[str]:
-    """A RULER summary as lines of text: the task x length table in percent, the per-length average
+def ruler_text(grid: RulerGrid) -> list[str]:
+    """RULER's sweep as lines of text: the task x length table in percent, the per-length average
     over tasks, RULER's averages and the effective lengths on the mean and on the lower bound."""
-    lengths = [row["length"] for row in summary["lengths"]]
-    tasks = list(dict.fromkeys(cell["task"] for cell in summary["grid"]))
+    lengths = [row["length"] for row in grid.lengths]
+    tasks = list(dict.fromkeys(cell["task"] for cell in grid.grid))
     width = max(len("average"), *(len(t) for t in tasks))
-    by_pos = {(c["task"], c["length"]): c["mean"] for c in summary["grid"]}
+    by_pos = {(c["task"], c["length"]): c["mean"] for c in grid.grid}
     lines = ["  " + " " * width + "".join(f"{format_count(n):>8}" for n in lengths)]
     for task in tasks:
         cells = "".join(_pct(by_pos.get((task, n)), 8) for n in lengths)
         lines.append(f"  {task:<{width}}{cells}")
-    lines.append(f"  {'average':<{width}}" + "".join(_pct(row["mean"], 8) for row in summary["lengths"]))
-    mean, low = summary["aggregates"]["mean"], summary["aggregates"]["lower_bound"]
+    lines.append(f"  {'average':<{width}}" + "".join(_pct(row["mean"], 8) for row in grid.lengths))
+    mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     scores = ", ".join(
         f"{name} {'n/a' if mean[key] is None else f'{mean[key]:.1f}'}"
         for name, key in (("average", "average"), ("wAvg inc", "wavg_inc"), ("wAvg dec", "wavg_dec"))
@@ -98,11 +99,10 @@ def ruler_text(summary: dict[str, Any]) -> list[str]:
         f"{_length(mean['effective_length_relative'])}; "
         f"on the 95% lower bound: {_length(low['effective_length_relative'])}"
     )
-    lines.append(f"samples: {summary['samples']}, errors: {summary['errors']}")
     return lines
 
 
-def control_text(summary: dict[str, Any]) -> str:
+def control_text(summary: Row) -> str:
     """The control in a line, with a warning when questions were answered without the context."""
     n, answered = summary["n"], summary["answered"]
     mean = "n/a" if summary["mean"] is None else f"{summary['mean']:.1%}"

@@ -10,12 +10,10 @@ writer, which holds the folder's lock and so knows no write is in flight, moves 
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from fathom.errors import NewerSchemaError
 from fathom.records import AnyRecord, record_from_json
 
 
@@ -36,20 +34,19 @@ class Parsed:
     good: list[bytes]  # the records' lines as they were on disk, newline included
 
 
-def identity_sha256(identity: Mapping[str, Any]) -> str:
-    """The run identity's fingerprint, which every record carries: a reader can tell a record that
-    another run wrote (a folder reused by hand, a file copied in) from one of its own."""
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def parse(data: bytes, identity: str | None) -> Parsed:
-    """Every line of ``data``, sorted into records and damage. ``identity`` is the run's
-    fingerprint; records without one predate it and count as the run's own."""
+def parse(data: bytes, identity: str | None, name: str) -> Parsed:
+    """Every line of ``data`` (the file ``name``), sorted into records and damage. ``identity`` is
+    the run's fingerprint; records without one predate it and count as the run's own. A record of
+    a newer schema is no damage but a newer fathom's: NewerSchemaError, for readers and writers
+    alike, before anything is moved."""
     last = data.rfind(b"\n")
     lines = data[:last].split(b"\n") if last >= 0 else []
     records, damaged, good = [], [], []
     for number, raw in enumerate(lines, start=1):
-        record, reason = _record(raw, identity)
+        try:
+            record, reason = _record(raw, identity)
+        except NewerSchemaError as exc:
+            raise exc.at(f"{name} line {number}") from None
         if record is None:
             damaged.append(Damage(number, reason, raw))
         else:

@@ -1,4 +1,5 @@
-"""The run's manifest: the resolved spec, what decides its prompts and answers, and where it ran."""
+"""The run's manifest made: the resolved spec, what decides its prompts and answers, and where it ran
+(its typed form, and how it reads back, is ``fathom.manifest``)."""
 
 from __future__ import annotations
 
@@ -13,29 +14,24 @@ from pathlib import Path
 from typing import Any
 
 from fathom.backends.base import Backend, Built
+from fathom.manifest import Manifest
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.spec import RunSpec
 from fathom.tasks.base import Task
 from fathom.version import __version__
 
-MANIFEST_SCHEMA = 1
 PACKAGE = Path(__file__).parents[1]  # fathom's own files, whose git state a run records
 
 
-def manifest(
-    spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, planned: int
-) -> dict[str, Any]:
+def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, planned: int) -> Manifest:
     """The resolved run: ``identity`` decides the prompts and answers and must match to resume."""
-    return {
-        "schema": MANIFEST_SCHEMA,
+    data = {
         "identity": {
             "spec": spec.to_json(),
             "tokenizer": {"name": tokenizer.name, "sha256": tokenizer.identity},
             "task": task.identity(),
             "backend": {"name": backend.name, "settings": backend.settings()},
         },
-        # Outside the identity, which decides whether a run resumes: how many samples make the run
-        # complete, so 'fathom runs' can tell a partial run without rebuilding its task.
         "planned": planned,
         "backend": {
             "input": backend.input,
@@ -50,12 +46,11 @@ def manifest(
             "platform": platform.platform(),
             "host": socket.gethostname(),
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            # Real models' greedy answers depend on the arithmetic: the CPU's vector instructions
-            # and the backend's build decide near-ties, so these say where a run can be repeated.
             "cpu": cpu(),
             "backend_build": backend.build() if isinstance(backend, Built) else None,
         },
     }
+    return Manifest.from_json(data)
 
 
 # Vector-instruction flags that change how a CPU backend sums floats (x86 and Arm names in cpuinfo).

@@ -20,16 +20,23 @@ from pathlib import Path
 
 import numpy as np
 
-from fathom.backends.base import Backend, Request, Streamer, TokenScores, score_request, scorer
+from fathom.backends.base import Backend, BatchSized, Request, Streamer, TokenScores, score_request, scorer
 from fathom.errors import SpecError
 from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.prompts.tokenizers import Tokenizer
-from fathom.records import ANSWER_BYTES, AnyRecord, Cell, Completion, PerplexityRecord, SampleRecord
-from fathom.registry import create_backend, create_task
+from fathom.records import (
+    ANSWER_BYTES,
+    AnyRecord,
+    Cell,
+    Completion,
+    ErrorKind,
+    PerplexityRecord,
+    SampleRecord,
+)
+from fathom.registry import check_backend, check_spec, create_backend, create_task, score
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
-from fathom.run.store import RETRIED_ERRORS, RunFolder
-from fathom.scoring import check_method, score
+from fathom.run.store import RunFolder, is_final
 from fathom.spec import RunSpec
 from fathom.tasks import control
 from fathom.tasks.base import Document, Sample, Task
@@ -104,13 +111,14 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
 
         clock = _BackendClock(backend)
         try:
-            for batch in _batches(cells, getattr(backend, "requests_per_call", BATCH_SIZE)):
+            size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
+            for batch in _batches(cells, size):
                 _run_batch(spec, clock, task, batch, write)
         finally:
             progress.close()
-        failed = [r.error for r in folder.latest() if r.error is not None]
+        failed = [r for r in folder.latest() if r.error is not None]
     seconds = time.perf_counter() - started
-    retryable = sum(error.startswith(RETRIED_ERRORS) for error in failed)
+    retryable = sum(not is_final(r) for r in failed)
     return RunResult(
         run_dir,
         written["records"],
@@ -129,14 +137,12 @@ def prepare(spec: RunSpec, order: str = "prefix") -> tuple[Backend, Task, float]
     behind that would refuse the corrected spec."""
     if order not in ORDERS:
         raise SpecError(f"unknown order '{order}': use one of {', '.join(ORDERS)}")
-    if spec.scoring is not None:
-        check_method(spec.scoring)
+    check_spec(spec)
     started = time.perf_counter()
     backend = create_backend(spec.model, spec.tokenizer)
     loading = time.perf_counter() - started
     task = create_task(spec, backend.tokenizer)
-    if spec.perplexity or spec.answer_logprob or spec.task == "perplexity":
-        scorer(backend)  # a backend that cannot score fails here, before any work
+    check_backend(spec, backend)
     _check_shortest(task, min(spec.lengths))
     return backend, task, loading
 
@@ -233,7 +239,7 @@ def _score(spec: RunSpec, clock: _BackendClock, documents: Sequence[Document]) -
     backend = clock.backend
     limit, window = backend.max_prompt_tokens, backend.trained_window
     refusals = {
-        d.cell.id: f"too_long: {len(d.ids)} tokens exceed the backend's limit of {limit}"
+        d.cell.id: ErrorKind.TOO_LONG.error(f"{len(d.ids)} tokens exceed the backend's limit of {limit}")
         for d in documents
         if limit is not None and len(d.ids) > limit
     }
@@ -279,10 +285,10 @@ def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Re
         chat = chat_prompt(tokenizer, sample.text, sample.prompt, sample.question)
     refusal = None
     if abs(actual - prompt.target_tokens) > length_tolerance(prompt.target_tokens):
-        refusal = f"length_mismatch: {actual} tokens for a target of {prompt.target_tokens}"
+        refusal = ErrorKind.LENGTH_MISMATCH.error(f"{actual} tokens for a target of {prompt.target_tokens}")
     elif backend.max_prompt_tokens is not None and actual + sample.max_new_tokens > backend.max_prompt_tokens:
-        refusal = (
-            f"too_long: {actual} prompt tokens + {sample.max_new_tokens} new exceed the backend's "
+        refusal = ErrorKind.TOO_LONG.error(
+            f"{actual} prompt tokens + {sample.max_new_tokens} new exceed the backend's "
             f"limit of {backend.max_prompt_tokens}"
         )
     context = (prompt.head_tokens, prompt.head_tokens + prompt.context_tokens)

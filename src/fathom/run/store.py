@@ -16,24 +16,23 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from fathom.errors import FathomError, RunFolderError
-from fathom.records import AnyRecord
-from fathom.run.lines import Parsed, identity_sha256, parse
-from fathom.spec import RunSpec
+from fathom.errors import FathomError, NewerSchemaError, RunFolderError
+from fathom.manifest import Manifest
+from fathom.records import AnyRecord, is_retried
+from fathom.run.lines import Parsed, parse
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 QUARANTINE = "samples.quarantine"  # lines moved aside: torn tails of killed writes, damaged lines
 LOCK = "run.lock"
-# Errors that another attempt may not repeat (a server that timed out or failed): resuming retries
-# these samples. Other errors (a prompt that missed its length, one too long) are final.
-RETRIED_ERRORS = ("backend_error",)
 
 log = logging.getLogger(__name__)
 
 
 def is_final(record: AnyRecord) -> bool:
-    return record.error is None or not record.error.startswith(RETRIED_ERRORS)
+    """Whether a sample is done: graded, or failed in a way that another attempt would repeat (a
+    prompt that missed its length, one too long); a resume retries the rest (``ErrorKind.retried``)."""
+    return not is_retried(record.error)
 
 
 class RunFolder:
@@ -54,7 +53,7 @@ class RunFolder:
     def samples_path(self) -> Path:
         return self.path / SAMPLES
 
-    def read_manifest(self) -> dict[str, Any]:
+    def read_manifest(self) -> Manifest:
         if not self.path.is_dir():
             problem = "is not a folder" if self.path.exists() else "does not exist"
             raise RunFolderError(f"run folder '{self.path}' {problem}")
@@ -65,35 +64,40 @@ class RunFolder:
         except OSError as exc:
             raise RunFolderError(f"cannot read {self.manifest_path}: {exc.strerror or exc}") from None
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            data = None
-        if not _has_spec(data):
-            raise RunFolderError(
-                f"{self.manifest_path} is damaged (not a JSON object with the run's identity): restore it "
-                "from a copy, or move the folder aside and start the run again in a new one"
-            )
-        manifest: dict[str, Any] = data
-        return manifest
+            raise self._damaged("not JSON text") from None
+        try:
+            return Manifest.from_json(data)
+        except NewerSchemaError as exc:
+            raise exc.at(str(self.manifest_path)) from None
+        except (TypeError, KeyError, ValueError, AttributeError, FathomError) as exc:
+            raise self._damaged(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+    def _damaged(self, reason: str) -> RunFolderError:
+        return RunFolderError(
+            f"{self.manifest_path} is damaged (not the manifest of a run: {reason}): restore it from a "
+            "copy, or move the folder aside and start the run again in a new one"
+        )
 
     def identity(self) -> str:
         """The fingerprint that this run's records carry."""
         if self._identity is None:
-            self._identity = identity_sha256(self.read_manifest()["identity"])
+            self._identity = self.read_manifest().identity.fingerprint
         return self._identity
 
-    def start(self, manifest: dict[str, Any]) -> None:
+    def start(self, manifest: Manifest) -> None:
         """Take the folder for writing: create it, or reopen it to resume a run of the same identity;
         then move aside whatever in samples.jsonl is not a record of this run."""
         _make_folder(self.path)
         self._take_lock()
         try:
             self._adopt(manifest)
-            self._identity = identity_sha256(json.loads(json.dumps(manifest["identity"])))
+            self._identity = manifest.identity.fingerprint
             self._quarantine(self._parse())
         except BaseException:
             self.close()
             raise
 
-    def _adopt(self, manifest: dict[str, Any]) -> None:
+    def _adopt(self, manifest: Manifest) -> None:
         holds_samples = self._holds_samples()
         if not self.manifest_path.exists():
             if holds_samples:
@@ -104,17 +108,15 @@ class RunFolder:
             self._write_manifest(manifest)
             return
         existing = self.read_manifest()
-        new = json.loads(json.dumps(manifest["identity"]))  # tuples read back as lists
-        if existing["identity"] == new:
-            # A manifest from an older fathom lacks fields recorded since (such as 'planned'); add
-            # them, and only them: what the manifest already says about the run stays as written.
-            added = {key: value for key, value in manifest.items() if key not in existing}
-            if added:
-                self._write_manifest(existing | added)
+        written, new = existing.identity.written, manifest.identity.written
+        if written == new:
+            completed = existing.completed_by(manifest)
+            if completed != existing:
+                self._write_manifest(completed)
         elif holds_samples:
             raise RunFolderError(
                 f"run folder '{self.path}' holds a different run (differs in: "
-                f"{', '.join(_differences(existing['identity'], new))}); refusing to mix them: "
+                f"{', '.join(_differences(written, new))}); refusing to mix them: "
                 "pass --run-dir with a new folder, or delete this one"
             )
         else:
@@ -150,7 +152,7 @@ class RunFolder:
             data = self.samples_path.read_bytes() if self.samples_path.exists() else b""
         except OSError as exc:
             raise RunFolderError(f"cannot read {self.samples_path}: {exc.strerror or exc}") from None
-        return parse(data, self.identity())
+        return parse(data, self.identity(), str(self.samples_path))
 
     def _quarantine(self, parsed: Parsed) -> None:
         """Move damaged lines and a torn tail to samples.quarantine, then rewrite samples.jsonl with
@@ -186,8 +188,9 @@ class RunFolder:
         finally:
             self.close()
 
-    def _write_manifest(self, manifest: dict[str, Any]) -> None:
-        _write_atomic(self.manifest_path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+    def _write_manifest(self, manifest: Manifest) -> None:
+        text = json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n"
+        _write_atomic(self.manifest_path, text.encode())
 
     def records(self) -> list[AnyRecord]:
         """The run's records, in the order written. A damaged line is an error naming it (the run's
@@ -257,17 +260,6 @@ def _make_folder(path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RunFolderError(f"cannot create run folder '{path}': {exc.strerror or exc}") from None
-
-
-def _has_spec(manifest: Any) -> bool:
-    """Whether a manifest read from disk holds an identity with a run spec that reads."""
-    identity = manifest.get("identity") if isinstance(manifest, dict) else None
-    spec = identity.get("spec") if isinstance(identity, dict) else None
-    try:
-        RunSpec.from_json(spec)  # type: ignore[arg-type]
-    except (TypeError, KeyError, ValueError, AttributeError, FathomError):
-        return False
-    return True
 
 
 def _size(path: Path) -> int:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from fathom.prompts import Prompt, PromptText
 from fathom.prompts.haystack.index import Ids
-from fathom.records import Cell, Needle
+from fathom.prompts.needle_sets import NeedleSet
+from fathom.prompts.tokenizers import Tokenizer
+from fathom.records import Cell
+from fathom.spec import RunSpec
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,14 +31,44 @@ class Sample:
     # The wording that look-alike sentences share with the evidence: a simulated pattern-matcher
     # takes any sentence holding it for the answer.
     patterns: tuple[str, ...] = ()
+    # NIAH's needles: each placement's role and value, in the order of ``prompt.needles``.
+    needles: NeedleSet | None = None
+    # Why the needles were redrawn before this sample (its corpus already held one of them).
+    redraws: tuple[str, ...] = ()
+    # The corpus token the haystack starts at, where samples draw their own (--haystack-offset random).
+    haystack_offset: int | None = None
+    # How alike the needles and their corpus are: the highest content-word Jaccard index between a
+    # gold needle (or part) and one sentence of the corpus (prompts/hygiene.py).
+    similarity: float | None = None
 
     @classmethod
-    def of_needle(
-        cls, cell: Cell, prompt: Prompt, text: PromptText, needle: Needle, scoring: str, max_new_tokens: int
+    def of_needles(
+        cls,
+        cell: Cell,
+        prompt: Prompt,
+        text: PromptText,
+        needles: NeedleSet,
+        scoring: str,
+        max_new_tokens: int,
+        redraws: tuple[str, ...] = (),
+        haystack_offset: int | None = None,
+        similarity: float | None = None,
     ) -> Sample:
-        keys = (needle.key,)
         return cls(
-            cell, prompt, text, needle.question, needle.answers, needle.kind, keys, scoring, max_new_tokens
+            cell,
+            prompt,
+            text,
+            needles.question,
+            needles.answers,
+            needles.kind,
+            needles.keys,
+            scoring,
+            max_new_tokens,
+            patterns=needles.patterns,
+            needles=needles,
+            redraws=redraws,
+            haystack_offset=haystack_offset,
+            similarity=similarity,
         )
 
 
@@ -67,3 +100,32 @@ class Task(Protocol):
         """What, beside the spec and tokenizer, decides the prompts (versions, corpus and template
         hashes): two runs with equal identities build byte-identical prompts."""
         ...
+
+
+class TaskFactory(Protocol):
+    """What makes a task from a spec and the tokenizer that counts its prompts (the backend's). A
+    task class whose constructor takes these is one."""
+
+    def __call__(self, spec: RunSpec, tokenizer: Tokenizer, /) -> Task: ...
+
+
+# How a task places its needles: at the depths the spec sweeps (niah: --depths is required), at depths
+# it draws per sample (RULER's tasks), or nowhere (perplexity). Only "swept" takes --depths.
+Depths = Literal["swept", "drawn", "none"]
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """Everything fathom knows of a task before making one: what the help and the listings say of
+    it, and the options of the spec it takes, which the registry checks before any work.
+
+    ``knobs`` names the RunSpec fields it reads beyond those every task reads (``--needle`` is
+    ``"needle"``, ``--max-new-tokens`` is ``"max_new_tokens"``): any other one set is refused.
+    ``needs_scores`` says that its runs read log-probabilities, so that its backend must be a Scorer.
+    """
+
+    factory: TaskFactory
+    summary: str
+    depths: Depths = "none"
+    knobs: tuple[str, ...] = ()
+    needs_scores: bool = False

@@ -1,15 +1,37 @@
-"""Needle in a haystack: one needle at a chosen depth of a haystack of a chosen length."""
+"""Needle in a haystack: needles at a chosen depth of a haystack of a chosen length.
+
+One plain needle by default; hard needle sets on request (``prompts/needle_sets.py``). A run sweeps
+*variants* beside lengths and depths: the haystack's domain (``--corpus code,prose``: one corpus a
+variant) and, for low-overlap needles, the literal twin of every question (the same items, names and
+haystack, asked in the needle's own words). Each variant's cells carry its own task name
+(``niah:code``, ``niah:literal``); a run of one plain variant is plain ``niah`` as it always was.
+Every variant of a cell draws the same needles, so variants compare sample by sample.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from fathom.errors import SpecError
+from fathom.errors import PromptError, SpecError
 from fathom.prompts import PromptBuilder, PromptText
-from fathom.prompts.haystack import load_corpus, tokenize_corpus
-from fathom.prompts.needles import make_needle, needle_rng
+from fathom.prompts.haystack import Corpus, load_corpus, tokenize_corpus
+from fathom.prompts.hygiene import MAX_REDRAWS, HaystackCheck, haystack_check
+from fathom.prompts.latent import latent_kind
+from fathom.prompts.needle_sets import (
+    GOLD,
+    LATENT_KINDS,
+    PART,
+    SPLIT_KINDS,
+    Hardness,
+    NeedleSet,
+    check_hardness,
+    needle_set,
+)
+from fathom.prompts.needles import needle_rng
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell
@@ -29,53 +51,179 @@ NIAH_TEXT = PromptText(
     after=" </document>\n\nQuestion: {question}\nAnswer in one short sentence, using only the document.",
     answer_prefix="Answer:",
 )
+# For needles that only answer together (several, or one in parts): the same words, in the plural.
+NIAH_SEVERAL_TEXT = PromptText(
+    before=(
+        "Below is a long document. Somewhere in it are sentences that together answer the question "
+        "that follows the document. Read the whole document carefully.\n\n<document>\n"
+    ),
+    after=" </document>\n\nQuestion: {question}\nAnswer in one short sentence, using only the document.",
+    answer_prefix="Answer:",
+)
+# Bump when the needle sets' generators change what a hard sample holds (plain samples keep NIAH_VERSION).
+NEEDLE_SETS_VERSION = 1
+
+
+# Where each sample's haystack starts: the corpus's start (every sample reads the same text, which a
+# prefix cache reuses) or a boundary drawn per sample (k independent draws of haystack).
+HAYSTACK_OFFSETS = ("start", "random")
+LITERAL = "literal"  # the variant that asks low-overlap needles in the needle's own words
+
+
+@dataclass(frozen=True, eq=False)
+class Variant:
+    """What one variant's cells read: a corpus, its prompt builder and checker, and the needle kind
+    its questions are asked in."""
+
+    task: str
+    corpus: Corpus
+    builder: PromptBuilder
+    check: HaystackCheck
+    needle_kind: str
+
+    @property
+    def lines(self) -> bool:
+        """Whether the haystack has lines (code, markup, mixtures with them): a needle then ends its
+        own line, so the code that follows it stays on a line of its own."""
+        return self.corpus.units != "sentence"
+
+
+def variant_task(domain: str | None, literal: bool) -> str:
+    """``niah``, or ``niah:`` and the domain and/or ``literal`` joined by ``+``."""
+    parts = [part for part in (domain, LITERAL if literal else None) if part]
+    return f"{NiahTask.name}:{'+'.join(parts)}" if parts else NiahTask.name
 
 
 class NiahTask:
     name = "niah"
 
     def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
-        if not spec.depths:
-            raise SpecError("no depths given: pass a count (--depths 11) or a list (--depths 0,0.5,1)")
         self.spec = spec
         self.needle_kind = spec.needle or "number"
-        self.scoring = spec.scoring or "contains"
+        self.hardness = Hardness(spec.distractors, spec.needles, spec.split_distance)
+        check_hardness(self.needle_kind, self.hardness)
+        # Several needles are graded by the share found (all-or-nothing is that share being 1).
+        self.scoring = spec.scoring or ("all" if spec.needles > 1 else "contains")
         self.max_new_tokens = spec.max_new_tokens or 32
-        self.corpus = load_corpus(spec.corpus or "prose")
         self.template = resolve_template(spec.template, tokenizer)
-        text = PromptText(NIAH_TEXT.before, NIAH_TEXT.after, NIAH_TEXT.answer_prefix, spec.system_prompt)
-        self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
+        several = spec.needles > 1 or self.needle_kind in SPLIT_KINDS
+        self.words = NIAH_SEVERAL_TEXT if several else NIAH_TEXT
+        text = PromptText(self.words.before, self.words.after, self.words.answer_prefix, spec.system_prompt)
+        domains = spec.domains or (spec.corpus or "prose",)
+        if len(set(domains)) != len(domains):
+            raise SpecError(f"--corpus names a corpus twice: {', '.join(domains)}")
+        if spec.haystack_offset not in HAYSTACK_OFFSETS:
+            raise SpecError(
+                f"unknown haystack offset '{spec.haystack_offset}': use one of {', '.join(HAYSTACK_OFFSETS)}"
+            )
+        if spec.perplexity and len(domains) > 1:
+            raise SpecError("--perplexity reads one corpus: give one --corpus, or run perplexity per domain")
+        forms = [(self.needle_kind, False)]
+        if self.needle_kind in LATENT_KINDS and not LATENT_KINDS[self.needle_kind][1]:
+            forms.append((latent_kind(LATENT_KINDS[self.needle_kind][0], True), True))
+        self.variants: dict[str, Variant] = {}
+        for domain in domains:
+            corpus = load_corpus(domain)
+            builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(corpus, tokenizer))
+            check = haystack_check(corpus.whole_text)
+            for kind, literal in forms:
+                task = variant_task(domain if len(domains) > 1 else None, literal)
+                self.variants[task] = Variant(task, corpus, builder, check, kind)
+        self.corpus = load_corpus(domains[0])
         # With --perplexity, documents of the same corpus at the same lengths, k per length.
         self.documents = DocumentBuilder(self.corpus, tokenizer, spec.seed) if spec.perplexity else None
 
     def cells(self) -> Iterator[Cell]:
-        # Length-major, then depth: consecutive prompts share the haystack up to the earlier needle.
+        # Variant (domain) first, then length, then depth: consecutive prompts share the haystack up
+        # to the earlier needle. A literal twin follows its sample: they differ only in the question.
         spec = self.spec
-        for length in spec.lengths:
-            for depth in spec.depths:
-                yield from (Cell(self.name, length, depth, index) for index in range(spec.samples))
-            if self.documents is not None:
-                yield from self.documents.cells((length,), spec.samples)
+        for domain_tasks in _by_corpus(self.variants):
+            for length in spec.lengths:
+                for depth in spec.depths:
+                    for index in range(spec.samples):
+                        yield from (Cell(task, length, depth, index) for task in domain_tasks)
+                if self.documents is not None:  # one corpus only
+                    yield from self.documents.cells((length,), spec.samples)
 
     def prepare(self, cell: Cell) -> Sample | Document:
         if cell.task == PERPLEXITY and self.documents is not None:
             return self.documents.build(cell)
-        rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.depth, cell.sample)
-        needle = make_needle(self.needle_kind, rng)
+        variant = self.variants.get(cell.task)
+        if variant is None:
+            raise ValueError(f"cell {cell.id} is no cell of this niah run")
+        # Seeded by the task's name, not the variant's: every variant of a cell draws the same needles.
+        rng = needle_rng(self.spec.seed, self.name, cell.length, cell.depth, cell.sample)
         assert cell.depth is not None  # NIAH cells always have one
-        prompt = self.builder.build(cell.length, cell.depth, needle)
-        return Sample.of_needle(cell, prompt, self.builder.text, needle, self.scoring, self.max_new_tokens)
+        needles, redraws = self._draw(variant, cell.depth, rng)
+        end = "\n" if variant.lines else ""
+        placements = [(p.depth, p.text + end) for p in needles.placements]
+        start = self._start(variant, cell)
+        prompt = variant.builder.place(cell.length, needles.question, placements, start or 0)
+        golds = [p.text for p in needles.placements if p.role in (GOLD, PART)]
+        similarity = round(max(variant.check.similarity(text) for text in golds), 4)
+        return Sample.of_needles(
+            cell,
+            prompt,
+            variant.builder.text,
+            needles,
+            self.scoring,
+            self.max_new_tokens,
+            redraws,
+            haystack_offset=None if start is None else variant.builder.corpus.unit_start(start),
+            similarity=similarity,
+        )
+
+    def _start(self, variant: Variant, cell: Cell) -> int | None:
+        """Where the sample's haystack starts: the corpus's start, or (--haystack-offset random) a
+        boundary drawn for the sample, the same for every variant on that corpus."""
+        if self.spec.haystack_offset == "start":
+            return None
+        rng = needle_rng(self.spec.seed, "offset", variant.corpus.name, cell.length, cell.depth, cell.sample)
+        return variant.builder.corpus.random_start(rng)
+
+    def _draw(self, variant: Variant, depth: float, rng: random.Random) -> tuple[NeedleSet, tuple[str, ...]]:
+        """The sample's needles, drawn again while the corpus already holds an answer, a subject or
+        a distractor's value (the fixed sf needle is the published one, taken as it is)."""
+        reasons: list[str] = []
+        for _ in range(MAX_REDRAWS + 1):
+            needles = needle_set(variant.needle_kind, self.hardness, depth, rng)
+            held = variant.check.mentions([*needles.answers, *needles.subjects, *needles.lures])
+            if not held or self.needle_kind == "sf":
+                return needles, tuple(reasons)
+            reasons.append(f"the corpus already holds {', '.join(repr(h) for h in held)}")
+        raise PromptError(
+            f"corpus '{variant.corpus.name}' holds some value of every {self.needle_kind} needle drawn "
+            f"({MAX_REDRAWS + 1} tries; the last: {reasons[-1]}): use another corpus or needle kind"
+        )
 
     def identity(self) -> dict[str, Any]:
-        text = repr(NIAH_TEXT).encode()
+        text = repr(self.words).encode()
         documents = {} if self.documents is None else {"perplexity": self.documents.identity()}
+        # Plain samples are what they always were; hard ones name their generators' version.
+        plain = self.hardness.plain and self.needle_kind not in (*SPLIT_KINDS, *LATENT_KINDS)
+        hard = {} if plain else {"needle_sets": NEEDLE_SETS_VERSION}
+        corpora = {v.corpus.name: v.corpus.sha256 for v in self.variants.values()}
+        # One corpus keeps the keys it always had; several are listed by name.
+        where = (
+            {"corpus": self.corpus.name, "corpus_sha256": self.corpus.sha256}
+            if len(corpora) == 1
+            else {"corpora": corpora}
+        )
         return {
             **documents,
+            **hard,
             "task": self.name,
             "version": NIAH_VERSION,
-            "corpus": self.corpus.name,
-            "corpus_sha256": self.corpus.sha256,
+            **where,
             "template": self.template.name,
             "template_sha256": self.template.sha256,
             "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
         }
+
+
+def _by_corpus(variants: dict[str, Variant]) -> list[list[str]]:
+    """The variants' task names grouped by corpus, in order."""
+    groups: dict[str, list[str]] = {}
+    for task, variant in variants.items():
+        groups.setdefault(variant.corpus.name, []).append(task)
+    return list(groups.values())

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.analysis.ruler import task_order
+from fathom.analysis.summary import Summary
 from fathom.report.html.page import (
     Square,
     depth_label,
@@ -121,8 +122,8 @@ def comparison_section(comparison: Mapping[str, Any]) -> str:
 def write_comparison_html(
     comparison: Mapping[str, Any],
     out: Path,
-    base_summary: Mapping[str, Any] | None = None,
-    new_summary: Mapping[str, Any] | None = None,
+    base_summary: Summary | None = None,
+    new_summary: Summary | None = None,
 ) -> Path:
     """A page of its own for a comparison (compare.html), with the two runs' grids side by side
     when their summaries are given."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fathom.analysis.ruler import task_order
+from fathom.analysis.summary import NiahGrid, RulerGrid, Summary
 from fathom.report.html.assets import SCRIPT, STYLE
 from fathom.report.plots import WIDE_INTERVAL, format_length, text_colour
 
@@ -178,8 +179,8 @@ def cell_key(length: int, where: float | str) -> str:
     return f"{length}|{where!r}" if isinstance(where, float) else f"{where}|{length}"
 
 
-def niah_heatmap(summary: Mapping[str, Any], with_samples: bool = True, **options: str) -> str:
-    cells = summary["cells"]
+def niah_heatmap(grid: NiahGrid, with_samples: bool = True, **options: str) -> str:
+    cells = grid.cells
     squares = [
         Square(
             row=depth_label(c["depth"]),
@@ -202,9 +203,9 @@ def niah_heatmap(summary: Mapping[str, Any], with_samples: bool = True, **option
 AVERAGE = "average"
 
 
-def ruler_grid(summary: Mapping[str, Any], with_samples: bool = True, **options: str) -> str:
+def ruler_grid(sweep: RulerGrid, with_samples: bool = True, **options: str) -> str:
     """RULER's task x length grid in percent, with the per-length average over tasks as the last row."""
-    grid = summary["grid"]
+    grid = sweep.grid
     squares = [
         Square(
             row=c["task"],
@@ -219,7 +220,7 @@ def ruler_grid(summary: Mapping[str, Any], with_samples: bool = True, **options:
         )
         for c in grid
     ]
-    for row in summary["lengths"]:
+    for row in sweep.lengths:
         mean = row["mean"]
         where = f"average over tasks at {format_length(row['length'])} tokens"
         squares.append(
@@ -237,11 +238,11 @@ def ruler_grid(summary: Mapping[str, Any], with_samples: bool = True, **options:
     return heatmap(squares, rows, columns, corner="task \\ length", **options)
 
 
-def summary_heatmap(summary: Mapping[str, Any], with_samples: bool = True, **options: str) -> str:
+def summary_heatmap(summary: Summary, with_samples: bool = True, **options: str) -> str:
     """The run's grid, whichever kind of run it is; empty for a run of perplexity alone."""
-    if summary.get("kind") == "ruler":
-        return ruler_grid(summary, with_samples, **options)
-    return niah_heatmap(summary, with_samples, **options) if "cells" in summary else ""
+    if isinstance(summary.sweep, RulerGrid):
+        return ruler_grid(summary.sweep, with_samples, **options)
+    return "" if summary.sweep is None else niah_heatmap(summary.sweep, with_samples, **options)
 
 
 def legend(what: str) -> str:

@@ -16,7 +16,9 @@ from typing import Any
 
 from fathom.analysis.failures import FAILURE_KINDS, error_kinds, failure_counts, failure_kind
 from fathom.analysis.select import split_records
-from fathom.records import SampleRecord
+from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
+from fathom.manifest import Environment, Manifest
+from fathom.records import SampleRecord, error_kind
 from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
 from fathom.report.html.compare import comparison_section
 from fathom.report.html.page import (
@@ -46,8 +48,8 @@ FAILURE_LABELS = {
 }
 
 
-def _modified(environment: Mapping[str, Any]) -> str:
-    return ", with uncommitted changes" if environment.get("git_dirty") else ""
+def _modified(environment: Environment) -> str:
+    return ", with uncommitted changes" if environment.git_dirty else ""
 
 
 def _short(digest: object) -> str:
@@ -77,41 +79,38 @@ def _corpus(task: Mapping[str, Any]) -> str:
     return ", ".join(sorted(s for s in sources if s)) or "none"
 
 
-def _facts(manifest: Mapping[str, Any], records: Sequence[SampleRecord]) -> list[tuple[str, str]]:
+def _facts(manifest: Manifest, records: Sequence[SampleRecord]) -> list[tuple[str, str]]:
     """The run as the manifest resolved it, as (name, value) pairs."""
-    identity = manifest.get("identity", {})
-    spec, task = identity.get("spec", {}), identity.get("task", {})
-    tokenizer, backend = identity.get("tokenizer", {}), identity.get("backend", {})
-    served, where = manifest.get("backend", {}), manifest.get("environment", {})
-    depths = spec.get("depths") or []
-    window, exact = served.get("trained_window"), served.get("exact_lengths", True)
+    spec, identity, served, where = manifest.spec, manifest.identity, manifest.backend, manifest.environment
+    task, window = identity.task, served.trained_window
     return [
-        ("model", f"{spec.get('model')} (backend {backend.get('name')})"),
-        ("backend settings", json.dumps(backend.get("settings", {}), sort_keys=True)),
-        ("tokenizer", f"{tokenizer.get('name')} (sha256 {_short(tokenizer.get('sha256'))})"),
+        ("model", f"{spec.model} (backend {identity.backend.name})"),
+        ("backend settings", json.dumps(identity.backend.settings, sort_keys=True)),
+        ("tokenizer", f"{identity.tokenizer.name} (sha256 {_short(identity.tokenizer.sha256)})"),
+        ("template", f"{task.get('template', spec.template)} (sha256 {_short(task.get('template_sha256'))})"),
+        ("task", f"{spec.task} (version {task.get('version', 'n/a')})"),
+        ("lengths", ", ".join(format_length(n) for n in spec.lengths)),
         (
-            "template",
-            f"{task.get('template', spec.get('template'))} (sha256 {_short(task.get('template_sha256'))})",
+            "depths",
+            ", ".join(depth_label(d) for d in spec.depths) or ("drawn per sample" if records else "none"),
         ),
-        ("task", f"{spec.get('task')} (version {task.get('version', 'n/a')})"),
-        ("lengths", ", ".join(format_length(n) for n in spec.get("lengths", []))),
-        ("depths", ", ".join(depth_label(d) for d in depths) or ("drawn per sample" if records else "none")),
-        ("samples per cell (k)", str(spec.get("samples"))),
-        ("seed", str(spec.get("seed"))),
+        ("samples per cell (k)", str(spec.samples)),
+        ("seed", str(spec.seed)),
         ("corpus", _corpus(task)),
         ("needle kind", ", ".join(sorted({r.needle_kind for r in records})) or "n/a"),
         ("trained window", "unknown" if window is None else format_length(window)),
-        ("input", f"{served.get('input')}, {'exact' if exact else 'approximate'} lengths"),
-        ("fathom", f"{where.get('fathom_version')} (git {_short(where.get('git_sha'))}{_modified(where)})"),
-        ("created", f"{where.get('created')} on {where.get('host')}"),
+        ("input", f"{served.input}, {'exact' if served.exact_lengths else 'approximate'} lengths"),
+        ("fathom", f"{where.fathom_version} (git {_short(where.git_sha)}{_modified(where)})"),
+        ("created", f"{where.created} on {where.host}"),
     ]
 
 
-def headline(summary: Mapping[str, Any]) -> str:
+def headline(summary: Summary) -> str:
     """The run's main numbers, as boxes."""
     boxes = []
-    if summary.get("kind") == "ruler":
-        mean, low = summary["aggregates"]["mean"], summary["aggregates"]["lower_bound"]
+    sweep = summary.sweep
+    if isinstance(sweep, RulerGrid):
+        mean, low = sweep.aggregates["mean"], sweep.aggregates["lower_bound"]
         threshold = f"score > {mean['threshold']:g}"
         boxes += [
             number_box(length_or_none(mean["effective_length"]), f"effective length ({threshold})"),
@@ -122,44 +121,44 @@ def headline(summary: Mapping[str, Any]) -> str:
             ),
             number_box("n/a" if mean["average"] is None else f"{mean['average']:.1f}", "RULER average"),
         ]
-    elif "effective_length" in summary:
-        effective, lim = summary["effective_length"], summary["lost_in_the_middle_index"]
+    elif isinstance(sweep, NiahGrid):
+        effective, lim = sweep.effective_length, sweep.lost_in_the_middle_index
         threshold = f"accuracy ≥ {effective['threshold']:g}"
         boxes += [
             number_box(length_or_none(effective["mean"]), f"effective length ({threshold})"),
             number_box(length_or_none(effective["lower_bound"]), f"on the 95% lower bound ({threshold})"),
             number_box("n/a" if lim is None else f"{lim:+.3f}", "lost-in-the-middle index (edges - middle)"),
         ]
-    if "control" in summary:
-        control = summary["control"]
+    if summary.control is not None:
+        control = summary.control
         answered = f"{control['answered']} of {control['n']} answered without the context"
         boxes.append(number_box(percent(control["mean"]), f"no-context control ({answered})"))
-    if "perplexity" in summary:
-        errors = summary["document_errors"]
-        boxes.append(number_box(str(summary["documents"]), f"perplexity documents ({errors} errors)"))
-    kinds = ", ".join(f"{kind} {count}" for kind, count in summary.get("error_kinds", {}).items())
+    if summary.perplexity is not None:
+        scored = summary.perplexity
+        boxes.append(number_box(str(scored.documents), f"perplexity documents ({scored.errors} errors)"))
+    kinds = ", ".join(f"{kind} {count}" for kind, count in summary.error_kinds.items())
     boxes += [
-        number_box(str(summary["samples"]), "samples"),
-        number_box(str(summary["errors"]), f"errors ({kinds})" if kinds else "errors"),
+        number_box(str(summary.samples), "samples"),
+        number_box(str(summary.errors), f"errors ({kinds})" if kinds else "errors"),
     ]
     return f'<div class="headline">{"".join(boxes)}</div>'
 
 
-def _niah_section(summary: Mapping[str, Any]) -> str:
+def _niah_section(grid: NiahGrid) -> str:
     rows = [
         (format_length(r["length"]), percent(r["mean"]), f"{percent(r['ci_low'])} to {percent(r['ci_high'])}",
          r["n"], r["errors"], "yes" if r["beyond_window"] else "")
-        for r in summary["lengths"]
+        for r in grid.lengths
     ]  # fmt: skip
     return (
         '<section id="grid"><h2>Accuracy by context length and needle depth</h2>'
         "<p>Click a cell to see its samples below.</p>"
-        f"{niah_heatmap(summary)}{legend('accuracy')}<h3>By length (pooled over depths)</h3>"
+        f"{niah_heatmap(grid)}{legend('accuracy')}<h3>By length (pooled over depths)</h3>"
         f"{table(('length', 'accuracy', '95% interval', 'k', 'errors', 'beyond window'), rows)}</section>"
     )
 
 
-def _aggregate_row(name: str, row: Mapping[str, Any]) -> list[str]:
+def _aggregate_row(name: str, row: Row) -> list[str]:
     scores = [
         ("n/a" if row[key] is None else f"{row[key]:.1f}") for key in ("average", "wavg_inc", "wavg_dec")
     ]
@@ -171,23 +170,23 @@ def _aggregate_row(name: str, row: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _ruler_section(summary: Mapping[str, Any], folder: RunFolder) -> str:
-    mean, low = summary["aggregates"]["mean"], summary["aggregates"]["lower_bound"]
+def _ruler_section(grid: RulerGrid, folder: RunFolder) -> str:
+    mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     head = ("on", "average", "wAvg inc", "wAvg dec", f"effective length (> {mean['threshold']:g})",
             f"effective length (> {mean['relative_threshold']:g} x the shortest length's)")  # fmt: skip
     rows = [_aggregate_row("per-length mean", mean), _aggregate_row("95% lower bound", low)]
     return (
         '<section id="grid"><h2>Score by task and context length (percent)</h2>'
         "<p>Click a task's cell to see its samples below; the last row is the mean over tasks.</p>"
-        f"{ruler_grid(summary)}{legend('score')}<h3>RULER's aggregates (percent)</h3>{table(head, rows)}"
+        f"{ruler_grid(grid)}{legend('score')}<h3>RULER's aggregates (percent)</h3>{table(head, rows)}"
         f"{image(folder.path / DEPTH, 'score by needle depth')}</section>"
     )
 
 
-def _perplexity_section(summary: Mapping[str, Any], folder: RunFolder) -> str:
-    last = {b["length"]: b for b in summary["perplexity"]["buckets"]}  # sorted: the last bucket wins
+def _perplexity_section(perplexity: Perplexity, folder: RunFolder) -> str:
+    last = {b["length"]: b for b in perplexity.table["buckets"]}  # sorted: the last bucket wins
     rows = []
-    for r in summary["perplexity"]["lengths"]:
+    for r in perplexity.table["lengths"]:
         far = last.get(r["length"])
         scored = r["perplexity"] is not None
         rows.append((
@@ -232,11 +231,6 @@ def _control_section(control: Mapping[str, Any]) -> str:
             table(("sample", "question", "expected", "output without the context", "score"), examples),
         ]
     return "".join(parts) + "</section>"
-
-
-def _error_kind(record: SampleRecord) -> str:
-    (kind,) = error_kinds([record])
-    return kind
 
 
 def _failures_section(records: Sequence[SampleRecord]) -> str:
@@ -301,7 +295,8 @@ def page_data(records: Sequence[SampleRecord]) -> dict[str, Any]:
         ].append(index)
         kind = failure_kind(record)
         if kind is not None:
-            lists[f"error {_error_kind(record)}" if kind == "error" else f"failure {kind}"].append(index)
+            reason = f"error {error_kind(record.error)}" if record.error is not None else f"failure {kind}"
+            lists[reason].append(index)
     return {"samples": [sample_json(r) for r in records], "lists": lists, "labels": FAILURE_LABELS}
 
 
@@ -311,14 +306,14 @@ PANEL = (
 )
 
 
-def _header(manifest: Mapping[str, Any], records: Sequence[SampleRecord], summary: Mapping[str, Any]) -> str:
-    spec = manifest.get("identity", {}).get("spec", {})
+def _header(manifest: Manifest, records: Sequence[SampleRecord], summary: Summary) -> str:
+    spec = manifest.spec
     facts = "".join(
         f"<dt>{esc(name)}</dt><dd{_full(value)}>{esc(short_paths(value))}</dd>"
         for name, value in _facts(manifest, records)
     )
     return (
-        f"<header><h1>{esc(spec.get('model'))} · {esc(spec.get('task'))}</h1>"
+        f"<header><h1>{esc(spec.model)} · {esc(spec.task)}</h1>"
         f"{headline(summary)}<details open><summary>run</summary>"
         f'<dl class="facts">{facts}</dl></details></header>'
     )
@@ -328,30 +323,27 @@ def _order(record: SampleRecord) -> tuple[str, int, float, int]:
     return record.task, record.length, -1.0 if record.depth is None else record.depth, record.sample
 
 
-def write_report(
-    folder: RunFolder, summary: Mapping[str, Any], comparison: Mapping[str, Any] | None = None
-) -> Path:
+def write_report(folder: RunFolder, summary: Summary, comparison: Mapping[str, Any] | None = None) -> Path:
     """Write ``report.html`` in the run folder from its manifest, records, plots and ``summary``
     (derive's); with ``comparison`` (fathom compare's result) it gains the comparison section."""
     manifest = folder.read_manifest()
     samples = sorted(split_records(folder.latest())[0], key=_order)
     body = [_header(manifest, samples, summary)]
-    if summary.get("kind") == "ruler":
-        body.append(_ruler_section(summary, folder))
-    elif "cells" in summary:
-        body.append(_niah_section(summary))
+    if isinstance(summary.sweep, RulerGrid):
+        body.append(_ruler_section(summary.sweep, folder))
+    elif isinstance(summary.sweep, NiahGrid):
+        body.append(_niah_section(summary.sweep))
     if samples:
         body += [PANEL, _failures_section(samples)]
-    if "control" in summary:
-        body.append(_control_section(summary["control"]))
-    if "perplexity" in summary:
-        body.append(_perplexity_section(summary, folder))
+    if summary.control is not None:
+        body.append(_control_section(summary.control))
+    if summary.perplexity is not None:
+        body.append(_perplexity_section(summary.perplexity, folder))
     if comparison is not None:
         body.append(comparison_section(comparison))
     body.append(
         f"<footer>Made by fathom from {esc(folder.path.name)}/manifest.json and samples.jsonl; "
         "<code>fathom report RUN</code> re-makes it.</footer>"
     )
-    spec = manifest.get("identity", {}).get("spec", {})
-    title = f"fathom · {spec.get('model')} · {spec.get('task')}"
+    title = f"fathom · {manifest.spec.model} · {manifest.spec.task}"
     return folder.write_derived(REPORT, page(title, "\n".join(body), page_data(samples)))

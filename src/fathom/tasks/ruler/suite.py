@@ -111,12 +111,6 @@ class RulerTask:
 
 
 def _check(spec: RunSpec) -> None:
-    if spec.depths:
-        raise SpecError(
-            f"'{spec.task}' draws needle depths per sample, as RULER does, and records where they landed; "
-            "drop --depths (it applies to niah)"
-        )
-    if spec.needle is not None:
-        raise SpecError(f"'{spec.task}' has its own needles; drop --needle (it applies to niah)")
+    # The options a RULER task takes are its registry entry's, checked there (no --depths, --needle).
     if spec.task != "ruler" and spec.task not in ALL_VARIANTS:
         raise SpecError(f"unknown RULER task '{spec.task}'")

@@ -1,0 +1,148 @@
+"""A run's manifest as typed data: what manifest.json holds, read and upgraded from the schema it was
+written in.
+
+``fathom.run.manifest`` makes a run's manifest and ``fathom.run.store`` writes and reads it; report,
+compare and runs read it, and so does ``fathom.analysis.paired`` (two runs' identities and machines).
+It sits below them all, beside the spec it holds, since analysis and run never import each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fathom.schemas import MANIFEST_SCHEMA, Versions, read
+from fathom.spec import RunSpec
+
+
+def identity_sha256(identity: Mapping[str, Any]) -> str:
+    """A run identity's fingerprint, which every record carries: a reader can tell a record that
+    another run wrote (a folder reused by hand, a file copied in) from one of its own."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TokenizerIdentity:
+    name: str
+    sha256: str  # a hash of the vocabulary: two tokenizers of one name may differ
+
+
+@dataclass(frozen=True)
+class BackendIdentity:
+    name: str
+    settings: dict[str, Any]  # as the backend resolved them, its defaults included
+
+
+@dataclass(frozen=True)
+class _IdentityJson:
+    """The identity's JSON form, as ``read`` checks it."""
+
+    spec: RunSpec
+    tokenizer: TokenizerIdentity
+    task: dict[str, Any]  # the task's own identity: its version, hashes of its corpus and template
+    backend: BackendIdentity
+
+
+@dataclass(frozen=True)
+class Identity(_IdentityJson):
+    """What decides a run's prompts and answers: a run resumes, and two runs compare, only where it
+    matches. ``written`` is its JSON as written, which its fingerprint and the match are taken over:
+    the typed fields written anew need not give it back (a spec from an older fathom lacks keys
+    added since, or holds a default since changed)."""
+
+    written: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Identity:
+        parts = read(_IdentityJson, data)
+        # As it reads back from the file (tuples as lists), so a new run's matches a written one's.
+        return cls(**vars(parts), written=json.loads(json.dumps(data)))
+
+    @property
+    def fingerprint(self) -> str:
+        return identity_sha256(self.written)
+
+
+@dataclass(frozen=True)
+class Served:
+    """How the backend served the run: what it read, whether prompt lengths are exact, its trained
+    window and its limit on prompt and new tokens (None: unknown, or none)."""
+
+    input: str | None = None  # "ids", "text" or "chat"; None in the first manifests
+    exact_lengths: bool = True
+    trained_window: int | None = None
+    max_prompt_tokens: int | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Served:
+        # The first manifests said "accepts_ids" where "input" came to say more; its one key that
+        # no longer means anything, left out rather than refused.
+        if isinstance(data, dict):
+            data = {key: value for key, value in data.items() if key != "accepts_ids"}
+        return read(cls, data)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where the run was made. Every field is None in manifests from before fathom recorded it."""
+
+    fathom_version: str | None = None
+    git_sha: str | None = None
+    git_dirty: bool | None = None  # the package's files differ from git_sha's (None: no git checkout)
+    python: str | None = None
+    platform: str | None = None
+    host: str | None = None
+    created: str | None = None  # ISO 8601, UTC
+    # Real models' greedy answers depend on the arithmetic: the CPU (model, SIMD flags, cores) and
+    # the backend's build decide near-ties, so these say where a run can be repeated.
+    cpu: dict[str, Any] | None = None
+    backend_build: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """manifest.json: the run's identity, how many samples complete it, the backend as served, and
+    where the run was made."""
+
+    identity: Identity
+    # Outside the identity, which decides whether a run resumes: how many samples make the run
+    # complete, so 'fathom runs' can tell a partial run without rebuilding its task. None in
+    # manifests from before fathom recorded it.
+    planned: int | None = None
+    backend: Served = field(default_factory=Served)
+    environment: Environment = field(default_factory=Environment)
+    schema: int = MANIFEST_SCHEMA
+
+    @property
+    def spec(self) -> RunSpec:
+        return self.identity.spec
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "schema": self.schema,
+            "identity": self.identity.written,
+            "backend": dataclasses.asdict(self.backend),
+            "environment": dataclasses.asdict(self.environment),
+        }
+        return data if self.planned is None else data | {"planned": self.planned}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Manifest:
+        """NewerSchemaError for a manifest of a newer fathom; TypeError (or the spec's own error) for
+        JSON that is no manifest."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__}, not an object")
+        return read(cls, MANIFESTS.upgrade(data))
+
+    def completed_by(self, newer: Manifest) -> Manifest:
+        """This manifest with what a manifest from an older fathom lacks taken from ``newer`` (a
+        resume's, of the same identity), and only that: what it says about the run stays."""
+        return self if self.planned is not None else dataclasses.replace(self, planned=newer.planned)
+
+
+# No manifest schema beyond the first yet: a field added since reads as absent (None).
+MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, ())

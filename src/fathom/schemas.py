@@ -1,0 +1,142 @@
+"""The versioned JSON forms of a run folder: each one's current schema, and how older ones are read.
+
+A run folder outlives the fathom that wrote it, so each form it holds (a line of samples.jsonl, the
+manifest, summary.json) carries ``schema``, the version of its form. A reader brings an older form up
+to date through named steps, one per version (``v1_to_v2``, ``v2_to_v3``, ...), and refuses a newer
+one (``NewerSchemaError``): an older fathom cannot know what a newer one's fields mean, and dropping
+them would misread the run. Within a version it knows, a reader refuses keys that no fathom wrote in
+that version (``read``), for the same reason.
+
+To add a version of a form: bump its number here, append its step to the form's ``Versions``
+(``fathom.records``, ``fathom.manifest``, ``fathom.analysis.summary``) and, for records, add a run
+folder written by the fathom that introduces it to ``tests/fixtures/records-vN`` (``tests/test_schema.py``
+asks for one of every version, and reads each to the summary its own fathom wrote).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import NoneType, UnionType
+from typing import Any, TypeVar
+
+from fathom.errors import NewerSchemaError
+
+# 1: the first records. 2: depth may be None (tasks that draw depths at random), several needles per
+# sample, max_new_tokens. 3: the gold answer's teacher-forced log-probabilities; perplexity records
+# beside sample records. 4: every record carries its run's identity fingerprint; answers over
+# ANSWER_BYTES are cut there.
+RECORD_SCHEMA = 4
+# 1: the manifest as written since the first run (sections added since read as absent).
+MANIFEST_SCHEMA = 1
+# 1: summary.json without a schema, and without a kind for NIAH's grid. 2: both, and error kinds in
+# every summary.
+SUMMARY_SCHEMA = 2
+
+Step = Callable[[dict[str, Any]], dict[str, Any]]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Versions:
+    """One versioned form: its name in messages, its current schema, and ``steps``, where
+    ``steps[i]`` turns version i + 1 into version i + 2."""
+
+    what: str
+    current: int
+    steps: tuple[Step, ...]
+
+    def __post_init__(self) -> None:
+        # A schema bumped without its step would read older forms as if they were current.
+        if len(self.steps) != self.current - 1:
+            raise ValueError(f"{self.what} schema {self.current} needs {self.current - 1} upgrade steps")
+
+    def upgrade(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """``data`` in the current version's form; a form without ``schema`` is version 1."""
+        version = data.get("schema", 1)
+        if type(version) is not int or version < 1:
+            raise TypeError(f"field 'schema' is {version!r:.40}, not a version number")
+        if version > self.current:
+            raise NewerSchemaError(self.what, version, self.current)
+        upgraded = dict(data)
+        try:
+            for step in self.steps[version - 1 :]:
+                upgraded = step(upgraded)
+        except KeyError as exc:  # a step finds a field missing that every form of its version holds
+            raise TypeError(f"no field {exc} (a {self.what} of schema {version} has one)") from None
+        upgraded["schema"] = self.current
+        return upgraded
+
+
+def read(cls: type[T], data: object) -> T:
+    """The dataclass ``cls`` from its JSON form: each field checked against its annotation (``str``,
+    ``int``, ``float``, ``bool``, ``X | None``, ``tuple[X, ...]``, ``dict[...]``, ``Any``, or a
+    dataclass, read by its own ``from_json`` where it has one), lists as tuples. A wrong type, a
+    missing field or a key that is no field is a TypeError: JSON that is no such object is found
+    here, never later, in the analysis."""
+    if not isinstance(data, dict):
+        raise TypeError(f"a JSON {type(data).__name__}, not an object")
+    hints, required = _fields(typing.cast(type, cls))
+    unknown, missing = sorted(data.keys() - hints.keys()), [n for n in required if n not in data]
+    if unknown or missing:
+        raise TypeError(f"unknown field '{unknown[0]}'" if unknown else f"no field '{missing[0]}'")
+    return cls(**{name: _value(name, value, hints[name]) for name, value in data.items()})
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Each field's annotation, and the fields without a default."""
+    hints = typing.get_type_hints(cls)
+    fields = dataclasses.fields(cls)
+    no_default = dataclasses.MISSING
+    required = tuple(f.name for f in fields if f.default is no_default and f.default_factory is no_default)
+    return {f.name: hints[f.name] for f in fields}, required
+
+
+_SCALARS: dict[Any, tuple[type, ...]] = {
+    str: (str,),
+    int: (int,),
+    float: (float, int),
+    bool: (bool,),
+    NoneType: (NoneType,),
+}
+
+
+def _value(name: str, value: Any, hint: Any) -> Any:
+    # Exact types, as JSON reads them: JSON true is no number, though Python's bool is an int.
+    if hint in _SCALARS:
+        if type(value) in _SCALARS[hint]:
+            return value
+    elif hint is Any:
+        return value
+    elif isinstance(hint, UnionType):
+        if value is None and NoneType in hint.__args__:
+            return None
+        for arm in hint.__args__:
+            try:
+                return _value(name, value, arm)
+            except TypeError:
+                continue
+    elif typing.get_origin(hint) is tuple:
+        if isinstance(value, list | tuple):
+            item = typing.get_args(hint)[0]
+            if item not in _SCALARS:
+                return tuple(_value(name, x, item) for x in value)
+            # In one pass: a perplexity document holds thousands of log-probabilities.
+            if all(type(x) in _SCALARS[item] for x in value):
+                return tuple(value)
+    elif typing.get_origin(hint) is dict:
+        if isinstance(value, dict):
+            return value
+    elif dataclasses.is_dataclass(hint):
+        reader = getattr(hint, "from_json", None)  # a form with its own reader: a spec, an identity
+        return read(typing.cast(type, hint), value) if reader is None else reader(value)
+    raise TypeError(f"field '{name}' is {value!r:.40}, not {_name(hint)}")
+
+
+def _name(hint: Any) -> str:
+    """An annotation as written: ``int``, ``tuple[float, ...]``, ``str | None``."""
+    return hint.__name__ if isinstance(hint, type) and not typing.get_args(hint) else str(hint)
