@@ -284,6 +284,10 @@ FAILURES = [
     (record(beyond_window=True, output="It is 7654321.", **WRONG), "beyond_window"),
     (record(beyond_window=True), None),  # right beyond the window is right
     (record(output=" \n", **WRONG), "empty"),
+    (record(output="It is 1234567 or 7654321.", score=0.0, lured=("7654321",)), "hedged"),
+    (record(output="It is 7654321.", lured=("7654321",), **WRONG), "distractor"),
+    # Two needles asked for, one found, and a distractor's value: a distractor, not partial.
+    (record(answers=("1", "2"), output="1 and 9", score=0.0, matched=("1",), lured=("9",)), "distractor"),
     (record(answers=("1", "2"), output="1", score=0.5, matched=("1",)), "partial"),
     (record(output="I'm sorry, the text does not say.", **WRONG), "refusal"),
     (record(output="I can\u2019t find it.", **WRONG), "refusal"),

@@ -11,6 +11,9 @@ that commit (so git_sha is null):
 - v3, e6878bf and v4, a78617b: ``fathom run niah --model 'sim:cliff?window=1536' --tokenizer char
   --lengths 1k,2k --depths 0.5 --samples 2 --perplexity --answer-logprob`` (perplexity records,
   answer log-probabilities, no-context controls; v4 with each record's run fingerprint)
+- v5, the commit after 820ebcc: ``fathom run niah --model sim:pattern-matcher --tokenizer char --lengths
+  2k,4k --depths 0.5 --samples 2 --needle latent-1 --distractors 2 --haystack-offset random`` (hard
+  needles: roles and values, literal twins as task niah:literal, offsets, redraws, overlap)
 
 A new record schema adds its fixture here, written by the fathom that introduces it.
 """
@@ -136,8 +139,9 @@ def test_a_newer_record_is_refused_by_readers_and_writers_and_nothing_is_moved(t
     with (copy / "samples.jsonl").open("a") as handle:
         handle.write(json.dumps(newer(first, RECORD_SCHEMA)) + "\n")
     before = (copy / "samples.jsonl").read_bytes()
+    appended = len(lines(copy))
     message = (
-        f"{copy / 'samples.jsonl'} line 13 was written by a newer fathom (record schema "
+        f"{copy / 'samples.jsonl'} line {appended} was written by a newer fathom (record schema "
         f"{RECORD_SCHEMA + 1}, this fathom reads up to {RECORD_SCHEMA}): upgrade fathom"
     )
     with pytest.raises(NewerSchemaError) as refused:
@@ -183,11 +187,19 @@ def test_a_newer_summary_is_refused(tmp_path: Path) -> None:
 # --- within a known schema, keys no fathom wrote are refused ----------------------------------------
 
 
-def test_a_record_with_a_key_its_schema_never_had_is_damage(tmp_path: Path) -> None:
-    copy = shutil.copytree(fixture(RECORD_SCHEMA), tmp_path / "run")
+@pytest.mark.parametrize(
+    ("version", "key"),
+    # A key of no schema, and one that schema 5 added, in a record of schema 4.
+    [(RECORD_SCHEMA, "needle_colour"), (4, "needle_roles")],
+)
+def test_a_record_with_a_key_its_schema_never_had_is_damage(tmp_path: Path, version: int, key: str) -> None:
+    copy = shutil.copytree(fixture(version), tmp_path / "run")
     with (copy / "samples.jsonl").open("a") as handle:
-        handle.write(json.dumps({**lines(copy)[0], "needle_roles": ["gold"]}) + "\n")
-    with pytest.raises(RunFolderError, match=r"line 13 is not a record of this run: not a record \(unknown"):
+        handle.write(json.dumps({**lines(copy)[0], key: ["gold"]}) + "\n")
+    line = len(lines(copy))
+    with pytest.raises(
+        RunFolderError, match=rf"line {line} is not a record of this run: not a record \(unknown"
+    ):
         RunFolder(copy).records()
 
 

@@ -22,7 +22,7 @@ from fathom.report.runs import list_runs
 from fathom.report.text import comparison_text, runs_text, summary_text
 from fathom.run.runner import default_run_dir
 from fathom.run.store import QUARANTINE, RunFolder
-from fathom.spec import RunSpec, parse_depths, parse_lengths
+from fathom.spec import RunSpec, parse_corpora, parse_depths, parse_lengths, parse_split_distance
 
 
 class _Defaults(argparse.HelpFormatter):
@@ -121,10 +121,28 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--samples", type=int, default=3, help="samples per cell, each with its own needle")
     run.add_argument("--seed", type=int, default=0, help="decides the needles and every draw of the run")
     run.add_argument(
-        "--corpus", default=None, help="prose (niah's default), essays (RULER's), noise, repeat, or dir:PATH"
+        "--corpus",
+        action="append",
+        help="prose (niah's default), essays (RULER's), noise, repeat, code, legal, technical, german, "
+        "dir:PATH[/GLOB], or mix:NAME=WEIGHT,...; niah sweeps several (--corpus code,prose) as an axis",
     )
     run.add_argument(
-        "--needle", default=None, help=f"{_for('needle')}: number (default), words, uuid, fact or sf"
+        "--needle",
+        default=None,
+        help=f"{_for('needle')}: number (default), words, uuid, fact, sf, split, chain, latent-1, latent-2 "
+        "(low-overlap, with their literal twins), latent-1-literal, latent-2-literal",
+    )
+    run.add_argument("--distractors", type=int, default=0, help=f"{_for('distractors')}: look-alike needles")
+    run.add_argument("--needles", type=int, default=1, help=f"{_for('needles')}: facts asked for at once")
+    run.add_argument(
+        "--split-distance",
+        default="0.25",
+        help=f"{_for('split_distance')}: share of the haystack between a split needle's parts, or random",
+    )
+    run.add_argument(
+        "--haystack-offset",
+        default="start",
+        help=f"{_for('haystack_offset')}: start (one haystack: a prefix cache reuses it) or random",
     )
     run.add_argument(
         "--template", default="auto", help="auto, tokenizer, none, plain, chatml, llama3, or a file"
@@ -189,6 +207,7 @@ SAMPLE_ERRORS = 3
 
 def _run(args: argparse.Namespace) -> int:
     depths = args.depths or ("11" if registry.TASK.entry(args.task).depths == "swept" else "")
+    corpus, domains = parse_corpora(args.corpus)
     spec = RunSpec(
         task=args.task,
         model=args.model,
@@ -197,8 +216,13 @@ def _run(args: argparse.Namespace) -> int:
         depths=parse_depths(depths) if depths else (),
         samples=args.samples,
         seed=args.seed,
-        corpus=args.corpus,
+        corpus=corpus,
+        domains=domains,
         needle=args.needle,
+        distractors=args.distractors,
+        needles=args.needles,
+        split_distance=parse_split_distance(args.split_distance),
+        haystack_offset=args.haystack_offset,
         template=args.template,
         system_prompt=args.system_prompt,
         scoring=args.scoring,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,24 @@ from fathom.schemas import RECORD_SCHEMA, Versions, read
 # a bound on what a runaway or hostile backend can make fathom write, hold and render.
 ANSWER_BYTES = 64 * 1024
 CONTROL = "control"  # the prefix of a no-context control's sample id
+# The roles of a NIAH sample's needles (fathom.prompts.needle_sets names the same): a needle the
+# question asks about, one part of a fact split in two, and look-alikes that answer nothing.
+GOLD_ROLE, PART_ROLE = "gold", "part"
+DISTRACTOR_ROLES = ("key-distractor", "class-distractor")
+# SampleRecord fields left out of a line at their defaults.
+_OPTIONAL = (
+    "needle_context",
+    "output_bytes",
+    "needle_roles",
+    "needle_values",
+    "lured",
+    "haystack_offset",
+    "redraws",
+    "haystack_similarity",
+    "overlap_words",
+    "overlap_rouge1",
+)
+_SCHEMA_5 = _OPTIONAL[2:]
 
 
 class ErrorKind(enum.StrEnum):
@@ -158,14 +177,30 @@ class SampleRecord:
     output_bytes: int | None = None
     # identity_sha256 of the run that wrote the record; None in records written before schema 4.
     run_identity: str | None = None
+    # NIAH's needles (schema 5), in the order of needle_depths: each one's role (GOLD_ROLE,
+    # PART_ROLE or one of DISTRACTOR_ROLES) and the value it states; and the distractors' values the
+    # answer holds, any of which makes the score 0 (an answer that also names a look-alike's value
+    # is hedged, not right).
+    needle_roles: tuple[str, ...] = ()
+    needle_values: tuple[str, ...] = ()
+    lured: tuple[str, ...] = ()
+    # The corpus token the haystack began at (--haystack-offset random), and why the needles were
+    # drawn again before this sample (their corpus already held one of their values).
+    haystack_offset: int | None = None
+    redraws: tuple[str, ...] = ()
+    # How alike the gold needles are to their corpus (the best content-word Jaccard index over one
+    # sentence of it), and how much of their wording the question repeats (content words, ROUGE-1).
+    haystack_similarity: float | None = None
+    overlap_words: int | None = None
+    overlap_rouge1: float | None = None
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        # Optional: left out when absent, so such records keep their form, and fathoms from before
-        # these fields (which dropped keys they did not know) still read the rest.
-        for key in ("needle_context", "output_bytes"):
-            if data[key] is None:
+        # Optional: left out when absent, so records without them (RULER's, perplexity runs') keep
+        # their form.
+        for key, default in _optional_defaults().items():
+            if data[key] == default:
                 del data[key]
         if not self.control:
             del data["control"]
@@ -221,6 +256,12 @@ class PerplexityRecord:
         return read(cls, RECORDS.upgrade(data))
 
 
+@functools.cache
+def _optional_defaults() -> dict[str, object]:
+    """The optional fields' defaults (a needle context of () is no default: it is no needle's)."""
+    return {f.name: f.default for f in dataclasses.fields(SampleRecord) if f.name in _OPTIONAL}
+
+
 AnyRecord = SampleRecord | PerplexityRecord
 
 
@@ -255,4 +296,14 @@ def v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-RECORDS = Versions("record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4))
+def v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 5 added the needles' roles and values and what NIAH's hard needles record; a record of
+    schema 4 had one plain needle (or RULER's), with no distractor, redraw or offset: the defaults.
+    One of schema 4 that holds a field of schema 5 is no record of either."""
+    for name in _SCHEMA_5:
+        if name in data:
+            raise TypeError(f"unknown field '{name}' (a field of schema 5, in a record of schema 4)")
+    return data
+
+
+RECORDS = Versions("record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5))

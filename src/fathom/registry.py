@@ -81,7 +81,7 @@ _RULER_TASK = TaskEntry(_ruler, "one RULER task alone", depths="drawn", knobs=_P
 TASKS: dict[str, TaskEntry] = {
     "niah": TaskEntry(
         _niah,
-        "one needle at each depth of haystacks of each length",
+        "needles (one, several, split, among distractors) at each depth of haystacks of each length",
         depths="swept",
         knobs=(
             *_PROMPT_KNOBS,
@@ -90,6 +90,7 @@ TASKS: dict[str, TaskEntry] = {
             "needles",
             "split_distance",
             "haystack_offset",
+            "domains",
             "perplexity",
             "answer_logprob",
         ),

@@ -28,13 +28,15 @@ from fathom.errors import NewerSchemaError
 # 1: the first records. 2: depth may be None (tasks that draw depths at random), several needles per
 # sample, max_new_tokens. 3: the gold answer's teacher-forced log-probabilities; perplexity records
 # beside sample records. 4: every record carries its run's identity fingerprint; answers over
-# ANSWER_BYTES are cut there.
-RECORD_SCHEMA = 4
+# ANSWER_BYTES are cut there. 5: NIAH's hard needles: each needle's role and value, the distractors'
+# values an answer holds, the haystack's offset, redraws, and the needles' similarity and overlap.
+RECORD_SCHEMA = 5
 # 1: the manifest as written since the first run (sections added since read as absent).
 MANIFEST_SCHEMA = 1
 # 1: summary.json without a schema, and without a kind for NIAH's grid. 2: both, and error kinds in
-# every summary.
-SUMMARY_SCHEMA = 2
+# every summary. 3: NIAH's variants (domains, literal twins) and hard-needle sections, where a run has
+# them; cells with the needles' similarity to their corpus.
+SUMMARY_SCHEMA = 3
 
 Step = Callable[[dict[str, Any]], dict[str, Any]]
 T = TypeVar("T")

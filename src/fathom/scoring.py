@@ -21,13 +21,14 @@ _PREFIX = re.compile(r"^\s*(?:the\s+)?answer\b\s*(?:is\b)?\s*[:\-]?\s*", re.IGNO
 _EDGES = " \t\n\"'`.,;:!?"
 
 
-def _found(output: str, references: Sequence[str]) -> tuple[str, ...]:
+def found_in(output: str, phrases: Sequence[str]) -> tuple[str, ...]:
+    """The phrases that occur in ``output``, case-insensitively, in the order given."""
     lowered = output.lower()
-    return tuple(ref for ref in references if ref.lower() in lowered)
+    return tuple(ref for ref in phrases if ref.lower() in lowered)
 
 
 def _contains(output: str, references: Sequence[str]) -> Score:
-    found = _found(output, references)
+    found = found_in(output, references)
     return Score(float(len(found) == len(references)), found, "contains")
 
 
@@ -40,12 +41,12 @@ def _exact(output: str, references: Sequence[str]) -> Score:
 
 
 def _all(output: str, references: Sequence[str]) -> Score:
-    found = _found(output, references)
+    found = found_in(output, references)
     return Score(len(found) / len(references), found, "all")
 
 
 def _any(output: str, references: Sequence[str]) -> Score:
-    found = _found(output, references)
+    found = found_in(output, references)
     return Score(float(bool(found)), found, "any")
 
 

@@ -150,3 +150,27 @@ def parse_depths(text: str) -> tuple[float, ...]:
     if not values or any(math.isnan(v) for v in values):
         raise SpecError(f"cannot read depths '{text}': write a count (11) or fractions (0,0.5,1)")
     return tuple(sorted(values))
+
+
+def parse_corpora(values: list[str] | None) -> tuple[str | None, tuple[str, ...]]:
+    """``--corpus`` as given (it repeats, and takes a comma list of names): one corpus, or several to
+    sweep as an axis (``domains``). A mixture's commas are its own: ``mix:code=0.3,prose=0.7`` is one."""
+    names: list[str] = []
+    for value in values or ():
+        parts = [value] if value.startswith("mix:") else [p.strip() for p in value.split(",") if p.strip()]
+        names.extend(parts)
+    if not names:
+        return None, ()
+    return (names[0], ()) if len(names) == 1 else (None, tuple(names))
+
+
+def parse_split_distance(text: str) -> float | None:
+    """``--split-distance``: a share of the haystack (0.25), or ``random`` (drawn per sample: None)."""
+    if text == "random":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise SpecError(
+            f"--split-distance takes a share of the haystack (0.25) or random, not '{text}'"
+        ) from None

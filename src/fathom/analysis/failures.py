@@ -15,7 +15,16 @@ def error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
 
 
 # Why a sample was not fully right, in the order failure_kind checks them: the first that applies.
-FAILURE_KINDS = ("error", "beyond_window", "empty", "partial", "refusal", "wrong_answer")
+FAILURE_KINDS = (
+    "error",
+    "beyond_window",
+    "empty",
+    "hedged",
+    "distractor",
+    "partial",
+    "refusal",
+    "wrong_answer",
+)
 # Lower-case phrases of a model that declines, or says it cannot find the answer, rather than giving a
 # wrong one; matched anywhere in the output, with typographic apostrophes read as plain ones.
 REFUSAL_PHRASES = (
@@ -37,7 +46,9 @@ def failure_kind(record: SampleRecord) -> str | None:
     """Why a sample failed, as one of ``FAILURE_KINDS``; None when it is fully right.
 
     "error": never graded (``error`` set). "beyond_window": wrong on a prompt longer than the trained
-    window, where failing is what the window predicts. "empty": a blank output. "partial": some but
+    window, where failing is what the window predicts. "empty": a blank output. "hedged": every
+    answer and a distractor's value too (not right). "distractor": a distractor's value and not every
+    answer (it answered a look-alike). "partial": some but
     not all references found (RULER's fractional "all" metric), a different miss from finding none.
     "refusal": declined or said it found nothing (``REFUSAL_PHRASES``). "wrong_answer": the rest.
     """
@@ -49,6 +60,8 @@ def failure_kind(record: SampleRecord) -> str | None:
         return "beyond_window"
     if not record.output.strip():
         return "empty"
+    if record.lured:
+        return "hedged" if set(record.matched) >= set(record.answers) else "distractor"
     if record.score > 0.0:
         return "partial"
     said = record.output.lower().replace("\u2019", "'")

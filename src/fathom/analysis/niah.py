@@ -36,6 +36,9 @@ class CellStats:
     ci_low: float
     ci_high: float
     beyond_window: bool
+    # The highest likeness of a sample's needles to their corpus (prompts/hygiene.py); None where
+    # the records predate it.
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,13 @@ def cell_table(records: Iterable[SampleRecord]) -> list[CellStats]:
             raise ValueError(f"record {record.sample_id} has no fixed depth: analyse it by task, not depth")
         groups[record.length, record.depth].append(record)
     return [
-        CellStats(length=length, depth=depth, **group_stats(group))
+        CellStats(length=length, depth=depth, **group_stats(group), similarity=_similarity(group))
         for (length, depth), group in sorted(groups.items())
     ]
+
+
+def _similarity(group: Sequence[SampleRecord]) -> float | None:
+    return max((r.haystack_similarity for r in group if r.haystack_similarity is not None), default=None)
 
 
 def length_table(cells: Iterable[CellStats]) -> list[LengthStats]:
@@ -133,13 +140,20 @@ def lost_in_the_middle_index(cells: Sequence[CellStats]) -> float | None:
     return edges - middle
 
 
+def _row(cell: CellStats) -> dict[str, Any]:
+    row = dataclasses.asdict(cell)
+    if row["similarity"] is None:  # records from before it: the row as it was
+        del row["similarity"]
+    return row
+
+
 def summarize(records: Iterable[SampleRecord], threshold: float = 0.85) -> dict[str, Any]:
     """Everything a report needs, as plain JSON-ready values."""
     rows = list(records)
     cells = cell_table(rows)
     lengths = length_table(cells)
     return {
-        "cells": [dataclasses.asdict(c) for c in cells],
+        "cells": [_row(c) for c in cells],
         "lengths": [dataclasses.asdict(row) for row in lengths],
         "effective_length": {
             "threshold": threshold,

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from fathom.analysis.control import control_summary
+from fathom.analysis.hard import hard_summary, is_literal_twin
 from fathom.analysis.niah import summarize
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import ruler_summary
 from fathom.analysis.select import control_records, is_ruler_run, split_records
 from fathom.manifest import Manifest
-from fathom.records import AnyRecord
+from fathom.records import AnyRecord, SampleRecord
 from fathom.schemas import SUMMARY_SCHEMA, Versions, read
 
 Row = dict[str, Any]  # a row of a table, or a table's header numbers, as summary.json writes it
@@ -34,6 +35,11 @@ class NiahGrid:
     lengths: tuple[Row, ...]
     effective_length: Row
     lost_in_the_middle_index: float | None
+    # Schema 3. A run of several variants (domains, literal twins: tasks ``niah:...``) has each one's
+    # grid here by task name, and the grid above pools the variants that were asked (not the twins).
+    variants: dict[str, Row] = dataclasses.field(default_factory=dict)
+    # Hard needles' sections (``fathom.analysis.hard.hard_summary``), where the run has them.
+    hard: Row = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,8 @@ class Summary:
             "error_kinds": self.error_kinds,
         }
         if self.sweep is not None:
-            data |= dataclasses.asdict(self.sweep)
+            # Sections a plain run does not have are left out, so its summary keeps its form.
+            data |= {k: v for k, v in dataclasses.asdict(self.sweep).items() if k not in _OPTIONAL or v}
         if self.answer_likelihood is not None:
             data["answer_likelihood"] = self.answer_likelihood
         if self.control is not None:
@@ -139,7 +146,10 @@ class Summary:
         sweep: NiahGrid | RulerGrid | None = None
         if kind != "perplexity":
             sweep_type = SWEEPS[kind]
-            sweep = read(sweep_type, {f.name: rest.pop(f.name) for f in dataclasses.fields(sweep_type)})
+            fields = [f.name for f in dataclasses.fields(sweep_type)]
+            sweep = read(
+                sweep_type, {name: rest.pop(name) for name in fields if name in rest or name not in _OPTIONAL}
+            )
         perplexity = run = None
         if "perplexity" in rest:
             counts = {"documents": rest.pop("documents"), "errors": rest.pop("document_errors")}
@@ -155,7 +165,14 @@ def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "niah", "error_kinds": {}} | data
 
 
-SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2,))
+def v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 3 added NIAH's variants and hard-needle sections: a summary of schema 2 has neither."""
+    return data
+
+
+SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3))
+# A sweep's sections that only some runs have: absent from summary.json where empty.
+_OPTIONAL = ("variants", "hard")
 
 
 def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> Summary:
@@ -168,7 +185,7 @@ def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> Summar
     if samples and is_ruler_run(samples):
         summary = ruler_summary(samples)
     elif samples:
-        summary = {"kind": "niah", **summarize(samples, threshold=threshold)}
+        summary = {"kind": "niah", **_niah(samples, threshold)}
         likelihood = answer_likelihood(samples)
         if likelihood:
             summary["answer_likelihood"] = likelihood
@@ -180,3 +197,25 @@ def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> Summar
         summary["documents"] = len(documents)
         summary["document_errors"] = sum(1 for r in documents if r.error is not None)
     return Summary.from_json({**summary, "schema": SUMMARY_SCHEMA})
+
+
+def _niah(samples: Sequence[SampleRecord], threshold: float) -> dict[str, Any]:
+    """NIAH's grid over the variants asked (a literal twin is a contrast, not more data), each
+    variant's grid where there are several, and the hard needles' sections."""
+    asked = [r for r in samples if not is_literal_twin(r.task)]
+    summary = summarize(asked, threshold=threshold)
+    tasks = sorted({r.task for r in samples})
+    if len(tasks) > 1:
+        summary["variants"] = {
+            task: _grid(summarize([r for r in samples if r.task == task], threshold=threshold))
+            for task in tasks
+        }
+    hard = hard_summary(samples)
+    if hard:
+        summary["hard"] = hard
+    return summary
+
+
+def _grid(summary: dict[str, Any]) -> Row:
+    """A variant's grid: the NIAH summary's sweep fields."""
+    return {k: summary[k] for k in ("cells", "lengths", "effective_length", "lost_in_the_middle_index")}

@@ -41,11 +41,10 @@ from fathom.prompts.needles import (
     made_up_name,
     make_needle,
 )
-from fathom.records import Needle
+from fathom.records import DISTRACTOR_ROLES, GOLD_ROLE, PART_ROLE, Needle
 
-GOLD, PART = "gold", "part"
-KEY_DISTRACTOR, CLASS_DISTRACTOR = "key-distractor", "class-distractor"
-DISTRACTOR_ROLES = (KEY_DISTRACTOR, CLASS_DISTRACTOR)
+GOLD, PART = GOLD_ROLE, PART_ROLE
+KEY_DISTRACTOR, CLASS_DISTRACTOR = DISTRACTOR_ROLES
 SPLIT_KINDS = ("split", "chain")
 # Attempts at drawing something that differs from what is already there (a key, a value, a depth
 # away from the gold): each succeeds with overwhelming chance, so running out means a bug.

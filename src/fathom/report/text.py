@@ -43,6 +43,59 @@ def niah_text(grid: NiahGrid) -> list[str]:
     )
     lim = grid.lost_in_the_middle_index
     lines.append(f"lost-in-the-middle index: {'n/a' if lim is None else f'{lim:+.3f}'}")
+    return lines + variants_text(grid.variants) + hard_text(grid.hard)
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def variants_text(variants: dict[str, Row]) -> list[str]:
+    """Each variant's score per length and effective length, one line a variant."""
+    lines = []
+    for task, grid in variants.items():
+        scores = " ".join(f"{format_count(r['length'])} {_percent(r['mean'])}" for r in grid["lengths"])
+        effective = grid["effective_length"]
+        lines.append(f"  {task}: {scores}; effective length {_length(effective['mean'])}")
+    return ["by variant:", *lines] if lines else []
+
+
+def hard_text(hard: Row) -> list[str]:
+    """The hard needles' numbers as lines: distractors taken, every needle found, the literal twins'
+    cost, split needles by distance, overlap, redraws."""
+    lines = []
+    for row in hard.get("lures", []):
+        lured, hedged = row["lured"], row["hedged"]
+        lines.append(
+            f"  {format_count(row['length']):>6}: answered a distractor {lured['count']} of {lured['n']} "
+            f"({_percent(lured['share'])}), hedged {hedged['count']}"
+        )
+    if lines:
+        lines.insert(0, "distractors (samples with look-alikes):")
+    rows = hard.get("all_or_nothing", [])
+    if rows:
+        found = ", ".join(f"{format_count(int(r['label']))} {_percent(r['mean'])}" for r in rows)
+        lines.append(f"every needle found: {found}")
+    for row in hard.get("literal_cost", []):
+        lines.append(
+            f"literal twin at {format_count(row['length'])}: {_percent(row['literal'])} against "
+            f"{_percent(row['low_overlap'])} low-overlap ({row['pairs']} pairs, cost {row['cost']:+.1%}, "
+            f"sign test p = {row['p_value']:.3g})"
+        )
+    rows = hard.get("part_distance", [])
+    if rows:
+        lines.append(
+            "split needles by distance between parts: "
+            + ", ".join(f"{r['label']} {_percent(r['mean'])}" for r in rows)
+        )
+    for row in hard.get("overlap", []):
+        lines.append(
+            f"overlap of {row['label']} needles with their questions: {row['shared_words']:.1f} content "
+            f"words, ROUGE-1 {row['rouge1']:.2f} (score {_percent(row['mean'])})"
+        )
+    redraws = hard.get("redraws", {})
+    if redraws:
+        lines.append(f"needles drawn again for {redraws['samples']} samples (e.g. {redraws['first'][0]})")
     return lines
 
 

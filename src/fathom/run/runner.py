@@ -37,6 +37,7 @@ from fathom.registry import check_backend, check_spec, create_backend, create_ta
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
 from fathom.run.store import RunFolder, is_final
+from fathom.scoring import found_in
 from fathom.spec import RunSpec
 from fathom.tasks import control
 from fathom.tasks.base import Document, Sample, Task
@@ -320,6 +321,10 @@ def _record(
     graded = score(sample.scoring, completion.text, sample.answers)  # the whole answer, before any cut
     output, output_bytes = cap_answer(completion.text)
     window = backend.trained_window
+    # A control's prompt holds no needles, so it records none of their roles.
+    needles = sample.needles if sample.needles is not None and prompt.needles else None
+    lured = found_in(completion.text, needles.lures) if needles is not None else ()
+    overlap = needles.overlap if needles is not None else None
     return SampleRecord(
         sample_id=cell.id,
         task=cell.task,
@@ -338,7 +343,7 @@ def _record(
         output=output,
         output_bytes=output_bytes,
         finish_reason=completion.finish_reason,
-        score=graded.value if completion.error is None else 0.0,
+        score=graded.value if completion.error is None and not lured else 0.0,
         matched=graded.matched,
         scoring=graded.method,
         latency_s=round(completion.latency_s, 6),
@@ -349,6 +354,14 @@ def _record(
         answer_error=completion.continuation_error,
         needle_context=needle_context(backend.tokenizer, prompt),
         control=cell.control,
+        needle_roles=() if needles is None else tuple(p.role for p in needles.placements),
+        needle_values=() if needles is None else tuple(p.value for p in needles.placements),
+        lured=lured,
+        haystack_offset=sample.haystack_offset,
+        redraws=sample.redraws,
+        haystack_similarity=sample.similarity,
+        overlap_words=None if overlap is None else overlap[0],
+        overlap_rouge1=None if overlap is None else round(overlap[1], 4),
     )
 
 

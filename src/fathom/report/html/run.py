@@ -42,6 +42,8 @@ FAILURE_LABELS = {
     "error": "error: never graded (the backend failed, or the prompt missed its length or limit)",
     "beyond_window": "wrong, on a prompt beyond the model's trained window",
     "empty": "empty output",
+    "hedged": "hedged: the answer, and a distractor's value too",
+    "distractor": "answered a distractor: a look-alike's value, not the answer",
     "partial": "partly right: some of the expected answers, not all",
     "refusal": "refused, or said it found no answer",
     "wrong_answer": "wrong answer",

@@ -1,0 +1,242 @@
+"""Hard needles' numbers: how often an answer took a distractor's bait, which of several needles went
+missing where, how a split needle fares with the distance between its parts, and what a
+low-overlap needle costs against its literal twin.
+
+Pure functions over ``SampleRecord`` (each placement's role and value are in the record), so the
+summary, the report and ``fathom compare`` read one source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fathom.analysis.paired import sign_test
+from fathom.analysis.stats import score_interval, wilson_interval
+from fathom.records import DISTRACTOR_ROLES, GOLD_ROLE, PART_ROLE, SampleRecord
+
+HEDGED = "hedged"  # the gold and a distractor's value: not correct
+LURED = "distractor"  # a distractor's value and not (all of) the gold
+DISTANCE_BINS = 10
+
+
+def lure_outcome(record: SampleRecord) -> str | None:
+    """HEDGED, LURED, or None where the answer holds no distractor's value."""
+    if not record.lured:
+        return None
+    return HEDGED if set(record.matched) >= set(record.answers) else LURED
+
+
+@dataclass(frozen=True)
+class Share:
+    """How many of ``n`` are counted, with the Wilson interval of the share."""
+
+    n: int
+    count: int
+    share: float | None
+    ci_low: float
+    ci_high: float
+
+
+def _share(count: int, n: int) -> Share:
+    low, high = wilson_interval(count, n)
+    return Share(n, count, count / n if n else None, low, high)
+
+
+@dataclass(frozen=True)
+class LureRow:
+    """At one length, the graded samples that had distractors: how many answered one, how many hedged."""
+
+    length: int
+    lured: Share
+    hedged: Share
+
+
+def _graded(records: Iterable[SampleRecord]) -> list[SampleRecord]:
+    return [r for r in records if r.error is None and not r.control]
+
+
+def lure_table(records: Iterable[SampleRecord]) -> list[LureRow]:
+    by_length: defaultdict[int, list[SampleRecord]] = defaultdict(list)
+    for record in _graded(records):
+        if any(role in DISTRACTOR_ROLES for role in record.needle_roles):
+            by_length[record.length].append(record)
+    rows = []
+    for length, group in sorted(by_length.items()):
+        outcomes = [lure_outcome(r) for r in group]
+        rows.append(
+            LureRow(
+                length, _share(outcomes.count(LURED), len(group)), _share(outcomes.count(HEDGED), len(group))
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class PositionRow:
+    """Of the gold needles (of samples with several) whose depth fell in [low, high): the share found."""
+
+    depth_low: float
+    depth_high: float
+    found: Share
+
+
+def _golds(record: SampleRecord) -> list[tuple[float, str]]:
+    if not record.needle_roles:  # RULER's records, and those from before roles (schema 5)
+        return []
+    return [
+        (depth, value)
+        for depth, value, role in zip(
+            record.needle_depths, record.needle_values, record.needle_roles, strict=True
+        )
+        if role == GOLD_ROLE
+    ]
+
+
+def needle_positions(records: Iterable[SampleRecord], bins: int = DISTANCE_BINS) -> list[PositionRow]:
+    """Each gold needle of a sample with several, found or missed, by the depth it landed at."""
+    counts: defaultdict[int, list[bool]] = defaultdict(list)
+    for record in _graded(records):
+        golds = _golds(record)
+        if len(golds) > 1:
+            found = {m.lower() for m in record.matched}
+            for depth, value in golds:
+                counts[min(bins - 1, math.floor(depth * bins))].append(value.lower() in found)
+    return [
+        PositionRow(index / bins, (index + 1) / bins, _share(sum(hits), len(hits)))
+        for index, hits in sorted(counts.items())
+    ]
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """The mean score of the samples in one bin (a length, a distance between parts, a kind)."""
+
+    label: str
+    n: int
+    mean: float | None
+    ci_low: float
+    ci_high: float
+
+
+def _row(label: str, scores: Sequence[float]) -> ScoreRow:
+    mean, low, high = score_interval(scores)
+    return ScoreRow(label, len(scores), mean, low, high)
+
+
+def all_or_nothing(records: Iterable[SampleRecord]) -> list[ScoreRow]:
+    """Per length, the share of samples with several needles that found every one of them."""
+    by_length: defaultdict[int, list[float]] = defaultdict(list)
+    for record in _graded(records):
+        if len(_golds(record)) > 1:
+            by_length[record.length].append(float(set(record.matched) >= set(record.answers)))
+    return [_row(str(length), scores) for length, scores in sorted(by_length.items())]
+
+
+def part_distance(record: SampleRecord) -> float | None:
+    """The share of the haystack between a split needle's two parts, as they landed."""
+    if not record.needle_roles:
+        return None
+    parts = [
+        d for d, role in zip(record.needle_depths, record.needle_roles, strict=True) if role == PART_ROLE
+    ]
+    return abs(parts[1] - parts[0]) if len(parts) == 2 else None
+
+
+def distance_table(records: Iterable[SampleRecord], bins: int = DISTANCE_BINS) -> list[ScoreRow]:
+    """Split needles' scores by the distance between their parts, in bins of 1/``bins``."""
+    by_bin: defaultdict[int, list[float]] = defaultdict(list)
+    for record in _graded(records):
+        distance = part_distance(record)
+        if distance is not None:
+            by_bin[min(bins - 1, math.floor(distance * bins))].append(record.score)
+    return [_row(f"{i / bins:.1f}-{(i + 1) / bins:.1f}", scores) for i, scores in sorted(by_bin.items())]
+
+
+def overlap_table(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
+    """Per needle kind with a recorded overlap: the mean overlap between needle and question
+    (shared content words, ROUGE-1) beside the score."""
+    by_kind: defaultdict[str, list[SampleRecord]] = defaultdict(list)
+    for record in _graded(records):
+        if record.overlap_rouge1 is not None:
+            by_kind[record.needle_kind].append(record)
+    rows = []
+    for kind, group in sorted(by_kind.items()):
+        score = _row(kind, [r.score for r in group])
+        rows.append(
+            {
+                **dataclasses.asdict(score),
+                "shared_words": math.fsum(r.overlap_words or 0 for r in group) / len(group),
+                "rouge1": math.fsum(r.overlap_rouge1 or 0.0 for r in group) / len(group),
+            }
+        )
+    return rows
+
+
+LITERAL = "literal"  # the variant a low-overlap needle's literal twin runs as (tasks/niah.py)
+
+
+def is_literal_twin(task: str) -> bool:
+    """Whether records of this task are literal twins (``niah:literal``, ``niah:code+literal``)."""
+    variant = task.partition(":")[2]
+    return variant == LITERAL or variant.endswith("+" + LITERAL)
+
+
+def _asked_task(twin: str) -> str:
+    """The task a literal twin is the twin of: ``niah:literal`` -> ``niah``."""
+    return (
+        twin.removesuffix("+" + LITERAL) if twin.endswith("+" + LITERAL) else twin.removesuffix(":" + LITERAL)
+    )
+
+
+def literal_cost(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
+    """Per length, each low-overlap sample beside its literal twin (the same item, name, haystack
+    and depth, asked in the needle's own words): both means, the paired difference (literal minus
+    low-overlap: what removing the overlap costs) and the exact sign test on the pairs."""
+    scores: defaultdict[tuple[str, int, float | None, int], dict[bool, float]] = defaultdict(dict)
+    for record in _graded(records):
+        twin = is_literal_twin(record.task)
+        asked = _asked_task(record.task) if twin else record.task
+        scores[asked, record.length, record.depth, record.sample][twin] = record.score
+    by_length: defaultdict[int, list[tuple[float, float]]] = defaultdict(list)
+    for (_, length, _, _), pair in scores.items():
+        if len(pair) == 2:
+            by_length[length].append((pair[False], pair[True]))
+    rows = []
+    for length, pairs in sorted(by_length.items()):
+        low = math.fsum(p[0] for p in pairs) / len(pairs)
+        literal = math.fsum(p[1] for p in pairs) / len(pairs)
+        worse = sum(1 for lo, li in pairs if lo < li)
+        better = sum(1 for lo, li in pairs if lo > li)
+        rows.append(
+            {
+                "length": length,
+                "pairs": len(pairs),
+                "low_overlap": low,
+                "literal": literal,
+                "cost": literal - low,
+                "literal_better": worse,
+                "low_overlap_better": better,
+                "p_value": sign_test(worse, better),
+            }
+        )
+    return rows
+
+
+def hard_summary(records: Sequence[SampleRecord]) -> dict[str, Any]:
+    """The hard-needle sections of a NIAH summary, each present only where the run has such samples."""
+    redrawn = [r for r in _graded(records) if r.redraws]
+    sections = {
+        "literal_cost": literal_cost(records),
+        "redraws": {"samples": len(redrawn), "first": list(redrawn[0].redraws)} if redrawn else {},
+        "lures": [dataclasses.asdict(r) for r in lure_table(records)],
+        "needle_positions": [dataclasses.asdict(r) for r in needle_positions(records)],
+        "all_or_nothing": [dataclasses.asdict(r) for r in all_or_nothing(records)],
+        "part_distance": [dataclasses.asdict(r) for r in distance_table(records)],
+        "overlap": overlap_table(records),
+    }
+    return {name: rows for name, rows in sections.items() if rows}
