@@ -80,6 +80,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tokenizer", choices=BUILTIN_TIKTOKEN, default="cl100k_base")
     p.add_argument("--corpus", default="auto", help="auto: essays if installed, else prose")
     p.add_argument("--repeats", type=int, default=3, help="timed passes over the sweep for fathom")
+    # Hard needles (issue 18's speed goal: within 2x of the plain sweep).
+    p.add_argument("--needle", default=None, help="a needle kind (default: number)")
+    p.add_argument("--distractors", type=int, default=0)
+    p.add_argument("--needles", type=int, default=1)
     p.add_argument("--memory-length", type=argument_type(parse_count), default="1M")
     p.add_argument("--anchor-venv", type=Path, default=HERE / ".venv-anchor")
     p.add_argument(
@@ -134,6 +138,9 @@ def make_task(
         depths=tuple(depths),
         samples=samples,
         corpus=args.corpus,
+        needle=args.needle,
+        distractors=args.distractors,
+        needles=args.needles,
     )
     return NiahTask(spec, tokenizer)
 
@@ -171,7 +178,7 @@ def bench_fathom(args: argparse.Namespace) -> dict[str, Any]:
     result = {
         "corpus": task.corpus.name,
         "corpus_source": task.corpus.source,
-        "corpus_tokens": len(task.builder.corpus.ids),
+        "corpus_tokens": len(task.variants[task.name].builder.corpus.ids),
         "template": task.template.name,
         "prompts": len(cells),
         "tokenizer_load_s": load_s,

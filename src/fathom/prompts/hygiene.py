@@ -13,9 +13,12 @@ that reads like its haystack is seen.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
-from collections import Counter
 from collections.abc import Iterable
+
+import numpy as np
+from numpy.typing import NDArray
 
 from fathom.prompts.latent import content_words
 
@@ -31,32 +34,37 @@ class HaystackCheck:
 
     def __init__(self, text: str) -> None:
         self._text = text.lower()
-        self._words = frozenset(_WORD.findall(self._text))
+        words = _WORD.findall(self._text)
+        self._words = frozenset(words)
+        # Adjacent word pairs: a phrase of several words whose pairs are not all here is not in the
+        # corpus, and most such phrases (a key like amber-anchor) are decided without a scan.
+        self._pairs = frozenset(itertools.pairwise(words))
 
     def similarity(self, text: str) -> float:
         """The highest Jaccard index between the content words of ``text`` and of one sentence (or
         line) of the corpus: 1.0 when the corpus holds the needle's words in one sentence, near 0
         for a needle unlike anything in it."""
         words = content_words(text)
-        units, postings = self._index
-        shared: Counter[int] = Counter()
-        for word in words:
-            shared.update(postings.get(word, ()))
-        return max(
-            (count / (len(words) + len(units[unit]) - count) for unit, count in shared.items()),
-            default=0.0,
-        )
+        sizes, postings = self._index
+        hits = [postings[word] for word in words if word in postings]
+        if not hits:
+            return 0.0
+        shared = np.bincount(np.concatenate(hits), minlength=len(sizes))
+        units = np.flatnonzero(shared)
+        counts = shared[units]
+        return float((counts / (len(words) + sizes[units] - counts)).max())
 
     @functools.cached_property
-    def _index(self) -> tuple[list[frozenset[str]], dict[str, list[int]]]:
-        """The corpus's units as content-word sets, and for each word the units that hold it: made
-        once, on the first question, so a run that never asks pays nothing."""
+    def _index(self) -> tuple[NDArray[np.int64], dict[str, NDArray[np.int64]]]:
+        """How many content words each unit of the corpus has, and for each word the units that hold
+        it: made once, on the first question, so a run that never asks pays nothing."""
         units = [content_words(unit) for unit in _UNIT_END.split(self._text) if unit.strip()]
         postings: dict[str, list[int]] = {}
         for index, unit in enumerate(units):
             for word in unit:
                 postings.setdefault(word, []).append(index)
-        return units, postings
+        sizes = np.fromiter((len(u) for u in units), dtype=np.int64, count=len(units))
+        return sizes, {word: np.asarray(at, dtype=np.int64) for word, at in postings.items()}
 
     def mentions(self, phrases: Iterable[str]) -> tuple[str, ...]:
         """The phrases the corpus holds as whole words, in the order given."""
@@ -67,6 +75,8 @@ class HaystackCheck:
         words = _WORD.findall(lowered)
         # Most phrases hold a word the corpus never uses (a random number, a made-up name): no scan.
         if not words or not all(word in self._words for word in words):
+            return False
+        if not all(pair in self._pairs for pair in itertools.pairwise(words)):
             return False
         # str.find, then the edges by hand: a regular expression with look-arounds is some 100x
         # slower over a corpus of megabytes.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fathom.errors import PromptError, SpecError
-from fathom.prompts import PromptBuilder, PromptText
+from fathom.prompts import PromptBuilder, PromptText, TooShort
 from fathom.prompts.haystack import Corpus, load_corpus, tokenize_corpus
 from fathom.prompts.hygiene import MAX_REDRAWS, HaystackCheck, haystack_check
 from fathom.prompts.latent import latent_kind
@@ -30,11 +30,13 @@ from fathom.prompts.needle_sets import (
     NeedleSet,
     check_hardness,
     needle_set,
+    split_depths,
 )
 from fathom.prompts.needles import needle_rng
+from fathom.prompts.spaces import EVAL, Space
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer
-from fathom.records import Cell
+from fathom.records import DISTRACTOR_ROLES, Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Document, Sample
 from fathom.tasks.perplexity import PERPLEXITY, DocumentBuilder
@@ -97,11 +99,13 @@ def variant_task(domain: str | None, literal: bool) -> str:
 class NiahTask:
     name = "niah"
 
-    def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
+    def __init__(self, spec: RunSpec, tokenizer: Tokenizer, space: Space = EVAL) -> None:
         self.spec = spec
+        # What the needles are drawn from: evaluation's space, or (fathom export) the training one.
+        self.space = space
         self.needle_kind = spec.needle or "number"
         self.hardness = Hardness(spec.distractors, spec.needles, spec.split_distance)
-        check_hardness(self.needle_kind, self.hardness)
+        check_hardness(self.needle_kind, self.hardness, space)
         # Several needles are graded by the share found (all-or-nothing is that share being 1).
         self.scoring = spec.scoring or ("all" if spec.needles > 1 else "contains")
         self.max_new_tokens = spec.max_new_tokens or 32
@@ -112,6 +116,10 @@ class NiahTask:
         domains = spec.domains or (spec.corpus or "prose",)
         if len(set(domains)) != len(domains):
             raise SpecError(f"--corpus names a corpus twice: {', '.join(domains)}")
+        distance = self.hardness.split_distance
+        if self.needle_kind in SPLIT_KINDS and distance is not None:
+            for depth in spec.depths:  # every cell's parts must fit, before any sample runs
+                split_depths(depth, distance)
         if spec.haystack_offset not in HAYSTACK_OFFSETS:
             raise SpecError(
                 f"unknown haystack offset '{spec.haystack_offset}': use one of {', '.join(HAYSTACK_OFFSETS)}"
@@ -152,13 +160,16 @@ class NiahTask:
         if variant is None:
             raise ValueError(f"cell {cell.id} is no cell of this niah run")
         # Seeded by the task's name, not the variant's: every variant of a cell draws the same needles.
-        rng = needle_rng(self.spec.seed, self.name, cell.length, cell.depth, cell.sample)
+        rng = needle_rng(self.spec.seed, *self.space.stream, self.name, cell.length, cell.depth, cell.sample)
         assert cell.depth is not None  # NIAH cells always have one
         needles, redraws = self._draw(variant, cell.depth, rng)
         end = "\n" if variant.lines else ""
         placements = [(p.depth, p.text + end) for p in needles.placements]
         start = self._start(variant, cell)
-        prompt = variant.builder.place(cell.length, needles.question, placements, start or 0)
+        try:
+            prompt = variant.builder.place(cell.length, needles.question, placements, start or 0)
+        except TooShort as short:
+            raise self._what_fits(short, variant, needles) from None
         golds = [p.text for p in needles.placements if p.role in (GOLD, PART)]
         similarity = round(max(variant.check.similarity(text) for text in golds), 4)
         return Sample.of_needles(
@@ -173,12 +184,26 @@ class NiahTask:
             similarity=similarity,
         )
 
+    def _what_fits(self, short: TooShort, variant: Variant, needles: NeedleSet) -> PromptError:
+        """A length too short for the needles asked: how many distractors fit it, where fewer would."""
+        lures = [p.text for p in needles.placements if p.role in DISTRACTOR_ROLES]
+        if not lures:
+            return short
+        tokenizer = variant.builder.tokenizer
+        each = max(1, -(-sum(len(tokenizer.encode(text)) for text in lures) // len(lures)))
+        fits = max(0, len(lures) - -(-(short.overhead - short.length) // each))
+        return PromptError(
+            f"{short}; at {short.length} tokens, {fits} of the {len(lures)} distractors fit "
+            f"(about {each} tokens each): use --distractors {fits} or longer lengths"
+        )
+
     def _start(self, variant: Variant, cell: Cell) -> int | None:
         """Where the sample's haystack starts: the corpus's start, or (--haystack-offset random) a
         boundary drawn for the sample, the same for every variant on that corpus."""
         if self.spec.haystack_offset == "start":
             return None
-        rng = needle_rng(self.spec.seed, "offset", variant.corpus.name, cell.length, cell.depth, cell.sample)
+        where = (variant.corpus.name, cell.length, cell.depth, cell.sample)
+        rng = needle_rng(self.spec.seed, *self.space.stream, "offset", *where)
         return variant.builder.corpus.random_start(rng)
 
     def _draw(self, variant: Variant, depth: float, rng: random.Random) -> tuple[NeedleSet, tuple[str, ...]]:
@@ -186,7 +211,7 @@ class NiahTask:
         a distractor's value (the fixed sf needle is the published one, taken as it is)."""
         reasons: list[str] = []
         for _ in range(MAX_REDRAWS + 1):
-            needles = needle_set(variant.needle_kind, self.hardness, depth, rng)
+            needles = needle_set(variant.needle_kind, self.hardness, depth, rng, self.space)
             held = variant.check.mentions([*needles.answers, *needles.subjects, *needles.lures])
             if not held or self.needle_kind == "sf":
                 return needles, tuple(reasons)
