@@ -53,6 +53,16 @@ def test_several_domains_and_a_literal_twin_are_variants_of_one_run(tmp_path: Pa
     # The literal reader answers every literal twin and no low-overlap question.
     assert all(row["literal"] == 1.0 and row["low_overlap"] == 0.0 for row in summary["hard"]["literal_cost"])
     assert all(r["overlap_words"] == 0 for r in rows if r["task"] in ("niah:noise", "niah:prose"))
+    # Each corpus's source, licence, size in the run's tokens and hash, outside the identity.
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    corpora = {c["name"]: c for c in manifest["corpora"]}
+    assert set(corpora) == {"prose", "noise"} and corpora["prose"]["licence"] == "public domain"
+    assert (
+        corpora["noise"]["tokens"]
+        == len("The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.")
+        + 1
+    )
+    assert corpora["prose"]["sha256"] == manifest["identity"]["task"]["corpora"]["prose"]
 
 
 def test_random_offsets_are_recorded_per_sample(tmp_path: Path) -> None:

@@ -115,6 +115,9 @@ class Manifest:
     planned: int | None = None
     backend: Served = field(default_factory=Served)
     environment: Environment = field(default_factory=Environment)
+    # Schema 2: the corpora the haystacks are cut from (name, source, licence, units, tokens in the
+    # run's tokenizer, sha256), where the task says; outside the identity, which holds their hashes.
+    corpora: tuple[dict[str, Any], ...] = ()
     schema: int = MANIFEST_SCHEMA
 
     @property
@@ -128,6 +131,8 @@ class Manifest:
             "backend": dataclasses.asdict(self.backend),
             "environment": dataclasses.asdict(self.environment),
         }
+        if self.corpora:
+            data["corpora"] = list(self.corpora)
         return data if self.planned is None else data | {"planned": self.planned}
 
     @classmethod
@@ -144,5 +149,11 @@ class Manifest:
         return self if self.planned is not None else dataclasses.replace(self, planned=newer.planned)
 
 
-# No manifest schema beyond the first yet: a field added since reads as absent (None).
-MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, ())
+def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 lists the run's corpora; a manifest of schema 1 has none (read as absent)."""
+    if "corpora" in data:
+        raise TypeError("unknown field 'corpora' (a field of schema 2, in a manifest of schema 1)")
+    return data
+
+
+MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, (v1_to_v2,))

@@ -31,8 +31,9 @@ from fathom.errors import NewerSchemaError
 # ANSWER_BYTES are cut there. 5: NIAH's hard needles: each needle's role and value, the distractors'
 # values an answer holds, the haystack's offset, redraws, and the needles' similarity and overlap.
 RECORD_SCHEMA = 5
-# 1: the manifest as written since the first run (sections added since read as absent).
-MANIFEST_SCHEMA = 1
+# 1: the manifest as written since the first run (sections added since read as absent). 2: the
+# corpora the prompts are cut from, with their source, licence, size in tokens and hash.
+MANIFEST_SCHEMA = 2
 # 1: summary.json without a schema, and without a kind for NIAH's grid. 2: both, and error kinds in
 # every summary. 3: NIAH's variants (domains, literal twins) and hard-needle sections, where a run has
 # them; cells with the needles' similarity to their corpus.

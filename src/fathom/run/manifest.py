@@ -16,8 +16,9 @@ from typing import Any
 from fathom.backends.base import Backend, Built
 from fathom.manifest import Manifest
 from fathom.prompts.tokenizers import Tokenizer
+from fathom.schemas import MANIFEST_SCHEMA
 from fathom.spec import RunSpec
-from fathom.tasks.base import Task
+from fathom.tasks.base import DescribesCorpora, Task
 from fathom.version import __version__
 
 PACKAGE = Path(__file__).parents[1]  # fathom's own files, whose git state a run records
@@ -26,6 +27,7 @@ PACKAGE = Path(__file__).parents[1]  # fathom's own files, whose git state a run
 def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, planned: int) -> Manifest:
     """The resolved run: ``identity`` decides the prompts and answers and must match to resume."""
     data = {
+        "schema": MANIFEST_SCHEMA,
         "identity": {
             "spec": spec.to_json(),
             "tokenizer": {"name": tokenizer.name, "sha256": tokenizer.identity},
@@ -33,6 +35,7 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, 
             "backend": {"name": backend.name, "settings": backend.settings()},
         },
         "planned": planned,
+        **({"corpora": task.corpora()} if isinstance(task, DescribesCorpora) else {}),
         "backend": {
             "input": backend.input,
             "exact_lengths": backend.exact_lengths,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from fathom.prompts import Prompt, PromptText
 from fathom.prompts.haystack.index import Ids
@@ -81,6 +81,14 @@ class Document:
     ids: Ids  # the BOS where the model has one, then the corpus tokens
     corpus: str
     corpus_offset: int  # the first corpus token's index in the tokenised corpus
+
+
+@runtime_checkable
+class DescribesCorpora(Protocol):
+    """A task that says which corpora its haystacks come from, for the manifest: each one's name,
+    source, licence, units, size in the run's tokens and sha256."""
+
+    def corpora(self) -> list[dict[str, Any]]: ...
 
 
 class Task(Protocol):

@@ -10,6 +10,7 @@ Every variant of a cell draws the same needles, so variants compare sample by sa
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from typing import Any
 
 from fathom.errors import PromptError, SpecError
 from fathom.prompts import PromptBuilder, PromptText, TooShort
-from fathom.prompts.haystack import Corpus, load_corpus, tokenize_corpus
+from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
 from fathom.prompts.hygiene import MAX_REDRAWS, HaystackCheck, haystack_check
 from fathom.prompts.latent import latent_kind
 from fathom.prompts.needle_sets import (
@@ -183,6 +184,11 @@ class NiahTask:
             haystack_offset=None if start is None else variant.builder.corpus.unit_start(start),
             similarity=similarity,
         )
+
+    def corpora(self) -> list[dict[str, Any]]:
+        """The corpora of the run's variants, each once, as the manifest lists them."""
+        seen = {v.corpus.name: v for v in self.variants.values()}
+        return [dataclasses.asdict(corpus_info(v.corpus, v.builder.corpus)) for v in seen.values()]
 
     def _what_fits(self, short: TooShort, variant: Variant, needles: NeedleSet) -> PromptError:
         """A length too short for the needles asked: how many distractors fit it, where fewer would."""
