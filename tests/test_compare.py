@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from test_store import identity
 
+from fathom.analysis.failures import FAILURE_KINDS
 from fathom.analysis.paired import (
     EffectiveLength,
     RunRecords,
@@ -277,7 +278,13 @@ def test_comparison_json_has_exactly_the_agreed_shape(cliff_pair: tuple[Path, Pa
     data = compare_runs(*cliff_pair, alpha=0.02).to_json()
     assert set(data) == {
         "base", "new", "alpha", "correction", "test", "pairs", "left_out", "overall", "cells",
-        "machine_differences", "effective_length", "regressions", "improvements",
+        "machine_differences", "effective_length", "regressions", "improvements", "failures",
+    }  # fmt: skip
+    # Every failure kind, counted in both runs over the 90 samples they share: the cliff's 30 past
+    # its 4k window fail there, and inside it the one miss (of 98% accuracy) says it found nothing.
+    assert list(data["failures"]) == list(FAILURE_KINDS)
+    assert {k: n for k, n in data["failures"].items() if n != {"base": 0, "new": 0}} == {
+        "beyond_window": {"base": 0, "new": 30}, "refusal": {"base": 0, "new": 1}
     }  # fmt: skip
     assert data["machine_differences"] == []  # both runs made here, by one simulated build
     assert data["alpha"] == 0.02 and data["correction"] == "holm"

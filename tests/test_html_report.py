@@ -26,7 +26,7 @@ from fathom.prompts import Insertion, Prompt
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import SampleRecord
 from fathom.report.files import REPORT, read_summary
-from fathom.report.gallery import ARCHETYPE_NOTES, GalleryGrid, gallery
+from fathom.report.gallery import ARCHETYPE_NOTES, EXPOSURES, GalleryGrid, gallery
 from fathom.report.html.assets import SCRIPT
 from fathom.report.html.compare import write_comparison_html
 from fathom.report.html.page import DATA_ID, esc, page
@@ -254,12 +254,54 @@ def test_the_gallery_shows_every_archetype_and_opens_its_report_at_a_cell(
     figures = tab.locator("figure.archetype")
     assert [f.get_attribute("data-archetype") for f in figures.all()] == list(ARCHETYPES)
     for figure in figures.all():
-        assert figure.locator(".heatmap .cell").count() == 4
+        name = figure.get_attribute("data-archetype") or ""
+        # An archetype that plain needles cannot tell from sim:perfect has a second heatmap, of its
+        # run on the needles that expose it, each linked to its own run's report.
+        folders = [name, EXPOSURES[name].folder] if name in EXPOSURES else [name]
+        maps = figure.locator(".heatmap")
+        assert [m.get_attribute("data-report") for m in maps.all()] == [f"{f}/{REPORT}" for f in folders]
+        assert figure.locator(".heatmap .cell").count() == 4 * len(folders)
+        assert all((out / folder / REPORT).is_file() for folder in folders)
         report = figure.locator("h2 a").get_attribute("href") or ""
         assert (out / report).is_file()
     tab.locator('figure[data-archetype="cliff"] .cell[data-length="2048"][data-depth="1.0"]').click()
     tab.wait_for_url("**/cliff/report.html#*")
     assert panel_ids(tab) == ["niah|L2048|D1.0000|S0"]
+    assert problems == []
+
+    tab, problems = open_page(out / "gallery.html")
+    exposed = f'[data-folder="{EXPOSURES["pattern-matcher"].folder}"]'
+    assert "distractors" in tab.locator(f"{exposed} p").inner_text()
+    tab.locator(f'{exposed} .cell[data-length="2048"][data-depth="0.0"]').click()
+    tab.wait_for_url(f"**/{EXPOSURES['pattern-matcher'].folder}/report.html#*")
+    assert panel_ids(tab) == ["niah|L2048|D0.0000|S0"]
+    # The pattern-matcher took a look-alike's value there: the sample says so.
+    assert "answered a distractor" in tab.locator("#panel").inner_text()
+    assert problems == []
+
+
+@pytest.mark.slow
+def test_a_variants_heatmap_shows_that_variants_samples(
+    runs: Path, open_page: Callable[[Path], tuple[Page, list[str]]]
+) -> None:
+    folder = runs / "variants"
+    assert cli("run", "niah", "--model", "sim:literal", "--tokenizer", "char", "--lengths", "2k",
+               "--depths", "0,1", "--samples", "2", "--needle", "latent-1", "--corpus", "noise,prose",
+               "--no-control", "--run-dir", folder, "--no-progress") == 0  # fmt: skip
+    tab, problems = open_page(folder / REPORT)
+    variants = [f.get_attribute("data-variant") for f in tab.locator("figure.variant").all()]
+    assert variants == ["niah:noise", "niah:noise+literal", "niah:prose", "niah:prose+literal"]
+    assert tab.locator("#variants .cell").count() == 4 * 2
+    tab.locator('.cell[data-variant="niah:prose+literal"][data-depth="1.0"]').click()
+    assert panel_ids(tab) == ["niah:prose+literal|L2048|D1.0000|S0", "niah:prose+literal|L2048|D1.0000|S1"]
+    # The grid above pools the domains asked, without their literal twins.
+    tab.locator('#grid .cell[data-depth="1.0"]').click()
+    assert sorted(panel_ids(tab)) == [
+        f"niah:{c}|L2048|D1.0000|S{i}" for c in ("noise", "prose") for i in (0, 1)
+    ]
+    assert "likeness up to" in tab.locator("#panel .panel-title").inner_text()
+    shown = tab.locator("#hard h3").all_inner_texts()
+    assert shown[:2] == ["Lexical overlap with the question", "What removing the overlap costs"]
     assert problems == []
 
 
@@ -474,7 +516,7 @@ def test_report_prints_that_it_wrote_report_html(niah_run: Path, capsys: pytest.
 
 def comparison() -> dict[str, Any]:
     def cell(length: int, depth: float, base: float, new: float, p: float, verdict: str) -> dict[str, Any]:
-        return {"length": length, "depth": depth, "task": "niah", "pairs": 5, "base_mean": base,
+        return {"length": length, "depth": depth, "task": None, "pairs": 5, "base_mean": base,
                 "new_mean": new, "difference": new - base, "worse": round(5 * max(0, base - new)),
                 "better": round(5 * max(0, new - base)), "p_value": p, "p_adjusted": min(1, 4 * p),
                 "verdict": verdict}  # fmt: skip
@@ -495,6 +537,8 @@ def comparison() -> dict[str, Any]:
         "effective_length": {"base": {"mean": 2048, "lower_bound": 1024},
                              "new": {"mean": 1024, "lower_bound": None}},
         "regressions": 1, "improvements": 1,
+        "failures": {kind: {"base": 0, "new": 0} for kind in FAILURE_KINDS}
+        | {"wrong_answer": {"base": 5, "new": 5}, "distractor": {"base": 0, "new": 3}},
     }  # fmt: skip
 
 

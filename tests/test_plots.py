@@ -1,4 +1,4 @@
-"""Tests for fathom.report.plots: length labels and the heatmap file."""
+"""Tests for fathom.report.plots: length labels, the heatmap file and the comparison's rows."""
 
 from __future__ import annotations
 
@@ -10,8 +10,17 @@ import pytest
 
 import fathom.report.plots
 from fathom.analysis.niah import CellStats
+from fathom.analysis.paired import CellComparison, PairedTest
 from fathom.analysis.stats import wilson_interval
-from fathom.report.plots import DPI, HATCH, NA_GREY, format_length, plot_heatmap
+from fathom.report.plots import (
+    DPI,
+    HATCH,
+    NA_GREY,
+    comparison_rows,
+    format_length,
+    plot_difference_heatmap,
+    plot_heatmap,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -151,3 +160,32 @@ def test_heatmap_marks_differ_from_plain(tmp_path: Path, drawn: list[Figure]) ->
 def test_heatmap_rejects_an_empty_table(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         plot_heatmap([], tmp_path / "none.png", "empty")
+
+
+def test_a_comparisons_rows_are_depths_tasks_or_each_variants_depths() -> None:
+    assert comparison_rows([(None, 1.0), (None, 0.0), (None, 0.5), (None, 0.0)]) == [
+        (None, 0.0), (None, 0.5), (None, 1.0),
+    ]  # fmt: skip
+    # RULER's tasks in its suite's order (niah_single_1 before vt), not by name.
+    assert comparison_rows([("vt", None), ("niah_single_1", None)]) == [("niah_single_1", None), ("vt", None)]
+    # A NIAH run of several variants: each variant's depths, shallowest first, variants by name.
+    rows = [(task, depth) for depth in (1.0, 0.0) for task in ("niah:prose", "niah:code")]
+    assert comparison_rows(rows) == [
+        ("niah:code", 0.0), ("niah:code", 1.0), ("niah:prose", 0.0), ("niah:prose", 1.0),
+    ]  # fmt: skip
+
+
+def test_the_difference_heatmap_has_a_row_per_variant_and_depth(tmp_path: Path, drawn: list[Figure]) -> None:
+    test = PairedTest(pairs=3, base_mean=1.0, new_mean=0.0, worse=3, better=0, p_value=0.25)
+    cells = [
+        CellComparison(1024, depth, task, test, 1.0, "unchanged")
+        for task in ("niah:prose", "niah:code")
+        for depth in (0.0, 0.5)
+    ]
+    plot_difference_heatmap(cells, tmp_path / "compare.png", "t", 0.05)
+    ax = drawn[0].axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["niah:code, 0%", "niah:code, 50%", "niah:prose, 0%", "niah:prose, 50%"]
+    assert ax.get_ylabel() == "task, needle depth"
+    assert {label for _, label in squares(ax).values()} == {"-100%"}
+    assert len(squares(ax)) == 4  # one square each: no two variants drawn over each other

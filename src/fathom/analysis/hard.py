@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fathom.analysis.paired import sign_test
+from fathom.analysis.select import LITERAL, is_literal_twin
 from fathom.analysis.stats import score_interval, wilson_interval
 from fathom.records import DISTRACTOR_ROLES, GOLD_ROLE, PART_ROLE, SampleRecord
 
@@ -175,15 +176,6 @@ def overlap_table(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-LITERAL = "literal"  # the variant a low-overlap needle's literal twin runs as (tasks/niah.py)
-
-
-def is_literal_twin(task: str) -> bool:
-    """Whether records of this task are literal twins (``niah:literal``, ``niah:code+literal``)."""
-    variant = task.partition(":")[2]
-    return variant == LITERAL or variant.endswith("+" + LITERAL)
 
 
 def _asked_task(twin: str) -> str:

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from fathom.analysis.failures import FAILURE_KINDS, failure_counts
 from fathom.analysis.niah import summarize
 from fathom.analysis.ruler import ruler_summary, task_order
-from fathom.analysis.select import is_ruler_run
+from fathom.analysis.select import is_literal_twin, is_ruler_run
 from fathom.errors import RunFolderError
 from fathom.manifest import Identity, Manifest
 from fathom.records import SampleRecord
@@ -30,8 +31,9 @@ CORRECTION = "holm"
 
 Verdict = Literal["regressed", "improved", "unchanged"]
 Pair = tuple[SampleRecord, SampleRecord]  # (base, new), the same sample id and prompt
-# NIAH cells sit at fixed depths: (None, length, depth). RULER draws depths per sample, so its cells
-# are tasks: (task, length, None).
+# NIAH cells sit at fixed depths: (None, length, depth), or (task, length, depth) in a run of several
+# variants (haystack domains, literal twins), whose cells at one length and depth are not one cell.
+# RULER draws depths per sample, so its cells are tasks: (task, length, None).
 CellKey = tuple[str | None, int, float | None]
 
 
@@ -65,7 +67,7 @@ class PairedTest:
 class CellComparison:
     length: int
     depth: float | None  # NIAH's cells
-    task: str | None  # RULER's cells
+    task: str | None  # RULER's cells, and NIAH's in a run of several variants
     test: PairedTest
     p_adjusted: float  # Holm's, over all cells of the comparison
     verdict: Verdict
@@ -86,6 +88,17 @@ class CellComparison:
             "p_adjusted": self.p_adjusted,
             "verdict": self.verdict,
         }
+
+
+@dataclass(frozen=True)
+class FailureChange:
+    """How many of the samples both runs hold fail by one kind (``fathom.analysis.failures``) in
+    each run: a checkpoint that starts answering distractors, or hedging, shows here even where
+    its score barely moves."""
+
+    kind: str
+    base: int
+    new: int
 
 
 @dataclass(frozen=True)
@@ -112,6 +125,9 @@ class Comparison:
     new_effective_length: EffectiveLength
     # Where the runs' machines or backend builds differ, which alone can change greedy answers.
     machine_differences: tuple[str, ...] = ()
+    # Each failure kind's count among the samples both runs hold (errored ones too), in FAILURE_KINDS'
+    # order: the pairs plus those left out for an error.
+    failures: tuple[FailureChange, ...] = ()
 
     @property
     def regressed(self) -> list[CellComparison]:
@@ -140,6 +156,7 @@ class Comparison:
             },
             "cells": [c.to_json() for c in self.cells],
             "machine_differences": list(self.machine_differences),
+            "failures": {f.kind: {"base": f.base, "new": f.new} for f in self.failures},
             "effective_length": {
                 "base": dataclasses.asdict(self.base_effective_length),
                 "new": dataclasses.asdict(self.new_effective_length),
@@ -204,6 +221,9 @@ def run_effective_length(samples: Sequence[SampleRecord]) -> EffectiveLength:
     mean and on the 95% lower bound; both None without samples."""
     if not samples:
         return EffectiveLength(None, None)
+    samples = [r for r in samples if not is_literal_twin(r.task)]  # as the summary pools them
+    if not samples:
+        return EffectiveLength(None, None)
     if is_ruler_run(samples):
         aggregates = ruler_summary(samples)["aggregates"]
         return EffectiveLength(
@@ -249,7 +269,14 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
         base_effective_length=run_effective_length([b for b, _ in graded]),
         new_effective_length=run_effective_length([n for _, n in graded]),
         machine_differences=tuple(machine_differences(base.manifest, new.manifest)),
+        failures=failure_changes(pairs),
     )
+
+
+def failure_changes(pairs: Sequence[Pair]) -> tuple[FailureChange, ...]:
+    """Each failure kind's count in the base run and in the new, over the same samples."""
+    base, new = failure_counts(b for b, _ in pairs), failure_counts(n for _, n in pairs)
+    return tuple(FailureChange(kind, base[kind], new[kind]) for kind in FAILURE_KINDS)
 
 
 def _by_id(run: RunRecords) -> dict[str, SampleRecord]:
@@ -300,17 +327,20 @@ def _check_same_hashes(base: dict[str, SampleRecord], new: dict[str, SampleRecor
         )
 
 
-def _cell_key(record: SampleRecord) -> CellKey:
+def _cell_key(record: SampleRecord, variants: bool) -> CellKey:
     if record.depth is None:
         return record.task, record.length, None
-    return None, record.length, record.depth
+    return record.task if variants else None, record.length, record.depth
 
 
 def _compare_cells(pairs: Sequence[Pair], alpha: float) -> tuple[CellComparison, ...]:
-    """One comparison per cell, sorted by task (RULER's suite order), length, depth."""
+    """One comparison per cell, sorted by task (RULER's suite order, or a NIAH run's variants by
+    name), length, depth."""
+    # A NIAH run of one variant keeps its cells keyed without a task, as compare.json always had them.
+    variants = len({base.task for base, _ in pairs if base.depth is not None}) > 1
     groups: defaultdict[CellKey, list[Pair]] = defaultdict(list)
     for pair in pairs:
-        groups[_cell_key(pair[0])].append(pair)
+        groups[_cell_key(pair[0], variants)].append(pair)
     rank = {task: i for i, task in enumerate(task_order(t for t, _, _ in groups if t is not None))}
     keys = sorted(groups, key=lambda k: (-1 if k[0] is None else rank[k[0]], k[1], k[2] or 0.0))
     tests = [paired_test(groups[key]) for key in keys]

@@ -23,3 +23,13 @@ def split_records(records: Sequence[AnyRecord]) -> tuple[list[SampleRecord], lis
 def control_records(records: Sequence[AnyRecord]) -> list[SampleRecord]:
     """A run's no-context controls."""
     return [r for r in records if isinstance(r, SampleRecord) and r.control]
+
+
+LITERAL = "literal"  # the variant a low-overlap needle's literal twin runs as (tasks/niah.py)
+
+
+def is_literal_twin(task: str) -> bool:
+    """Whether records of this task are a low-overlap needle's literal twins (``niah:literal``,
+    ``niah:code+literal``): a contrast beside the samples asked, never pooled with them."""
+    variant = task.partition(":")[2]
+    return variant == LITERAL or variant.endswith("+" + LITERAL)

@@ -14,6 +14,7 @@ probability is the profile's p(length, depth) of its needle.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -93,10 +94,14 @@ def _match_words(context: str, request: Request, settings: dict[str, Any]) -> Fa
     asked = content_words(request.question)
     best: tuple[int, str, float] | None = None
     for sentence, depth in _sentences(context):
-        shared = len(asked & content_words(sentence))
+        shared = len(asked & _sentence_words(sentence))
         if shared >= settings["least"] and (best is None or shared > best[0]):
             best = (shared, sentence, depth)
     return [] if best is None else [(best[1], best[2], 0)]
+
+
+# A haystack's sentences recur from prompt to prompt of a sweep: each one's words are found once.
+_sentence_words = functools.lru_cache(maxsize=1 << 16)(content_words)
 
 
 def _sentences(context: str) -> Iterator[tuple[str, float]]:

@@ -9,15 +9,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from fathom.analysis.niah import cell_table
+from fathom.analysis.niah import CellStats
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import depth_profile, task_grid
 from fathom.analysis.select import is_ruler_run, split_records
-from fathom.analysis.summary import RunFacts, Summary, run_summary
+from fathom.analysis.summary import NiahGrid, Row, RunFacts, Summary, run_summary
 from fathom.errors import RunFolderError
 from fathom.records import SampleRecord
 from fathom.report.compare import compare_runs
-from fathom.report.files import DEPTH, GRID, HEATMAP, PERPLEXITY, SUMMARY, TRAP
+from fathom.report.files import DEPTH, GRID, HEATMAP, PERPLEXITY, SUMMARY, TRAP, variant_heatmap
 from fathom.report.html.run import write_report
 from fathom.report.plots import plot_depth_profile, plot_heatmap, plot_task_grid
 from fathom.report.trap_plot import plot_trap
@@ -38,7 +38,9 @@ def run_spec(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: st
 def derive(folder: RunFolder, threshold: float = 0.85) -> Summary:
     """Write summary.json, the plots and report.html from the records; return the summary.
 
-    A NIAH run gets heatmap.png, with ``threshold`` for its effective length. A RULER run gets grid.png
+    A NIAH run gets heatmap.png (the variants asked, pooled: not the literal twins), with ``threshold``
+    for its effective length, and a run of several variants heatmap-<variant>.png for each (named by
+    ``fathom.report.files.variant_heatmap``). A RULER run gets grid.png
     and (when some task has needles) depth.png; its effective lengths use RULER's own thresholds.
     Perplexity documents add a perplexity table: trap.png beside the retrieval accuracy of the same
     run, or perplexity.png for a run of perplexity alone.
@@ -71,12 +73,20 @@ def _plot(
         profile = depth_profile(samples)
         if any(b.mean is not None for b in profile):
             plot_depth_profile(profile, folder.path / DEPTH, f"{title} · score by needle depth")
-    elif samples:
-        plot_heatmap(cell_table(samples), folder.path / HEATMAP, title)
+    elif isinstance(summary.sweep, NiahGrid):
+        # Drawn from the summary's cells, so each PNG shows the numbers summary.json and report.html
+        # show: the pooled grid holds the variants asked, never a literal twin (a contrast).
+        plot_heatmap(_cells(summary.sweep.cells), folder.path / HEATMAP, title)
+        for task, grid in summary.sweep.variants.items():
+            plot_heatmap(_cells(grid["cells"]), folder.path / variant_heatmap(task), f"{title} · {task}")
     if summary.perplexity is not None:
         name = TRAP if samples else PERPLEXITY
         answer = summary.answer_likelihood or ()
         plot_trap(summary.perplexity.table, summary.lengths, answer, folder.path / name, title, window)
+
+
+def _cells(rows: Sequence[Row]) -> list[CellStats]:
+    return [CellStats(**row) for row in rows]
 
 
 def report(path: Path, threshold: float = 0.85, baseline: Path | None = None) -> Summary:

@@ -3,7 +3,9 @@ manifest and records at any time) and a comparison's; and the run's summary.json
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 
 from fathom.analysis.summary import Summary
@@ -16,10 +18,28 @@ GRID = "grid.png"
 DEPTH = "depth.png"
 TRAP = "trap.png"
 PERPLEXITY = "perplexity.png"
+VARIANT_HEATMAP = "heatmap-{}.png"  # one per variant of a NIAH run of several: variant_heatmap(task)
 
 COMPARISON_JSON = "compare.json"
 COMPARISON_PNG = "compare.png"
 COMPARISON_HTML = "compare.html"
+
+# A variant's name holds whatever --corpus was given (a dir: path, a mix: of weights): outside these
+# characters it could climb out of the run folder or fail to name a file on some file system.
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+_NAME_LIMIT = 60
+
+
+def variant_heatmap(task: str) -> str:
+    """The heatmap file of one variant (task ``niah:<variant>``): ``heatmap-<variant>.png`` with each
+    run of other characters than letters, digits, '.', '_', '+' and '-' made one '-', cut to 60.
+    Where that changed the name, 8 hex digits of its hash follow, so two variants that differ only
+    in those characters keep two files."""
+    name = task.partition(":")[2] or task
+    safe = _UNSAFE.sub("-", name).strip(".-")[:_NAME_LIMIT]
+    if safe != name:
+        safe = f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}".lstrip("-")
+    return VARIANT_HEATMAP.format(safe)
 
 
 def read_summary(run: Path) -> Summary | None:

@@ -6,9 +6,11 @@ on fathom's heatmap, each linked to its full report.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fathom.analysis.summary import NiahGrid
 from fathom.backends.sim import ARCHETYPES
@@ -38,9 +40,33 @@ ARCHETYPE_NOTES = {
 
 
 @dataclass(frozen=True)
+class Exposure:
+    """The needles that tell an archetype apart from sim:perfect, where plain needles cannot: the
+    gallery runs it a second time with them, into ``folder``, and shows that heatmap beside its plain
+    one under ``caption``."""
+
+    folder: str
+    changes: Mapping[str, Any]  # RunSpec fields, as the command line's options set them
+    caption: str
+
+
+EXPOSURES = {
+    "pattern-matcher": Exposure(
+        "pattern-matcher+distractors", {"distractors": 4}, "with 4 look-alike distractors (--distractors 4)"
+    ),
+    "literal": Exposure(
+        "literal+latent-1",
+        {"needle": "latent-1"},
+        "on low-overlap needles (--needle latent-1), their literal twins left out",
+    ),
+}
+PLAIN = "plain needles"
+
+
+@dataclass(frozen=True)
 class GalleryGrid:
     """The one NIAH grid every archetype of the gallery runs on: by default 1k to 128k doubling, 11
-    depths, k=3 (about 20 s for all five on 2 cores)."""
+    depths, k=3 (about 80 s for all seven and the two exposing runs on 2 shared cores)."""
 
     lengths: tuple[int, ...] = tuple(1024 * 2**i for i in range(8))
     depths: tuple[float, ...] = tuple(round(i / 10, 6) for i in range(11))
@@ -51,15 +77,23 @@ class GalleryGrid:
 
 def gallery(out: Path, grid: GalleryGrid = GalleryGrid(), show_progress: bool = False) -> Path:
     """Run every simulated archetype on ``grid`` into ``out/<archetype>/`` (resuming what is there),
-    then write ``out/gallery.html``: their heatmaps side by side, each linked to its report."""
-    sweeps = {}
+    and those in ``EXPOSURES`` again into ``out/<exposure folder>/`` with the needles that expose
+    them; then write ``out/gallery.html``: their heatmaps side by side, each linked to its report."""
+    sweeps, exposed = {}, {}
     for name in ARCHETYPES:
         spec = RunSpec(
             "niah", f"sim:{name}", grid.tokenizer, grid.lengths, grid.depths, grid.samples, seed=grid.seed
         )
         run_spec(spec, out / name, show_progress=show_progress)
         sweeps[name] = _niah_grid(out / name)
-    return write_gallery(out, sweeps, grid)
+        if name in EXPOSURES:
+            exposure = EXPOSURES[name]
+            # No control: it asks without the context, where these needles change nothing, and the
+            # gallery does not show it; leaving it out halves the run.
+            hard = dataclasses.replace(spec, control=False, **exposure.changes)
+            run_spec(hard, out / exposure.folder, show_progress=show_progress)
+            exposed[name] = _niah_grid(out / exposure.folder)
+    return write_gallery(out, sweeps, grid, exposed)
 
 
 def _niah_grid(run: Path) -> NiahGrid:
@@ -69,31 +103,58 @@ def _niah_grid(run: Path) -> NiahGrid:
     return summary.sweep
 
 
-def write_gallery(out: Path, sweeps: Mapping[str, NiahGrid], grid: GalleryGrid) -> Path:
+def _numbers(sweep: NiahGrid) -> str:
+    effective, lim = sweep.effective_length, sweep.lost_in_the_middle_index
+    return (
+        f"effective length {length_or_none(effective['mean'])} (95% lower bound "
+        f"{length_or_none(effective['lower_bound'])}) · lost-in-the-middle index "
+        f"{'n/a' if lim is None else f'{lim:+.3f}'}"
+    )
+
+
+def _needles(folder: str, sweep: NiahGrid, caption: str | None) -> str:
+    """One heatmap of an archetype, under the needles it ran on where it has two (``caption``); a
+    click opens that run's report at the cell."""
+    report = f"{folder}/{REPORT}"
+    said = "" if caption is None else f'<p class="muted">{esc(caption)}</p>'
+    return (
+        f'<div class="needles" data-folder="{esc(folder)}">{said}'
+        f"{niah_heatmap(sweep, with_samples=False, size='compact', report=report)}</div>"
+    )
+
+
+def write_gallery(
+    out: Path,
+    sweeps: Mapping[str, NiahGrid],
+    grid: GalleryGrid,
+    exposed: Mapping[str, NiahGrid] | None = None,
+) -> Path:
     """gallery.html in ``out`` from the NIAH sweeps of runs in ``out/<name>/``, named by archetype,
-    all run on ``grid``."""
+    all run on ``grid``; ``exposed``: by archetype, its run in ``out/<EXPOSURES[name].folder>/``,
+    shown beside its plain one."""
     figures = []
+    exposed = exposed or {}
     for name, sweep in sweeps.items():
-        effective, lim = sweep.effective_length, sweep.lost_in_the_middle_index
-        numbers = (
-            f"effective length {length_or_none(effective['mean'])} (95% lower bound "
-            f"{length_or_none(effective['lower_bound'])}) · lost-in-the-middle index "
-            f"{'n/a' if lim is None else f'{lim:+.3f}'}"
-        )
-        report = f"{name}/{REPORT}"
+        maps = [_needles(name, sweep, PLAIN if name in exposed else None)]
+        numbers = [_numbers(sweep)]
+        if name in exposed:
+            exposure = EXPOSURES[name]
+            maps.append(_needles(exposure.folder, exposed[name], exposure.caption))
+            numbers.append(f"{exposure.caption}: {_numbers(exposed[name])}")
         figures.append(
             f'<figure class="archetype" data-archetype="{esc(name)}"><figcaption><h2>'
-            f'<a href="{esc(report)}">sim:{esc(name)}</a></h2><p>{esc(ARCHETYPE_NOTES[name])}</p>'
-            f"<p>{esc(numbers)}</p></figcaption>"
-            f"{niah_heatmap(sweep, with_samples=False, size='compact', report=report)}</figure>"
+            f'<a href="{esc(name)}/{REPORT}">sim:{esc(name)}</a></h2><p>{esc(ARCHETYPE_NOTES[name])}</p>'
+            f"{''.join(f'<p>{esc(n)}</p>' for n in numbers)}</figcaption>"
+            f'<div class="pair">{"".join(maps)}</div></figure>'
         )
     intro = (
         "<header><h1>fathom gallery: the simulated archetypes</h1><p>The simulated models, each a way "
         "a model can use (or fail to use) a long context, sim:perfect the reference; all run on one "
         "needle-in-a-haystack grid "
         f"({esc(grid.tokenizer)}, k={esc(grid.samples)}, seed {esc(grid.seed)}): x = context "
-        "length, y = needle depth, colour = accuracy. Hover a cell for its numbers; click it to open "
-        "that archetype's report at the cell.</p></header>"
+        "length, y = needle depth, colour = accuracy. The archetypes that plain needles cannot tell from "
+        "sim:perfect are shown a second time beside it, on the needles that expose them. Hover a cell for "
+        "its numbers; click it to open that run's report at the cell.</p></header>"
     )
     body = f'{intro}<div class="gallery">{"".join(figures)}</div>{legend("accuracy")}'
     path = out / GALLERY

@@ -7,7 +7,7 @@ matplotlib is imported inside the plotting functions: it is slow to import and m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -223,10 +223,27 @@ def _difference_label(mark: str) -> Callable[[float], str]:
     return lambda shade: f"{2 * shade - 1:+.0%}{mark}"
 
 
+CellRow = tuple[str | None, float | None]  # a compared cell's row: (task, depth), either may be None
+
+
+def comparison_rows(rows: Iterable[CellRow]) -> list[CellRow]:
+    """The rows of a comparison's grid, once each: RULER's tasks in suite order; NIAH's depths,
+    shallowest first, within each variant (by name) in a run of several."""
+    keys = set(rows)
+    rank = {task: i for i, task in enumerate(task_order(t for t, _ in keys if t is not None))}
+    return sorted(keys, key=lambda r: (-1 if r[0] is None else rank[r[0]], r[1] or 0.0))
+
+
+def _row_label(row: CellRow) -> str:
+    task, depth = row
+    return ", ".join(part for part in (task, None if depth is None else f"{depth:.0%}") if part)
+
+
 def plot_difference_heatmap(cells: Sequence[CellComparison], path: Path, title: str, alpha: float) -> None:
     """Save a PNG of the new run's mean score minus the base run's by context length (columns) and
-    needle depth (NIAH) or task (RULER) (rows), on a diverging scale from -1 to +1 that is white at 0.
-    Regressed cells are framed and marked ▼, improved ones framed and marked ▲."""
+    needle depth (NIAH, per variant in a run of several) or task (RULER) (rows), on a diverging
+    scale from -1 to +1 that is white at 0. Regressed cells are framed and marked ▼, improved ones
+    framed and marked ▲."""
     pyplot_agg()
     import matplotlib.pyplot as plt
     from matplotlib.cm import ScalarMappable
@@ -236,10 +253,8 @@ def plot_difference_heatmap(cells: Sequence[CellComparison], path: Path, title: 
     if not cells:
         raise ValueError("no cells to plot")
     lengths = sorted({c.length for c in cells})
-    depths = sorted({c.depth for c in cells if c.depth is not None})
-    tasks = task_order(c.task for c in cells if c.depth is None and c.task is not None)
-    rows: list[float | str] = [*depths, *tasks]
-    by_pos = {(c.length, c.task if c.depth is None else c.depth): c for c in cells}
+    rows = comparison_rows((c.task, c.depth) for c in cells)
+    by_pos = {(c.length, (c.task, c.depth)): c for c in cells}
     cmap = plt.get_cmap("RdBu")
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(lengths) + 3), max(4.0, 0.45 * len(rows) + 2.5)))
     try:
@@ -257,9 +272,10 @@ def plot_difference_heatmap(cells: Sequence[CellComparison], path: Path, title: 
         ax.set_xlim(-0.5, len(lengths) - 0.5)
         ax.set_ylim(len(rows) - 0.5, -0.5)  # the shallowest depth (or the suite's first task) on top
         ax.set_xticks(range(len(lengths)), [format_length(n) for n in lengths])
-        ax.set_yticks(range(len(rows)), [f"{r:.0%}" if isinstance(r, float) else r for r in rows])
+        ax.set_yticks(range(len(rows)), [_row_label(r) for r in rows])
         ax.set_xlabel("context length (tokens)")
-        ax.set_ylabel("task" if tasks else "needle depth")
+        has_task, has_depth = (any(row[i] is not None for row in rows) for i in (0, 1))
+        ax.set_ylabel(", ".join(n for n, shown in (("task", has_task), ("needle depth", has_depth)) if shown))
         fig.colorbar(ScalarMappable(Normalize(-1.0, 1.0), cmap), ax=ax, label="mean score, new minus base")
         ax.set_title(title, fontsize=10)
         save_figure(fig, path, f"framed: Holm-adjusted exact McNemar p < {alpha:g} (▼ regressed, ▲ improved)")

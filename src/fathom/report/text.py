@@ -170,8 +170,16 @@ def control_text(summary: Row) -> str:
 
 
 def _cell_name(cell: CellComparison) -> str:
-    where = cell.task if cell.depth is None else f"depth {cell.depth:.0%}"
-    return f"{format_count(cell.length)}, {where}"
+    """Its length, then its task (RULER's, or a NIAH variant's) and depth (NIAH's), where it has them."""
+    depth = None if cell.depth is None else f"depth {cell.depth:.0%}"
+    return ", ".join(part for part in (format_count(cell.length), cell.task, depth) if part)
+
+
+def failures_line(comparison: Comparison) -> str:
+    """The failure kinds that either run has, each counted in the base run and in the new."""
+    held = comparison.overall.pairs + comparison.left_out_errors
+    changes = ", ".join(f"{f.kind} {f.base} → {f.new}" for f in comparison.failures if f.base or f.new)
+    return f"failures by kind, base → new, over the {held} samples both runs hold: {changes or 'none'}"
 
 
 def _cell_line(cell: CellComparison) -> str:
@@ -198,6 +206,7 @@ def comparison_text(comparison: Comparison) -> list[str]:
         f"{comparison.left_out_unpaired} in one run only",
         f"overall: {overall.base_mean:.1%} → {overall.new_mean:.1%} ({overall.worse} pairs worse, "
         f"{overall.better} better; pooled exact test p = {overall.p_value:.3g})",
+        failures_line(comparison),
     ]
     criterion = f"Holm-adjusted p < {comparison.alpha:g} over {len(comparison.cells)} cells"
     for name, cells in (("regressed", comparison.regressed), ("improved", comparison.improved)):

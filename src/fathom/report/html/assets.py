@@ -59,6 +59,7 @@ mark { background: #ffe066; }
 .gallery { display: flex; flex-wrap: wrap; gap: 1.5rem 2rem; }
 .gallery figure { margin: 0; } .gallery h2 { margin: 0 0 .2rem; border: 0; }
 .gallery figcaption p { margin: 0 0 .2rem; font-size: .8rem; max-width: 22rem; }
+.pair { display: flex; flex-wrap: wrap; gap: 0 1.2rem; } .needles p { margin: .3rem 0 0; font-size: .78rem; }
 img { max-width: 100%; }
 """
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fathom.analysis.ruler import task_order
 from fathom.analysis.summary import Summary
 from fathom.report.html.page import (
+    FAILURE_LABELS,
     Square,
     depth_label,
     esc,
@@ -21,48 +21,47 @@ from fathom.report.html.page import (
     summary_heatmap,
     table,
 )
-from fathom.report.plots import format_length
+from fathom.report.plots import comparison_rows, format_length
 
 VERDICT_FLAGS = {"regressed": " ▼", "improved": " ▲"}
 
 
+def _row(task: str | None, depth: float | None) -> str:
+    """A compared cell's row: its task (RULER's), depth (NIAH's), or variant and depth (NIAH's, in a
+    run of several variants)."""
+    return " · ".join(part for part in (task, None if depth is None else depth_label(depth)) if part)
+
+
 def _where(cell: Mapping[str, Any]) -> str:
-    row = str(cell["task"]) if cell["depth"] is None else depth_label(cell["depth"])
-    return f"{format_length(cell['length'])} · {row}"
+    return f"{format_length(cell['length'])} · {_row(cell['task'], cell['depth'])}"
 
 
-def _difference_square(cell: Mapping[str, Any], by_depth: bool) -> Square:
+def _difference_square(cell: Mapping[str, Any]) -> Square:
     title = (
         f"{_where(cell)}: base {cell['base_mean']:.1%} → new {cell['new_mean']:.1%} "
         f"({100 * cell['difference']:+.1f} points), {cell['pairs']} pairs, {cell['worse']} worse, "
         f"{cell['better']} better, p {cell['p_value']:.3g}, adjusted p {cell['p_adjusted']:.3g}: "
         f"{cell['verdict']}"
     )
+    place = [(name, str(cell[name]) if name == "task" else repr(cell[name]))
+             for name in ("depth", "task") if cell[name] is not None]  # fmt: skip
     return Square(
-        row=depth_label(cell["depth"]) if by_depth else str(cell["task"]),
+        row=_row(cell["task"], cell["depth"]),
         column=format_length(cell["length"]),
         # The accuracy colours over -1..1: red worse, yellow the same, green better.
         value=min(1.0, max(0.0, (cell["difference"] + 1) / 2)),
         label=f"{100 * cell['difference']:+.0f}{VERDICT_FLAGS.get(cell['verdict'], '')}",
         title=title,
         marks=(cell["verdict"],),
-        data=(
-            ("length", str(cell["length"])),
-            ("depth", repr(cell["depth"])) if by_depth else ("task", str(cell["task"])),
-            ("verdict", cell["verdict"]),
-        ),
+        data=(("length", str(cell["length"])), *place, ("verdict", cell["verdict"])),
     )
 
 
 def difference_heatmap(comparison: Mapping[str, Any]) -> str:
     """New minus base per cell, in points; regressed and improved cells outlined and flagged."""
     cells = comparison["cells"]
-    by_depth = all(c["depth"] is not None for c in cells)
-    squares = [_difference_square(c, by_depth) for c in cells]
-    if by_depth:
-        rows = [depth_label(d) for d in sorted({c["depth"] for c in cells})]
-    else:
-        rows = task_order(str(c["task"]) for c in cells)
+    squares = [_difference_square(c) for c in cells]
+    rows = [_row(*row) for row in comparison_rows((c["task"], c["depth"]) for c in cells)]
     columns = [format_length(n) for n in sorted({c["length"] for c in cells})]
     return heatmap(squares, rows, columns, corner="new minus base")
 
@@ -104,6 +103,16 @@ def _comparison_boxes(comparison: Mapping[str, Any]) -> str:
     return f'<div class="headline">{"".join(boxes)}</div>'
 
 
+def _failures(comparison: Mapping[str, Any]) -> str:
+    """Each failure kind that either run has, counted in both: a run that starts answering look-alike
+    distractors (or hedging between the answer and one) shows here."""
+    rows = [(kind, FAILURE_LABELS[kind], n["base"], n["new"], f"{n['new'] - n['base']:+d}")
+            for kind, n in comparison["failures"].items() if n["base"] or n["new"]]  # fmt: skip
+    held = comparison["pairs"] + comparison["left_out"]["errors"]
+    counts = table(("kind", "what it means", "base", "new", "change"), rows) if rows else "<p>none</p>"
+    return f"<h3>Failures by kind</h3><p>Over the {esc(held)} samples both runs hold.</p>{counts}"
+
+
 def comparison_section(comparison: Mapping[str, Any]) -> str:
     c, left_out, overall = comparison, comparison["left_out"], comparison["overall"]
     return (
@@ -115,7 +124,7 @@ def comparison_section(comparison: Mapping[str, Any]) -> str:
         f"{esc(left_out['unpaired'])} unpaired.</p>{difference_heatmap(c)}"
         '<p class="legend">colour and label: new minus base, in points; ▼ regressed, ▲ improved (adjusted p '
         "below alpha); hover a cell for its numbers</p>"
-        f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}</section>"
+        f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}{_failures(c)}</section>"
     )
 
 

@@ -32,6 +32,19 @@ if TYPE_CHECKING:
     from matplotlib.colors import Colormap
 
 DATA_ID = "fathom-data"
+# What each of ``fathom.analysis.failures.FAILURE_KINDS`` means, as a run's failures section and a
+# comparison's failure counts say it.
+FAILURE_LABELS = {
+    "error": "error: never graded (the backend failed, or the prompt missed its length or limit)",
+    "beyond_window": "wrong, on a prompt beyond the model's trained window",
+    "empty": "empty output",
+    "hedged": "hedged: the answer, and a distractor's value too",
+    "distractor": "answered a distractor: a look-alike's value, not the answer",
+    "partial": "partly right: some of the expected answers, not all",
+    "refusal": "refused, or said it found no answer",
+    "wrong_answer": "wrong answer",
+}
+
 _JSON_ESCAPES = str.maketrans(
     {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 )
@@ -174,23 +187,49 @@ def depth_label(depth: float) -> str:
     return f"{100 * depth:.3g}%"
 
 
-def cell_key(length: int, where: float | str) -> str:
-    """A grid cell's name: its length and its depth (NIAH's cells) or task (RULER's)."""
-    return f"{length}|{where!r}" if isinstance(where, float) else f"{where}|{length}"
+def cell_key(length: int, where: float | str, variant: str | None = None) -> str:
+    """A grid cell's name: its length and its depth (NIAH's cells) or task (RULER's); a cell of one
+    variant's grid (a NIAH run of several) has the variant's task name in front, so that it names
+    that variant's samples and not the pooled cell's."""
+    if not isinstance(where, float):
+        return f"{where}|{length}"
+    return f"{length}|{where!r}" if variant is None else f"{variant}|{length}|{where!r}"
 
 
-def niah_heatmap(grid: NiahGrid, with_samples: bool = True, **options: str) -> str:
+def variant_grid(row: Mapping[str, Any]) -> NiahGrid:
+    """One variant's grid (a row of ``NiahGrid.variants``) as a NiahGrid, to draw as the pooled one is."""
+    return NiahGrid(
+        cells=tuple(row["cells"]),
+        lengths=tuple(row["lengths"]),
+        effective_length=row["effective_length"],
+        lost_in_the_middle_index=row["lost_in_the_middle_index"],
+    )
+
+
+def _niah_title(cell: Mapping[str, Any], variant: str | None) -> str:
+    where = f"{format_length(cell['length'])} tokens, depth {cell['depth']:.0%}"
+    title = stats_title(where if variant is None else f"{variant}, {where}", cell, "accuracy")
+    if cell.get("similarity") is not None:  # records from before haystack hygiene have none
+        title += f"; needle/haystack likeness up to {cell['similarity']:.2f} (content-word Jaccard)"
+    return title
+
+
+def niah_heatmap(
+    grid: NiahGrid, with_samples: bool = True, variant: str | None = None, **options: str
+) -> str:
+    """NIAH's depth x length heatmap; ``variant`` (a task name) for one variant's grid of a run of several."""
     cells = grid.cells
+    named = () if variant is None else (("variant", variant),)
     squares = [
         Square(
             row=depth_label(c["depth"]),
             column=format_length(c["length"]),
             value=c["mean"],
             label="n/a" if c["mean"] is None else f"{c['mean']:.0%}",
-            title=stats_title(f"{format_length(c['length'])} tokens, depth {c['depth']:.0%}", c, "accuracy"),
+            title=_niah_title(c, variant),
             marks=stats_marks(c),
-            data=(("length", str(c["length"])), ("depth", repr(c["depth"]))),
-            key=cell_key(c["length"], c["depth"]),
+            data=(("length", str(c["length"])), ("depth", repr(c["depth"])), *named),
+            key=cell_key(c["length"], c["depth"], variant),
             samples=with_samples,
         )
         for c in cells
@@ -271,6 +310,11 @@ def table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
 
 def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
+
+
+def interval(row: Mapping[str, Any]) -> str:
+    """A row's 95% interval (``ci_low``, ``ci_high``) in percent."""
+    return f"{percent(row['ci_low'])} to {percent(row['ci_high'])}"
 
 
 def image(path: Path, alt: str) -> str:

@@ -15,17 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from fathom.analysis.failures import FAILURE_KINDS, error_kinds, failure_counts, failure_kind
-from fathom.analysis.select import split_records
+from fathom.analysis.select import is_literal_twin, split_records
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.manifest import Environment, Manifest
 from fathom.records import SampleRecord, error_kind
 from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
 from fathom.report.html.compare import comparison_section
+from fathom.report.html.hard import hard_section, variants_section
 from fathom.report.html.page import (
+    FAILURE_LABELS,
     cell_key,
     depth_label,
     esc,
     image,
+    interval,
     legend,
     length_or_none,
     niah_heatmap,
@@ -37,17 +40,6 @@ from fathom.report.html.page import (
 )
 from fathom.report.plots import format_length
 from fathom.run.store import RunFolder
-
-FAILURE_LABELS = {
-    "error": "error: never graded (the backend failed, or the prompt missed its length or limit)",
-    "beyond_window": "wrong, on a prompt beyond the model's trained window",
-    "empty": "empty output",
-    "hedged": "hedged: the answer, and a distractor's value too",
-    "distractor": "answered a distractor: a look-alike's value, not the answer",
-    "partial": "partly right: some of the expected answers, not all",
-    "refusal": "refused, or said it found no answer",
-    "wrong_answer": "wrong answer",
-}
 
 
 def _modified(environment: Environment) -> str:
@@ -148,8 +140,8 @@ def headline(summary: Summary) -> str:
 
 def _niah_section(grid: NiahGrid) -> str:
     rows = [
-        (format_length(r["length"]), percent(r["mean"]), f"{percent(r['ci_low'])} to {percent(r['ci_high'])}",
-         r["n"], r["errors"], "yes" if r["beyond_window"] else "")
+        (format_length(r["length"]), percent(r["mean"]), interval(r), r["n"], r["errors"],
+         "yes" if r["beyond_window"] else "")
         for r in grid.lengths
     ]  # fmt: skip
     return (
@@ -205,10 +197,7 @@ def _perplexity_section(perplexity: Perplexity, folder: RunFolder) -> str:
 def _control_section(control: Mapping[str, Any]) -> str:
     """The no-context control: its score per task, how much the context raised the gold answer's
     log-probability, and the questions answered without the context."""
-    rows = [
-        (task, percent(t["mean"]), f"{percent(t['ci_low'])} to {percent(t['ci_high'])}", t["n"])
-        for task, t in control["by_task"].items()
-    ]
+    rows = [(task, percent(t["mean"]), interval(t), t["n"]) for task, t in control["by_task"].items()]
     parts = [
         '<section id="control"><h2>No-context control</h2><p>Every question asked again with the '
         "context cut out of its prompt (template, instruction, question and answer prefix kept). A question "
@@ -288,13 +277,23 @@ def sample_json(record: SampleRecord) -> dict[str, Any]:
     }
 
 
+def _cells(record: SampleRecord, variants: bool) -> list[str]:
+    """The cells whose click lists the sample: RULER's task at its length; NIAH's pooled cell (which
+    pools the variants asked, not the literal twins) and, in a run of several variants, its
+    variant's cell."""
+    if record.depth is None:
+        return [cell_key(record.length, record.task)]
+    keys = [] if is_literal_twin(record.task) else [cell_key(record.length, record.depth)]
+    return [*keys, cell_key(record.length, record.depth, record.task)] if variants else keys
+
+
 def page_data(records: Sequence[SampleRecord]) -> dict[str, Any]:
     """The samples, once each, and the lists that name them: by cell, by failure kind, by error."""
     lists: defaultdict[str, list[int]] = defaultdict(list)
+    variants = len({r.task for r in records if r.depth is not None}) > 1
     for index, record in enumerate(records):
-        lists[
-            "cell " + cell_key(record.length, record.task if record.depth is None else record.depth)
-        ].append(index)
+        for key in _cells(record, variants):
+            lists["cell " + key].append(index)
         kind = failure_kind(record)
         if kind is not None:
             reason = f"error {error_kind(record.error)}" if record.error is not None else f"failure {kind}"
@@ -335,8 +334,13 @@ def write_report(folder: RunFolder, summary: Summary, comparison: Mapping[str, A
         body.append(_ruler_section(summary.sweep, folder))
     elif isinstance(summary.sweep, NiahGrid):
         body.append(_niah_section(summary.sweep))
+        body.append(variants_section(summary.sweep.variants))
     if samples:
-        body += [PANEL, _failures_section(samples)]
+        body.append(PANEL)
+    if isinstance(summary.sweep, NiahGrid):
+        body.append(hard_section(summary.sweep.hard))
+    if samples:
+        body.append(_failures_section(samples))
     if summary.control is not None:
         body.append(_control_section(summary.control))
     if summary.perplexity is not None:

@@ -1,0 +1,163 @@
+"""report.html's sections for NIAH's variants and hard needles: a heatmap per variant (haystack
+domain, literal twin) with a variant x length table, and the hard needles' tables (distractors taken,
+every needle found, missed positions, split needles by distance, lexical overlap, the literal twins'
+cost, redraws).
+
+Every number is the summary's (``fathom.analysis.hard``, ``fathom.analysis.summary``); this module
+only lays them out, each value escaped by ``table`` or ``esc``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from fathom.analysis.select import is_literal_twin
+from fathom.analysis.summary import Row
+from fathom.report.html.page import (
+    depth_label,
+    esc,
+    interval,
+    legend,
+    length_or_none,
+    niah_heatmap,
+    percent,
+    table,
+    variant_grid,
+)
+from fathom.report.plots import format_length
+
+
+def _variant_name(task: str) -> str:
+    return f"{task} (literal twin: a contrast, not pooled)" if is_literal_twin(task) else task
+
+
+def variants_section(variants: Mapping[str, Row]) -> str:
+    """Each variant's heatmap (a click shows that variant's samples) and the variant x length table;
+    empty for a run of one variant."""
+    if not variants:
+        return ""
+    lengths = sorted({r["length"] for grid in variants.values() for r in grid["lengths"]})
+    rows = []
+    figures = []
+    for task, grid in variants.items():
+        by_length = {r["length"]: r for r in grid["lengths"]}
+        scores = [percent(by_length[n]["mean"]) if n in by_length else "" for n in lengths]
+        effective, lim = grid["effective_length"], grid["lost_in_the_middle_index"]
+        rows.append((
+            _variant_name(task), *scores, length_or_none(effective["mean"]),
+            length_or_none(effective["lower_bound"]), "n/a" if lim is None else f"{lim:+.3f}",
+        ))  # fmt: skip
+        figures.append(
+            f'<figure class="variant" data-variant="{esc(task)}"><figcaption>{esc(_variant_name(task))}'
+            f"</figcaption>{niah_heatmap(variant_grid(grid), variant=task)}</figure>"
+        )
+    head = ("variant", *(format_length(n) for n in lengths), "effective length", "on the 95% lower bound",
+            "lost-in-the-middle index")  # fmt: skip
+    return (
+        '<section id="variants"><h2>Variants</h2><p>The run swept variants beside length and depth (haystack '
+        "domains, literal twins of low-overlap needles). The grid above pools the variants asked; a literal "
+        "twin asks the same needle in its own words and is a contrast, so it is shown here alone. Click a "
+        f'cell to see that variant\'s samples.</p><div class="gallery">{"".join(figures)}</div>'
+        f"{legend('accuracy')}<h3>Accuracy by variant and length</h3>{table(head, rows)}</section>"
+    )
+
+
+def _count(share: Mapping[str, Any]) -> str:
+    """A ``Share``: how many of how many, and the share in percent."""
+    return f"{share['count']} of {share['n']} ({percent(share['share'])})"
+
+
+def _lures(rows: Sequence[Row]) -> str:
+    body = [(format_length(r["length"]), r["lured"]["n"], _count(r["lured"]), interval(r["lured"]),
+             _count(r["hedged"]), interval(r["hedged"])) for r in rows]  # fmt: skip
+    head = ("length", "samples with distractors", "answered a distractor", "95% interval", "hedged",
+            "95% interval")  # fmt: skip
+    return (
+        "<h3>Distractors</h3><p>Of the samples with look-alike distractors: those whose answer holds a "
+        "distractor's value and not every gold value (answered a distractor), and those that hold the gold "
+        "and a distractor's value too (hedged: not counted as right). Wilson 95% intervals.</p>"
+        + table(head, body)
+    )
+
+
+def _all_or_nothing(rows: Sequence[Row]) -> str:
+    body = [(format_length(int(r["label"])), r["n"], percent(r["mean"]), interval(r)) for r in rows]
+    return (
+        "<h3>Every needle found</h3><p>Of the samples with several needles: the share that found every one "
+        "(the grid's score counts the fraction found).</p>"
+        + table(("length", "samples", "every needle found", "95% interval"), body)
+    )
+
+
+def _positions(rows: Sequence[Row]) -> str:
+    body = [(f"{depth_label(r['depth_low'])} to {depth_label(r['depth_high'])}", r["found"]["n"],
+             r["found"]["count"], percent(r["found"]["share"]), interval(r["found"]))
+            for r in rows]  # fmt: skip
+    return (
+        "<h3>Which needles were missed</h3><p>Each needle asked for in a sample with several, by the depth "
+        "it landed at: how many were found.</p>"
+        + table(("needle depth", "needles", "found", "share found", "95% interval"), body)
+    )
+
+
+def _part_distance(rows: Sequence[Row]) -> str:
+    body = [(r["label"], r["n"], percent(r["mean"]), interval(r)) for r in rows]
+    return (
+        "<h3>Split needles by distance between parts</h3><p>The score of split needles by how far apart "
+        "their two parts landed, as a share of the haystack.</p>"
+        + table(("distance between parts", "samples", "score", "95% interval"), body)
+    )
+
+
+def _overlap(rows: Sequence[Row]) -> str:
+    body = [(r["label"], r["n"], f"{r['shared_words']:.1f}", f"{r['rouge1']:.2f}", percent(r["mean"]),
+             interval(r)) for r in rows]  # fmt: skip
+    return (
+        "<h3>Lexical overlap with the question</h3><p>Per needle kind, the mean overlap between each needle "
+        "and its question (content words shared, ROUGE-1) beside the kind's score: a reader that matches "
+        "words finds the needles that overlap and misses those that do not.</p>"
+        + table(("needle kind", "samples", "shared content words", "ROUGE-1", "score", "95% interval"), body)
+    )
+
+
+def _literal_cost(rows: Sequence[Row]) -> str:
+    body = [(format_length(r["length"]), r["pairs"], percent(r["low_overlap"]), percent(r["literal"]),
+             f"{100 * r['cost']:+.1f}", r["literal_better"], r["low_overlap_better"], f"{r['p_value']:.3g}")
+            for r in rows]  # fmt: skip
+    head = ("length", "pairs", "low-overlap", "literal twin", "cost (points)", "literal better",
+            "low-overlap better", "sign test p")  # fmt: skip
+    return (
+        "<h3>What removing the overlap costs</h3><p>Each low-overlap sample beside its literal twin (the "
+        "same item, name, haystack and depth, asked in the needle's own words): both means, the cost "
+        "(literal minus low-overlap) and the exact sign test on the pairs that differ.</p>"
+        + table(head, body)
+    )
+
+
+def _redraws(redraws: Row) -> str:
+    return (
+        f"<h3>Needles drawn again</h3><p>{esc(redraws['samples'])} samples had their needles drawn again "
+        "because the corpus already held an answer, a key or a look-alike's value (a haystack that states "
+        f"the answer measures nothing). The first reason: {esc(redraws['first'][0])}.</p>"
+    )
+
+
+# The sections in the order the page shows them, each drawn only where the summary has it.
+_PARTS: tuple[tuple[str, Callable[[Any], str]], ...] = (
+    ("lures", _lures),
+    ("all_or_nothing", _all_or_nothing),
+    ("needle_positions", _positions),
+    ("part_distance", _part_distance),
+    ("overlap", _overlap),
+    ("literal_cost", _literal_cost),
+    ("redraws", _redraws),
+)
+
+
+def hard_section(hard: Row) -> str:
+    """The hard needles' tables that the run has; empty for a run of plain needles."""
+    parts = [draw(hard[name]) for name, draw in _PARTS if hard.get(name)]
+    if not parts:
+        return ""
+    return f'<section id="hard"><h2>Hard needles</h2>{"".join(parts)}</section>'
