@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fathom.cli import main
+from fathom.schemas import SUMMARY_SCHEMA
 
 GRID = ["--tokenizer", "char", "--lengths", "2k,4k", "--depths", "0.2,0.8", "--samples", "3", "--no-progress"]
 
@@ -32,7 +33,7 @@ def test_distractors_fool_the_pattern_matcher_in_records_and_summary(tmp_path: P
     lured = [r for r in rows if r.get("lured")]
     assert lured and all(r["score"] == 0.0 for r in lured)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["schema"] == 3
+    assert summary["schema"] == SUMMARY_SCHEMA
     taken = {
         row["length"]: row["lured"]["count"] + row["hedged"]["count"] for row in summary["hard"]["lures"]
     }

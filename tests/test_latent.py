@@ -164,7 +164,7 @@ def test_a_name_sharing_a_word_with_the_item_is_drawn_again(monkeypatch: pytest.
     item = next(item for item in ITEMS if item.id == "h1-story-bridge")
     # the question's place, then a word of the needle, then neither
     names = iter(["Brisbane", "Vonda", "Vonda", "Climbed", "Kessa", "Luthra"])
-    monkeypatch.setattr(latent, "made_up_name", lambda _rng, _syllables: next(names))
+    monkeypatch.setattr(latent, "made_up_name", lambda _rng, _syllables, _space: next(names))
     assert latent._name(random.Random(0), item) == "Kessa Luthra"
 
 

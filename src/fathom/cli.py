@@ -14,6 +14,8 @@ from fathom import registry
 from fathom.backends.local_models import LOCAL_MODELS
 from fathom.backends.sim import ARCHETYPES
 from fathom.errors import FathomError
+from fathom.export import check_export, check_text, write_examples
+from fathom.export.arguments import add_export_commands, export_spec
 from fathom.report.compare import compare_runs, write_comparison
 from fathom.report.derive import report, run_spec, trap
 from fathom.report.files import COMPARISON_HTML, read_summary
@@ -86,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
         "gallery", help="run the simulated archetypes on one grid and write gallery.html of their heatmaps"
     )
     gallery.add_argument("--out", type=Path, default=Path("gallery"), help="default: gallery")
+
+    add_export_commands(commands, _Defaults)
     return parser
 
 
@@ -316,6 +320,17 @@ def _gallery(args: argparse.Namespace) -> None:
     print(f"wrote {page} ({time.perf_counter() - started:.1f} s); open it in a browser")
 
 
+def _export(args: argparse.Namespace) -> None:
+    done = write_examples(export_spec(args), args.count, args.out, args.force)
+    print(f"wrote {done.count} training examples over {done.cells} cells to {done.path}")
+
+
+def _export_check(args: argparse.Namespace) -> int:
+    result = check_export(args.export, args.runs)
+    print("\n".join(check_text(result)))
+    return 1 if result.overlaps else 0  # 1, as compare's regression: a pipeline can gate on it
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _show_warnings()
@@ -329,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             "repair": _repair,
             "runs": _runs,
             "gallery": _gallery,
+            "export": _export,
+            "export-check": _export_check,
         }
         status = handlers[args.command](args)
     except FathomError as exc:

@@ -25,14 +25,15 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from fathom.errors import FathomError, SpecError
 from fathom.prompts.needles import made_up_name
+from fathom.prompts.spaces import EVAL, SPACES, Space
+from fathom.prompts.spaces import Split as Split
 from fathom.records import Needle
 
 LATENT_VERSION = 1  # the data file's "version": bump both, here and there, when items change
-Split = Literal["train", "eval"]
 SPLIT_BUCKETS = 5  # an item's id hashes into one of these; bucket 0 is the training part
 HOPS = (1, 2)
 # The elements an association chain is made of; "association" names one per element of "chain".
@@ -182,13 +183,24 @@ def latent_kind(hops: int, literal: bool) -> str:
     return f"latent-{hops}" + ("-literal" if literal else "")
 
 
-def draw_latent(rng: random.Random, hops: int, literal: bool, split: Split = "eval") -> Needle:
-    """A needle of one item of ``split`` with a made-up character's name; ``literal`` asks the
-    question that reuses the needle's words."""
+def draw_latent(
+    rng: random.Random,
+    hops: int,
+    literal: bool,
+    split: Split = "eval",
+    withheld: frozenset[str] = frozenset(),
+) -> Needle:
+    """A needle of one item of ``split`` (none of ``withheld``) with a made-up character's name from
+    the same part's space (``prompts/spaces.py``); ``literal`` asks the question that reuses the
+    needle's words."""
     if hops not in HOPS:
         raise SpecError(f"a latent needle takes 1 or 2 hops, not {hops}")
-    item = rng.choice(items_in(split, hops))  # drawn before the name: the order fixes every needle
-    name = _name(rng, item)
+    items = items_in(split, hops)
+    if withheld:
+        items = tuple(item for item in items if item.id not in withheld)
+    # The item is drawn before the name: the order fixes every needle.
+    item = rng.choice(items)
+    name = _name(rng, item, SPACES[split])
     return Needle(
         kind=latent_kind(hops, literal),
         text=" " + item.needle.replace("{name}", name),
@@ -198,12 +210,12 @@ def draw_latent(rng: random.Random, hops: int, literal: bool, split: Split = "ev
     )
 
 
-def _name(rng: random.Random, item: LatentItem) -> str:
+def _name(rng: random.Random, item: LatentItem, space: Space = EVAL) -> str:
     """A first and last name (as the "fact" needle draws them) sharing no content word with the
     item: a drawn "Berlin" or "Rome" would hand the answer's place to the question's words."""
     taken = content_words(" ".join((item.needle, item.question, item.literal_question, *item.chain)))
     while True:
-        name = f"{made_up_name(rng, 2)} {made_up_name(rng, 2)}"
+        name = f"{made_up_name(rng, 2, space)} {made_up_name(rng, 2, space)}"
         if not content_words(name) & taken:
             return name
 

@@ -15,6 +15,9 @@ reading. A *needle set* makes that fail:
 
 Every placement records its role and the value it states, so the grader can tell an answer that
 took a distractor's value from one that missed, and analysis can say which positions were missed.
+
+Every draw comes from a ``Space`` (``prompts/spaces.py``): evaluation's by default, or the training
+space whose keys, values, names and items no evaluation draws.
 """
 
 from __future__ import annotations
@@ -33,22 +36,13 @@ from fathom.prompts.latent import (
     latent_kind,
     rouge1,
 )
-from fathom.prompts.needles import (
-    ADJECTIVES,
-    KEYED_NEEDLES,
-    NOUNS,
-    PLACE_ENDINGS,
-    made_up_name,
-    make_needle,
-)
+from fathom.prompts.needles import KEYED_NEEDLES, make_needle
+from fathom.prompts.spaces import ATTEMPTS, EVAL, Space
 from fathom.records import DISTRACTOR_ROLES, GOLD_ROLE, PART_ROLE, Needle
 
 GOLD, PART = GOLD_ROLE, PART_ROLE
 KEY_DISTRACTOR, CLASS_DISTRACTOR = DISTRACTOR_ROLES
 SPLIT_KINDS = ("split", "chain")
-# Attempts at drawing something that differs from what is already there (a key, a value, a depth
-# away from the gold): each succeeds with overwhelming chance, so running out means a bug.
-_ATTEMPTS = 1000
 
 
 @dataclass(frozen=True)
@@ -109,7 +103,7 @@ class NeedleSet:
 
 
 # The question for several keyed needles at once: the same wording with every key named.
-_PLURAL_QUESTIONS = {
+PLURAL_QUESTIONS = {
     "number": "Which numbers were given as the special magic numbers for {keys}?",
     "words": "What two-word passphrases were chosen for {keys}?",
     "uuid": "Which UUIDs are recorded as the special magic identifiers for {keys}?",
@@ -132,48 +126,36 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _place_name(rng: random.Random) -> str:
-    return made_up_name(rng, 1) + rng.choice(PLACE_ENDINGS)
-
-
-def _near_key(key: str, rng: random.Random, taken: set[str]) -> str:
-    """An adjective-noun key that keeps one word of ``key`` and is none of ``taken``."""
-    adjective, noun = key.split("-", 1)
-    for _ in range(_ATTEMPTS):
-        near = (
-            f"{adjective}-{rng.choice(NOUNS)}" if rng.random() < 0.5 else f"{rng.choice(ADJECTIVES)}-{noun}"
-        )
-        if near not in taken:
-            return near
-    raise RuntimeError(f"no near-miss key for {key}")
-
-
 def _fresh(draw: Callable[[random.Random], str], rng: random.Random, taken: set[str]) -> str:
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         value = draw(rng)
         if value not in taken:
             return value
     raise RuntimeError("no fresh value")
 
 
-def _keyed_distractor(kind: str, gold: Needle, style: str, rng: random.Random, taken: set[str]) -> Placement:
+def _keyed_distractor(
+    kind: str, gold: Needle, style: str, rng: random.Random, taken: set[str], space: Space
+) -> Placement:
     if style == CLASS_DISTRACTOR:
         other = KEYED_NEEDLES[_OTHER_CLASS[kind]]
-        value = _fresh(other.value, rng, taken)
+        value = _fresh(lambda r: other.value(space, r), rng, taken)
         return Placement(other.text.format(key=gold.key, value=value), 0.0, style, value)
     keyed = KEYED_NEEDLES[kind]
-    key = _near_key(gold.key, rng, taken)
-    value = _fresh(keyed.value, rng, taken)
+    key = space.near_key(gold.key, rng, taken)
+    value = _fresh(lambda r: keyed.value(space, r), rng, taken)
     return Placement(keyed.text.format(key=key, value=value), 0.0, style, value)
 
 
-def _fact_distractor(gold: Needle, style: str, rng: random.Random, taken: set[str]) -> Placement:
-    place = _fresh(_place_name, rng, taken)
+def _fact_distractor(
+    gold: Needle, style: str, rng: random.Random, taken: set[str], space: Space
+) -> Placement:
+    place = _fresh(space.place, rng, taken)
     if style == CLASS_DISTRACTOR:  # the same person, another place and another relation to it
         text = f" As a child, {gold.key} spent one summer in the village of {place}."
         return Placement(text, 0.0, style, place)
     surname = gold.key.split(" ", 1)[1]
-    person = _fresh(lambda r: f"{made_up_name(r, 2)} {surname}", rng, taken)
+    person = _fresh(lambda r: f"{space.word(r, 2)} {surname}", rng, taken)
     return Placement(f" After many years abroad, {person} settled in the town of {place}.", 0.0, style, place)
 
 
@@ -191,10 +173,10 @@ class _Parts:
     link: str
 
 
-def _split(rng: random.Random) -> _Parts:
+def _split(rng: random.Random, space: Space) -> _Parts:
     """Two halves of a code; the answer is both halves."""
-    key = f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}"
-    first, second = str(rng.randint(1000, 9999)), str(rng.randint(1000, 9999))
+    key = space.key(rng)
+    first, second = space.code_half(rng), space.code_half(rng)
     return _Parts(
         texts=(
             f" The first half of the vault code for {key} is {first}.",
@@ -209,11 +191,11 @@ def _split(rng: random.Random) -> _Parts:
     )
 
 
-def _chain(rng: random.Random) -> _Parts:
+def _chain(rng: random.Random, space: Space) -> _Parts:
     """A two-hop chain: who keeps the ledger in which chest, and where that chest went."""
-    person = made_up_name(rng, 2)
-    chest = f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} chest"
-    place = _place_name(rng)
+    person = space.word(rng, 2)
+    chest = f"{space.passphrase(rng)} chest"
+    place = space.place(rng)
     return _Parts(
         texts=(
             f" {person} keeps the family ledger locked in the {chest}.",
@@ -228,20 +210,22 @@ def _chain(rng: random.Random) -> _Parts:
     )
 
 
-def _split_distractor(kind: str, parts: _Parts, style: str, rng: random.Random, taken: set[str]) -> Placement:
+def _split_distractor(
+    kind: str, parts: _Parts, style: str, rng: random.Random, taken: set[str], space: Space
+) -> Placement:
     if kind == "split":  # another code of the same key, or a near-miss key's first half
-        value = _fresh(lambda r: str(r.randint(1000, 9999)), rng, taken)
+        value = _fresh(space.code_half, rng, taken)
         if style == CLASS_DISTRACTOR:
             text = f" The first half of the door code for {parts.subject} is {value}."
             return Placement(text, 0.0, style, value)
-        key = _near_key(parts.subject, rng, taken)
+        key = space.near_key(parts.subject, rng, taken)
         return Placement(f" The first half of the vault code for {key} is {value}.", 0.0, style, value)
-    place = _fresh(_place_name, rng, taken)
+    place = _fresh(space.place, rng, taken)
     if style == CLASS_DISTRACTOR:  # the same person in another town
         return Placement(f" {parts.subject} once kept a diary in the town of {place}.", 0.0, style, place)
     # A look-alike chest, the gold chest's noun kept: only its adjective tells them apart.
     noun = parts.link.split(" ")[1]
-    chest = _fresh(lambda r: f"{r.choice(ADJECTIVES)} {noun} chest", rng, taken | {parts.link})
+    chest = _fresh(lambda r: f"{r.choice(space.adjectives)} {noun} chest", rng, taken | {parts.link})
     return Placement(f" The {chest} was sent to the town of {place} last spring.", 0.0, style, place)
 
 
@@ -264,7 +248,7 @@ def _spread(depth: float, count: int) -> list[float]:
 
 
 def _distractor_depth(rng: random.Random, golds: list[float], gap: float) -> float:
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         depth = rng.random()
         if all(abs(depth - g) >= gap for g in golds):
             return depth
@@ -278,7 +262,7 @@ def evidence(needle: Needle) -> str:
     return before or needle.key
 
 
-def check_hardness(kind: str, hardness: Hardness) -> None:
+def check_hardness(kind: str, hardness: Hardness, space: Space = EVAL) -> None:
     """Refuse what no sample could be built for, before any is."""
     if hardness.distractors < 0 or hardness.needles < 1:
         raise SpecError("--distractors must be 0 or more and --needles 1 or more")
@@ -293,10 +277,18 @@ def check_hardness(kind: str, hardness: Hardness) -> None:
         raise SpecError(f"the distractor gap must lie in [0, 0.5), not {hardness.gap:g}")
     if kind in LATENT_KINDS:
         hops = LATENT_KINDS[kind][0]
-        groups = len({item.group for item in items_in("eval", hops)})
+        groups = len({item.group for item in items_in(space.split, hops) if item.id not in space.withheld})
+        if not groups:
+            raise SpecError(f"the haystack names a place of every {kind} item of the {space.split} part")
         if hardness.needles > groups:
+            part = f" (the {space.split} part's, less those the haystack names)" if space.withheld else ""
             raise SpecError(
-                f"--needles {hardness.needles}: {kind} needles come from {groups} groups, one a needle"
+                f"--needles {hardness.needles}: {kind} needles come from {groups} groups{part}, one a needle"
+            )
+        if hardness.distractors and hardness.needles == groups:  # a distractor's group is no gold's
+            raise SpecError(
+                f"--needles {hardness.needles} takes every group of {kind} needles, leaving none for "
+                f"distractors: use --needles {groups - 1} or fewer"
             )
     golds = 2 if kind in SPLIT_KINDS else hardness.needles
     if hardness.distractors and 2 * hardness.gap * golds >= 1.0:
@@ -310,15 +302,15 @@ def check_hardness(kind: str, hardness: Hardness) -> None:
 LATENT_KINDS = {latent_kind(hops, literal): (hops, literal) for hops in HOPS for literal in (False, True)}
 
 
-def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) -> NeedleSet:
+def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random, space: Space) -> NeedleSet:
     """Low-overlap needles: golds of distinct groups (one country's items could answer each other's
     questions), and as distractors other characters at other anchors, none in a gold's group."""
     hops, literal = LATENT_KINDS[kind]
-    items = {item.key: item for item in items_in("eval")}
+    items = {item.key: item for item in items_in(space.split)}
     golds: list[tuple[Needle, LatentItem]] = []
     groups: set[str] = set()
     while len(golds) < hardness.needles:
-        needle = draw_latent(rng, hops, literal)
+        needle = draw_latent(rng, hops, literal, space.split, space.withheld)
         item = items[needle.key]
         if item.group not in groups:
             golds.append((needle, item))
@@ -327,7 +319,7 @@ def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random)
     placements = [Placement(n.text, d, GOLD, n.answers[0]) for (n, _), d in zip(golds, depths, strict=True)]
     taken = {n.answers[0] for n, _ in golds}
     while len(placements) < len(golds) + hardness.distractors:
-        needle = draw_latent(rng, hops, literal)
+        needle = draw_latent(rng, hops, literal, space.split, space.withheld)
         if items[needle.key].group not in groups and needle.answers[0] not in taken:
             taken.add(needle.answers[0])
             at = _distractor_depth(rng, depths, hardness.gap)
@@ -345,17 +337,19 @@ def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random)
     )
 
 
-def needle_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) -> NeedleSet:
-    """The needles of one sample at the cell's ``depth``, drawn from ``rng``.
+def needle_set(
+    kind: str, hardness: Hardness, depth: float, rng: random.Random, space: Space = EVAL
+) -> NeedleSet:
+    """The needles of one sample at the cell's ``depth``, drawn from ``rng`` out of ``space``.
 
     With the default hardness this is ``make_needle``'s one needle at ``depth``, drawn identically,
     so plain runs build the prompts they always did."""
     if kind in SPLIT_KINDS:
-        return _split_set(kind, hardness, depth, rng)
+        return _split_set(kind, hardness, depth, rng, space)
     if kind in LATENT_KINDS:
-        return _latent_set(kind, hardness, depth, rng)
-    golds = [make_needle(kind, rng) for _ in range(hardness.needles)]
-    _unique_golds(kind, golds, rng)
+        return _latent_set(kind, hardness, depth, rng, space)
+    golds = [make_needle(kind, rng, space) for _ in range(hardness.needles)]
+    _unique_golds(kind, golds, rng, space)
     depths = _spread(depth, len(golds))
     placements = [Placement(n.text, d, GOLD, n.answers[0]) for n, d in zip(golds, depths, strict=True)]
     taken = {g.key for g in golds} | {a for g in golds for a in g.answers}
@@ -363,16 +357,16 @@ def needle_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) 
         style = CLASS_DISTRACTOR if index % 2 else KEY_DISTRACTOR
         gold = golds[index % len(golds)]
         if kind == "fact":
-            made = _fact_distractor(gold, style, rng, taken)
+            made = _fact_distractor(gold, style, rng, taken, space)
         else:
-            made = _keyed_distractor(kind, gold, style, rng, taken)
+            made = _keyed_distractor(kind, gold, style, rng, taken, space)
         taken.add(made.value)
         at = _distractor_depth(rng, depths, hardness.gap)
         placements.append(Placement(made.text, at, made.role, made.value))
     if len(golds) == 1:
         question = golds[0].question
     else:
-        question = _PLURAL_QUESTIONS[kind].format(keys=_join([g.key for g in golds]))
+        question = PLURAL_QUESTIONS[kind].format(keys=_join([g.key for g in golds]))
     return NeedleSet(
         kind=kind,
         question=question,
@@ -384,18 +378,18 @@ def needle_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) 
     )
 
 
-def _unique_golds(kind: str, golds: list[Needle], rng: random.Random) -> None:
+def _unique_golds(kind: str, golds: list[Needle], rng: random.Random, space: Space) -> None:
     """Redraw any gold needle whose key or value repeats an earlier one's: each fact must be its own."""
     seen: set[str] = set()
     for index, gold in enumerate(golds):
         while gold.key in seen or any(a in seen for a in gold.answers):
-            gold = make_needle(kind, rng)
+            gold = make_needle(kind, rng, space)
         golds[index] = gold
         seen |= {gold.key, *gold.answers}
 
 
-def _split_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) -> NeedleSet:
-    parts = _split(rng) if kind == "split" else _chain(rng)
+def _split_set(kind: str, hardness: Hardness, depth: float, rng: random.Random, space: Space) -> NeedleSet:
+    parts = _split(rng, space) if kind == "split" else _chain(rng, space)
     distance = hardness.split_distance
     if distance is None:  # drawn per sample, so the distance is a variable to analyse
         distance = rng.uniform(0.05, max(depth, 1.0 - depth))
@@ -407,7 +401,7 @@ def _split_set(kind: str, hardness: Hardness, depth: float, rng: random.Random) 
     taken = {parts.subject, parts.link, *parts.values}
     for index in range(hardness.distractors):
         style = CLASS_DISTRACTOR if index % 2 else KEY_DISTRACTOR
-        made = _split_distractor(kind, parts, style, rng, taken)
+        made = _split_distractor(kind, parts, style, rng, taken, space)
         taken.add(made.value)
         at = _distractor_depth(rng, list(depths), hardness.gap)
         placements.append(Placement(made.text, at, made.role, made.value))
