@@ -24,7 +24,7 @@ from fathom.report.runs import list_runs
 from fathom.report.text import comparison_text, runs_text, summary_text
 from fathom.run.runner import default_run_dir
 from fathom.run.store import QUARANTINE, RunFolder
-from fathom.spec import RunSpec, parse_corpora, parse_depths, parse_lengths, parse_split_distance
+from fathom.spec import RunSpec, parse_depths, parse_lengths, prompt_options
 
 
 class _Defaults(argparse.HelpFormatter):
@@ -211,7 +211,6 @@ SAMPLE_ERRORS = 3
 
 def _run(args: argparse.Namespace) -> int:
     depths = args.depths or ("11" if registry.TASK.entry(args.task).depths == "swept" else "")
-    corpus, domains = parse_corpora(args.corpus)
     spec = RunSpec(
         task=args.task,
         model=args.model,
@@ -220,15 +219,7 @@ def _run(args: argparse.Namespace) -> int:
         depths=parse_depths(depths) if depths else (),
         samples=args.samples,
         seed=args.seed,
-        corpus=corpus,
-        domains=domains,
-        needle=args.needle,
-        distractors=args.distractors,
-        needles=args.needles,
-        split_distance=parse_split_distance(args.split_distance),
-        haystack_offset=args.haystack_offset,
-        template=args.template,
-        system_prompt=args.system_prompt,
+        **prompt_options(args),
         scoring=args.scoring,
         max_new_tokens=args.max_new_tokens,
         perplexity=args.perplexity,

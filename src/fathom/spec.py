@@ -61,6 +61,12 @@ class RunSpec:
     haystack_offset: str = "start"
     # niah: several corpora swept as an axis (domain x length x depth); empty: the one ``corpus``.
     domains: tuple[str, ...] = ()
+    # Real suites (longbench, longbench-e, longbench-v2, infinitebench): the folder holding the suite's
+    # official files, the tasks of it to run (empty: all), and whether a prompt longer than the length
+    # has its middle cut, as the suites do (False refuses such prompts instead).
+    data: str | None = None
+    suite_tasks: tuple[str, ...] = ()
+    truncate: bool = True
 
     def __post_init__(self) -> None:
         if not self.lengths:
@@ -109,6 +115,7 @@ class RunSpec:
         values["lengths"] = tuple(values["lengths"])
         values["depths"] = tuple(values["depths"])
         values["domains"] = tuple(values.get("domains", ()))
+        values["suite_tasks"] = tuple(values.get("suite_tasks", ()))
         return cls(**values)
 
     @property
@@ -124,6 +131,9 @@ _LATER_FIELDS: dict[str, object] = {
     "split_distance": 0.25,
     "haystack_offset": "start",
     "domains": (),
+    "data": None,
+    "suite_tasks": (),
+    "truncate": True,
 }
 
 
@@ -174,3 +184,20 @@ def parse_split_distance(text: str) -> float | None:
         raise SpecError(
             f"--split-distance takes a share of the haystack (0.25) or random, not '{text}'"
         ) from None
+
+
+def prompt_options(args: Any) -> dict[str, Any]:
+    """The spec's fields that decide a NIAH prompt, read from the options ``fathom run`` and
+    ``fathom export`` share (parsed command-line arguments)."""
+    corpus, domains = parse_corpora(args.corpus)
+    return {
+        "corpus": corpus,
+        "domains": domains,
+        "needle": args.needle,
+        "distractors": args.distractors,
+        "needles": args.needles,
+        "split_distance": parse_split_distance(args.split_distance),
+        "haystack_offset": args.haystack_offset,
+        "template": args.template,
+        "system_prompt": args.system_prompt,
+    }

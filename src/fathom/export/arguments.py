@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from fathom.export.examples import EXPORT_KINDS, EXPORTABLE
-from fathom.spec import RunSpec, parse_corpora, parse_depths, parse_lengths, parse_split_distance
+from fathom.spec import RunSpec, parse_depths, parse_lengths, prompt_options
 
 EXPORT_HELP = "write long-context training examples from evaluation's generators, sharing nothing with it"
 EXPORT_DESCRIPTION = (
@@ -90,7 +90,6 @@ def add_export_commands(
 
 def export_spec(args: argparse.Namespace) -> RunSpec:
     """The spec whose prompts the export imitates: a run's, whose backend is never made."""
-    corpus, domains = parse_corpora(args.corpus)
     return RunSpec(
         task=args.task,
         model="export",  # no model answers: the tokenizer alone counts the lengths
@@ -99,13 +98,5 @@ def export_spec(args: argparse.Namespace) -> RunSpec:
         depths=parse_depths(args.depths),
         samples=1,  # each example is a sample of its own (fathom.export.examples)
         seed=args.seed,
-        corpus=corpus,
-        domains=domains,
-        needle=args.needle,
-        distractors=args.distractors,
-        needles=args.needles,
-        split_distance=parse_split_distance(args.split_distance),
-        haystack_offset=args.haystack_offset,
-        template=args.template,
-        system_prompt=args.system_prompt,
+        **prompt_options(args),
     )
