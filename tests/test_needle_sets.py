@@ -10,9 +10,9 @@ from fathom.prompts.needle_sets import (
     check_hardness,
     evidence,
     needle_set,
-    split_depths,
 )
 from fathom.prompts.needles import make_needle, needle_rng
+from fathom.prompts.split_needles import split_depths
 
 KEYED = ("number", "words", "uuid", "fact")
 

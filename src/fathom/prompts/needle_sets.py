@@ -23,7 +23,6 @@ space whose keys, values, names and items no evaluation draws.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from fathom.errors import SpecError
@@ -38,6 +37,7 @@ from fathom.prompts.latent import (
 )
 from fathom.prompts.needles import KEYED_NEEDLES, make_needle
 from fathom.prompts.spaces import ATTEMPTS, EVAL, Space
+from fathom.prompts.split_needles import draw_parts, fresh, part_lookalike, split_depths
 from fathom.records import DISTRACTOR_ROLES, GOLD_ROLE, PART_ROLE, Needle
 
 GOLD, PART = GOLD_ROLE, PART_ROLE
@@ -126,120 +126,29 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _fresh(draw: Callable[[random.Random], str], rng: random.Random, taken: set[str]) -> str:
-    for _ in range(ATTEMPTS):
-        value = draw(rng)
-        if value not in taken:
-            return value
-    raise RuntimeError("no fresh value")
-
-
 def _keyed_distractor(
     kind: str, gold: Needle, style: str, rng: random.Random, taken: set[str], space: Space
 ) -> Placement:
     if style == CLASS_DISTRACTOR:
         other = KEYED_NEEDLES[_OTHER_CLASS[kind]]
-        value = _fresh(lambda r: other.value(space, r), rng, taken)
+        value = fresh(lambda r: other.value(space, r), rng, taken)
         return Placement(other.text.format(key=gold.key, value=value), 0.0, style, value)
     keyed = KEYED_NEEDLES[kind]
     key = space.near_key(gold.key, rng, taken)
-    value = _fresh(lambda r: keyed.value(space, r), rng, taken)
+    value = fresh(lambda r: keyed.value(space, r), rng, taken)
     return Placement(keyed.text.format(key=key, value=value), 0.0, style, value)
 
 
 def _fact_distractor(
     gold: Needle, style: str, rng: random.Random, taken: set[str], space: Space
 ) -> Placement:
-    place = _fresh(space.place, rng, taken)
+    place = fresh(space.place, rng, taken)
     if style == CLASS_DISTRACTOR:  # the same person, another place and another relation to it
         text = f" As a child, {gold.key} spent one summer in the village of {place}."
         return Placement(text, 0.0, style, place)
     surname = gold.key.split(" ", 1)[1]
-    person = _fresh(lambda r: f"{space.word(r, 2)} {surname}", rng, taken)
+    person = fresh(lambda r: f"{space.word(r, 2)} {surname}", rng, taken)
     return Placement(f" After many years abroad, {person} settled in the town of {place}.", 0.0, style, place)
-
-
-@dataclass(frozen=True)
-class _Parts:
-    """A fact in two parts: each part's text, evidence phrase and stated value; the question and
-    its answers; ``subject`` (the code's key, or the person) and ``link`` (what joins the parts)."""
-
-    texts: tuple[str, str]
-    keys: tuple[str, str]
-    values: tuple[str, str]
-    question: str
-    answers: tuple[str, ...]
-    subject: str
-    link: str
-
-
-def _split(rng: random.Random, space: Space) -> _Parts:
-    """Two halves of a code; the answer is both halves."""
-    key = space.key(rng)
-    first, second = space.code_half(rng), space.code_half(rng)
-    return _Parts(
-        texts=(
-            f" The first half of the vault code for {key} is {first}.",
-            f" The second half of the vault code for {key} is {second}.",
-        ),
-        keys=(f"first half of the vault code for {key}", f"second half of the vault code for {key}"),
-        values=(first, second),
-        question=f"What is the whole vault code for {key}? Give the first half, then the second.",
-        answers=(first, second),
-        subject=key,
-        link=key,
-    )
-
-
-def _chain(rng: random.Random, space: Space) -> _Parts:
-    """A two-hop chain: who keeps the ledger in which chest, and where that chest went."""
-    person = space.word(rng, 2)
-    chest = f"{space.passphrase(rng)} chest"
-    place = space.place(rng)
-    return _Parts(
-        texts=(
-            f" {person} keeps the family ledger locked in the {chest}.",
-            f" The {chest} was sent to the town of {place} last spring.",
-        ),
-        keys=(f"{person} keeps the family ledger", f"The {chest} was sent"),
-        values=(chest, place),
-        question=f"In which town is the family ledger of {person} now?",
-        answers=(place,),
-        subject=person,
-        link=chest,
-    )
-
-
-def _split_distractor(
-    kind: str, parts: _Parts, style: str, rng: random.Random, taken: set[str], space: Space
-) -> Placement:
-    if kind == "split":  # another code of the same key, or a near-miss key's first half
-        value = _fresh(space.code_half, rng, taken)
-        if style == CLASS_DISTRACTOR:
-            text = f" The first half of the door code for {parts.subject} is {value}."
-            return Placement(text, 0.0, style, value)
-        key = space.near_key(parts.subject, rng, taken)
-        return Placement(f" The first half of the vault code for {key} is {value}.", 0.0, style, value)
-    place = _fresh(space.place, rng, taken)
-    if style == CLASS_DISTRACTOR:  # the same person in another town
-        return Placement(f" {parts.subject} once kept a diary in the town of {place}.", 0.0, style, place)
-    # A look-alike chest, the gold chest's noun kept: only its adjective tells them apart.
-    noun = parts.link.split(" ")[1]
-    chest = _fresh(lambda r: f"{r.choice(space.adjectives)} {noun} chest", rng, taken | {parts.link})
-    return Placement(f" The {chest} was sent to the town of {place} last spring.", 0.0, style, place)
-
-
-def split_depths(depth: float, distance: float) -> tuple[float, float]:
-    """The parts' depths: the first at ``depth``, the second ``distance`` after it, or before it
-    where after would leave the haystack."""
-    if depth + distance <= 1.0:
-        return depth, depth + distance
-    if depth - distance >= 0.0:
-        return depth, depth - distance
-    raise SpecError(
-        f"a split needle at depth {depth:g} cannot have its parts {distance:g} of the haystack apart: "
-        f"use --split-distance {max(depth, 1.0 - depth):g} or less (0.5 or less fits every depth)"
-    )
 
 
 def _spread(depth: float, count: int) -> list[float]:
@@ -389,7 +298,7 @@ def _unique_golds(kind: str, golds: list[Needle], rng: random.Random, space: Spa
 
 
 def _split_set(kind: str, hardness: Hardness, depth: float, rng: random.Random, space: Space) -> NeedleSet:
-    parts = _split(rng, space) if kind == "split" else _chain(rng, space)
+    parts = draw_parts(kind, rng, space)
     distance = hardness.split_distance
     if distance is None:  # drawn per sample, so the distance is a variable to analyse
         distance = rng.uniform(0.05, max(depth, 1.0 - depth))
@@ -401,10 +310,9 @@ def _split_set(kind: str, hardness: Hardness, depth: float, rng: random.Random, 
     taken = {parts.subject, parts.link, *parts.values}
     for index in range(hardness.distractors):
         style = CLASS_DISTRACTOR if index % 2 else KEY_DISTRACTOR
-        made = _split_distractor(kind, parts, style, rng, taken, space)
-        taken.add(made.value)
-        at = _distractor_depth(rng, list(depths), hardness.gap)
-        placements.append(Placement(made.text, at, made.role, made.value))
+        text, value = part_lookalike(kind, parts, style, rng, taken, space)
+        taken.add(value)
+        placements.append(Placement(text, _distractor_depth(rng, list(depths), hardness.gap), style, value))
     subjects = (parts.subject, parts.link) if kind == "chain" else (parts.subject,)
     return NeedleSet(
         kind, parts.question, parts.answers, tuple(placements), parts.keys, (_PATTERNS[kind],), subjects

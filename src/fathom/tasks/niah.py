@@ -31,10 +31,10 @@ from fathom.prompts.needle_sets import (
     NeedleSet,
     check_hardness,
     needle_set,
-    split_depths,
 )
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.spaces import EVAL, Space
+from fathom.prompts.split_needles import split_depths
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import DISTRACTOR_ROLES, Cell
