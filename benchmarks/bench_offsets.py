@@ -59,7 +59,9 @@ def measure(spec: RunSpec, root: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", default=None, help="a backend to time (e.g. llamacpp:smollm2?threads=2)")
     parser.add_argument("--tokenizer", default="cl100k_base", help="for the prefix share without a model")
     parser.add_argument("--lengths", default="1k,2k,4k")
@@ -68,7 +70,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "offsets.json")
     args = parser.parse_args()
     model = args.model or "sim:perfect"
-    tokenizer = load_tokenizer(args.tokenizer) if args.model is None else create_backend(model, "auto").tokenizer
+    tokenizer = (
+        load_tokenizer(args.tokenizer) if args.model is None else create_backend(model, "auto").tokenizer
+    )
     base = RunSpec(
         "niah", model, "auto", parse_lengths(args.lengths), parse_depths(args.depths), args.samples
     )
