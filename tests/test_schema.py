@@ -14,6 +14,9 @@ that commit (so git_sha is null):
 - v5, the commit after 820ebcc: ``fathom run niah --model sim:pattern-matcher --tokenizer char --lengths
   2k,4k --depths 0.5 --samples 2 --needle latent-1 --distractors 2 --haystack-offset random`` (hard
   needles: roles and values, literal twins as task niah:literal, offsets, redraws, overlap)
+- v6, the commit that added the real suites: ``fathom run longbench --suite-tasks hotpotqa --data DIR
+  --model sim:perfect --tokenizer char --lengths 1k,8k --samples 2``, DIR written by
+  ``tests/test_suites.py``'s ``write_suites`` (items, splits, truncation: 1k cuts every prompt)
 
 A new record schema adds its fixture here, written by the fathom that introduces it.
 """

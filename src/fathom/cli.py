@@ -25,6 +25,8 @@ from fathom.report.text import comparison_text, runs_text, summary_text
 from fathom.run.runner import default_run_dir
 from fathom.run.store import QUARANTINE, RunFolder
 from fathom.spec import RunSpec, parse_depths, parse_lengths, prompt_options
+from fathom.tasks.suites.arguments import add_run_options, add_suite_commands, spec_options
+from fathom.tasks.suites.demo import make_demo
 
 
 class _Defaults(argparse.HelpFormatter):
@@ -90,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     gallery.add_argument("--out", type=Path, default=Path("gallery"), help="default: gallery")
 
     add_export_commands(commands, _Defaults)
+    add_suite_commands(commands)
     return parser
 
 
@@ -179,6 +182,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_false",
         help="skip the no-context control (by default every question is also asked without its context)",
     )
+    add_run_options(run)
     run.add_argument("--out", type=_folder, default=Path("runs"), help="where new run folders go")
     run.add_argument("--run-dir", type=_folder, default=None, help="this exact run folder")
     run.add_argument(
@@ -225,6 +229,7 @@ def _run(args: argparse.Namespace) -> int:
         perplexity=args.perplexity,
         answer_logprob=args.answer_logprob,
         control=args.control,
+        **spec_options(args),
     )
     run_dir = args.run_dir or default_run_dir(spec, args.out)
     result = run_spec(spec, run_dir, show_progress=not args.no_progress, order=args.order)
@@ -322,6 +327,11 @@ def _export_check(args: argparse.Namespace) -> int:
     return 1 if result.overlaps else 0  # 1, as compare's regression: a pipeline can gate on it
 
 
+def _suites(args: argparse.Namespace) -> None:
+    files = make_demo(args.folder, args.items, args.seed)
+    print(f"wrote {', '.join(p.name for p in files)} in {args.folder}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _show_warnings()
@@ -337,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             "gallery": _gallery,
             "export": _export,
             "export-check": _export_check,
+            "suites": _suites,
         }
         status = handlers[args.command](args)
     except FathomError as exc:

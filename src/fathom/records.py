@@ -34,8 +34,13 @@ _OPTIONAL = (
     "haystack_similarity",
     "overlap_words",
     "overlap_rouge1",
+    "item_id",
+    "item_groups",
+    "original_tokens",
+    "truncated",
 )
-_SCHEMA_5 = _OPTIONAL[2:]
+_SCHEMA_5 = _OPTIONAL[2:10]
+_SCHEMA_6 = _OPTIONAL[10:]
 
 
 class ErrorKind(enum.StrEnum):
@@ -193,6 +198,14 @@ class SampleRecord:
     haystack_similarity: float | None = None
     overlap_words: int | None = None
     overlap_rouge1: float | None = None
+    # A real suite's sample (schema 6): the item's id in its file, the splits it belongs to
+    # ("length:0-4k", "difficulty:hard"), and the suite's length protocol made visible: the prompt's
+    # tokens before its middle was cut to the run's length (actual_tokens are those after), and
+    # whether it was cut.
+    item_id: str | None = None
+    item_groups: tuple[str, ...] = ()
+    original_tokens: int | None = None
+    truncated: bool = False
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
@@ -306,4 +319,14 @@ def v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-RECORDS = Versions("record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5))
+def v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 6 added a real suite's item, splits and truncation; a record of schema 5 is of a task
+    that builds its prompts to length, none of which it has. One of schema 5 that holds a field of
+    schema 6 is no record of either."""
+    for name in _SCHEMA_6:
+        if name in data:
+            raise TypeError(f"unknown field '{name}' (a field of schema 6, in a record of schema 5)")
+    return data
+
+
+RECORDS = Versions("record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6))

@@ -56,6 +56,12 @@ def _ruler(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     return RulerTask(spec, tokenizer)
 
 
+def _suite(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    from fathom.tasks.suites.task import SuiteRun
+
+    return SuiteRun(spec, tokenizer)
+
+
 def _sim(rest: str, tokenizer: str) -> Backend:
     from fathom.backends.sim import SimulatedBackend
     from fathom.prompts.tokenizers import load_tokenizer
@@ -100,6 +106,19 @@ TASKS: dict[str, TaskEntry] = {
     ),
     "ruler": dataclasses.replace(_RULER_TASK, summary="the 13 RULER tasks"),
     **dict.fromkeys(RULER_TASKS, _RULER_TASK),
+    **{
+        name: TaskEntry(
+            _suite,
+            f"{summary}, from the suite's official files (--data DIR)",
+            knobs=("template", "system_prompt", "max_new_tokens", "data", "suite_tasks", "truncate"),
+        )
+        for name, summary in (
+            ("longbench", "LongBench's 21 tasks"),
+            ("longbench-e", "LongBench-E's 13 tasks in length buckets"),
+            ("longbench-v2", "LongBench v2's multiple-choice questions"),
+            ("infinitebench", "InfiniteBench's 12 tasks"),
+        )
+    },
 }
 
 BACKENDS: dict[str, BackendEntry] = {

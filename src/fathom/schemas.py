@@ -30,14 +30,17 @@ from fathom.errors import NewerSchemaError
 # beside sample records. 4: every record carries its run's identity fingerprint; answers over
 # ANSWER_BYTES are cut there. 5: NIAH's hard needles: each needle's role and value, the distractors'
 # values an answer holds, the haystack's offset, redraws, and the needles' similarity and overlap.
-RECORD_SCHEMA = 5
+# 6: real suites' samples: the item's id and splits, the prompt's tokens before the suite's middle
+# truncation and whether it was cut.
+RECORD_SCHEMA = 6
 # 1: the manifest as written since the first run (sections added since read as absent). 2: the
 # corpora the prompts are cut from, with their source, licence, size in tokens and hash.
 MANIFEST_SCHEMA = 2
 # 1: summary.json without a schema, and without a kind for NIAH's grid. 2: both, and error kinds in
 # every summary. 3: NIAH's variants (domains, literal twins) and hard-needle sections, where a run has
-# them; cells with the needles' similarity to their corpus.
-SUMMARY_SCHEMA = 3
+# them; cells with the needles' similarity to their corpus. 4: the real suites' section (scores by
+# actual length, truncation, splits) in a suite run's summary.
+SUMMARY_SCHEMA = 4
 
 Step = Callable[[dict[str, Any]], dict[str, Any]]
 T = TypeVar("T")

@@ -18,6 +18,7 @@ from fathom.analysis.niah import summarize
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import ruler_summary
 from fathom.analysis.select import control_records, is_literal_twin, is_ruler_run, split_records
+from fathom.analysis.suites import is_suite_run, suite_summary
 from fathom.manifest import Manifest
 from fathom.records import AnyRecord, SampleRecord
 from fathom.schemas import SUMMARY_SCHEMA, Versions, read
@@ -51,6 +52,9 @@ class RulerGrid:
     lengths: tuple[Row, ...]
     aggregates: dict[str, Row]
     depth_profile: tuple[Row, ...]
+    # Schema 4. A real suite's run (``fathom.analysis.suites.suite_summary``): the grid by the prompts'
+    # actual length, how many prompts the suite's middle truncation cut and by how much, its splits.
+    suites: Row = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -170,9 +174,14 @@ def v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3))
+def v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 4 added the real suites' section: a summary of schema 3 is of no suite's run."""
+    return data
+
+
+SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4))
 # A sweep's sections that only some runs have: absent from summary.json where empty.
-_OPTIONAL = ("variants", "hard")
+_OPTIONAL = ("variants", "hard", "suites")
 
 
 def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> Summary:
@@ -184,6 +193,8 @@ def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> Summar
     summary: dict[str, Any] = {"kind": "perplexity", "samples": 0, "errors": 0, "error_kinds": {}}
     if samples and is_ruler_run(samples):
         summary = ruler_summary(samples)
+        if is_suite_run(samples):
+            summary["suites"] = suite_summary(samples)
     elif samples:
         summary = {"kind": "niah", **_niah(samples, threshold)}
         likelihood = answer_likelihood(samples)

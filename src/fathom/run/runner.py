@@ -318,13 +318,18 @@ def _record(
     spec: RunSpec, backend: Backend, sample: Sample, actual: int, completion: Completion
 ) -> SampleRecord:
     cell, prompt = sample.cell, sample.prompt
-    graded = score(sample.scoring, completion.text, sample.answers)  # the whole answer, before any cut
+    # The whole answer, before any cut; by the task's own grader where it has one.
+    if sample.grader is not None:
+        graded = sample.grader(completion.text, sample.answers)
+    else:
+        graded = score(sample.scoring, completion.text, sample.answers)
     output, output_bytes = cap_answer(completion.text)
     window = backend.trained_window
     # A control's prompt holds no needles, so it records none of their roles.
     needles = sample.needles if sample.needles is not None and prompt.needles else None
     lured = found_in(completion.text, needles.lures) if needles is not None else ()
     overlap = needles.overlap if needles is not None else None
+    source = sample.source
     return SampleRecord(
         sample_id=cell.id,
         task=cell.task,
@@ -362,6 +367,10 @@ def _record(
         haystack_similarity=sample.similarity,
         overlap_words=None if overlap is None else overlap[0],
         overlap_rouge1=None if overlap is None else round(overlap[1], 4),
+        item_id=None if source is None else source.item_id,
+        item_groups=() if source is None else source.groups,
+        original_tokens=None if source is None else source.original_tokens,
+        truncated=source is not None and source.truncated,
     )
 
 

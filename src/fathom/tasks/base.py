@@ -11,7 +11,20 @@ from fathom.prompts.haystack.index import Ids
 from fathom.prompts.needle_sets import NeedleSet
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell
+from fathom.scoring import Grader
 from fathom.spec import RunSpec
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """A real suite's sample: the item it asks about, the splits it belongs to ("length:0-4k",
+    "difficulty:hard"), and what the suite's length protocol did to its prompt: the prompt's tokens
+    before the middle was cut to the run's length, and whether it was."""
+
+    item_id: str
+    groups: tuple[str, ...]
+    original_tokens: int
+    truncated: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,6 +53,10 @@ class Sample:
     # How alike the needles and their corpus are: the highest content-word Jaccard index between a
     # gold needle (or part) and one sentence of the corpus (prompts/hygiene.py).
     similarity: float | None = None
+    # A task's own grader, for metrics that read more than the references (LongBench's classification
+    # reads its task's classes); None grades with the scoring method named ``scoring``.
+    grader: Grader | None = None
+    source: SourceFacts | None = None  # a real suite's item and truncation
 
     @classmethod
     def of_needles(
