@@ -188,3 +188,20 @@ def test_the_demo_set_is_in_longbenchs_layout(tmp_path: Path) -> None:
     }
     assert lines[0]["context"].startswith("Passage 1:\n")
     assert (tmp_path / "multifieldqa_en_e.jsonl").is_file()
+
+
+def test_a_suite_run_prints_its_truncation_not_rulers_thresholds() -> None:
+    from fathom.report.text import suite_text
+
+    suites = {
+        "truncated": 2,
+        "samples": 5,
+        "truncation": [
+            {"task": "hotpotqa", "length": 2048, "truncated": 2, "max_removed_tokens": 1234},
+            {"task": "hotpotqa", "length": 8192, "truncated": 0, "max_removed_tokens": 0},
+        ],
+    }
+    (line,) = suite_text(suites)
+    assert "2 of 5 prompts cut" in line and "at most 1,234 tokens" in line
+    (none,) = suite_text({**suites, "truncated": 0, "truncation": []})
+    assert "0 of 5 prompts cut to their limit;" in none

@@ -136,6 +136,8 @@ def ruler_text(grid: RulerGrid) -> list[str]:
         cells = "".join(_pct(by_pos.get((task, n)), 8) for n in lengths)
         lines.append(f"  {task:<{width}}{cells}")
     lines.append(f"  {'average':<{width}}" + "".join(_pct(row["mean"], 8) for row in grid.lengths))
+    if grid.suites:  # a real suite: RULER's thresholds are not its own; what its truncation did is
+        return lines + suite_text(grid.suites)
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     scores = ", ".join(
         f"{name} {'n/a' if mean[key] is None else f'{mean[key]:.1f}'}"
@@ -153,6 +155,16 @@ def ruler_text(grid: RulerGrid) -> list[str]:
         f"on the 95% lower bound: {_length(low['effective_length_relative'])}"
     )
     return lines
+
+
+def suite_text(suites: Row) -> list[str]:
+    """A real suite's truncation in a line: how many prompts the suite's middle cut shortened."""
+    removed = [row["max_removed_tokens"] for row in suites["truncation"] if row["truncated"]]
+    most = f", at most {max(removed):,} tokens from one" if removed else ""
+    return [
+        f"(columns: the length limit) middle truncation: {suites['truncated']} of {suites['samples']} "
+        f"prompts cut to their limit{most}; summary.json scores them by the tokens each model read"
+    ]
 
 
 def control_text(summary: Row) -> str:
