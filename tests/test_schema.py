@@ -123,7 +123,9 @@ def test_report_re_derives_every_old_run_folder(
 ) -> None:
     copy = shutil.copytree(fixture(version), tmp_path / "run")
     assert main(["report", str(copy)]) == 0
-    assert (copy / "report.html").is_file() and "effective length" in capsys.readouterr().out
+    # A real suite's run (v6's fixture) states its truncation where a sweep states its effective length.
+    said = "middle truncation" if version == 6 else "effective length"
+    assert (copy / "report.html").is_file() and said in capsys.readouterr().out
     written = json.loads((copy / SUMMARY).read_text())
     assert written == SUMMARIES.upgrade(json.loads((fixture(version) / SUMMARY).read_text()))
     assert (copy / "manifest.json").read_bytes() == (fixture(version) / "manifest.json").read_bytes()
