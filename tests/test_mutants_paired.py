@@ -1,0 +1,186 @@
+"""The comparison's pieces that its end-to-end tests leave open, each pinned by a value worked out
+by hand: how a machine difference is shown, a run's reference in compare.json, the order of the
+cells and the verdict where the mean and the signs disagree."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_store import manifest, record
+
+from fathom.analysis.paired import (
+    EffectiveLength,
+    Pair,
+    PairedTest,
+    RunRecords,
+    RunRef,
+    _by_id,
+    _check_same_hashes,
+    _check_same_prompts,
+    _compare_cells,
+    _short,
+    _verdict,
+    holm_adjust,
+    machine_differences,
+    paired_test,
+    run_effective_length,
+    sign_test,
+)
+from fathom.errors import RunFolderError
+from fathom.manifest import Environment, Identity, Manifest
+
+
+def test_a_cpu_reads_as_its_model_and_how_many_simd_flags_it_has() -> None:
+    cpu = {"model": "Xeon Platinum 8480", "simd": ["avx2", "avx512f", "amx"], "cores": 8}
+    assert _short(cpu) == "Xeon Platinum 8480, 3 SIMD flags"
+    assert _short({"model": "EPYC 9654", "simd": None}) == "EPYC 9654, 0 SIMD flags"
+    assert _short({"model": "EPYC 9654"}) == "EPYC 9654, 0 SIMD flags"
+
+
+def test_anything_else_reads_as_its_json_with_sorted_keys_and_at_most_80_characters() -> None:
+    assert _short({"version": "0.3.36", "commit": "abc123"}) == '{"commit": "abc123", "version": "0.3.36"}'
+    # A string that merely mentions a model is no CPU record.
+    assert _short("a model built here") == '"a model built here"'
+    assert _short(["b", "a"]) == '["b", "a"]'
+    long = {"flags": "x" * 100}
+    assert _short(long) == '{"flags": "' + "x" * 69
+    assert len(_short(long)) == 80
+
+
+def test_a_run_is_named_in_compare_json_by_its_folder_and_model() -> None:
+    ref = RunRef(Path("runs") / "niah-sim-perfect-1a2b3c4d", "sim:perfect")
+    assert ref.to_json() == {"path": "runs/niah-sim-perfect-1a2b3c4d", "model": "sim:perfect"}
+
+
+def _pair(sample_id: str, task: str, length: int, depth: float | None, base: float, new: float) -> Pair:
+    twin = dataclasses.replace(record(0), sample_id=sample_id, task=task, length=length, depth=depth)
+    return dataclasses.replace(twin, score=base), dataclasses.replace(twin, score=new)
+
+
+def test_ruler_cells_come_in_the_suites_task_order_then_by_length() -> None:
+    # Sample ids sort cwe before vt, and 16384 before 4096 as text: the order must come from neither.
+    pairs = [
+        _pair("cwe|L16384|S0", "cwe", 16384, None, 1.0, 0.0),
+        _pair("cwe|L4096|S0", "cwe", 4096, None, 1.0, 1.0),
+        _pair("vt|L16384|S0", "vt", 16384, None, 0.0, 1.0),
+        _pair("vt|L4096|S0", "vt", 4096, None, 1.0, 1.0),
+    ]
+    cells = _compare_cells(pairs, 0.05)
+    assert [(c.task, c.length, c.depth) for c in cells] == [
+        ("vt", 4096, None),
+        ("vt", 16384, None),
+        ("cwe", 4096, None),
+        ("cwe", 16384, None),
+    ]
+    assert [(c.test.worse, c.test.better) for c in cells] == [(0, 0), (0, 1), (0, 0), (1, 0)]
+
+
+def test_niah_cells_come_by_length_then_depth_whatever_their_ids() -> None:
+    pairs = [
+        _pair("a", "niah", 2048, 1.0, 1.0, 1.0),
+        _pair("b", "niah", 1024, 1.0, 1.0, 0.0),
+        _pair("c", "niah", 1024, 0.0, 0.0, 1.0),
+        _pair("d", "niah", 1024, 0.5, 1.0, 1.0),
+    ]
+    cells = _compare_cells(pairs, 0.05)
+    assert [(c.task, c.length, c.depth) for c in cells] == [
+        (None, 1024, 0.0),
+        (None, 1024, 0.5),
+        (None, 1024, 1.0),
+        (None, 2048, 1.0),
+    ]
+    assert [c.test.difference for c in cells] == [1.0, 0.0, -1.0, 0.0]
+
+
+def test_a_mean_that_did_not_move_is_no_verdict_whatever_the_signs_say() -> None:
+    # Fractional scores: ten small drops and one large gain that cancel in the mean.
+    test = PairedTest(pairs=11, base_mean=0.5, new_mean=0.5, worse=10, better=1, p_value=0.0117)
+    assert _verdict(test, 0.0117, 0.05) == "unchanged"
+    assert _verdict(dataclasses.replace(test, new_mean=0.4), 0.0117, 0.05) == "regressed"
+    assert _verdict(dataclasses.replace(test, new_mean=0.6), 0.0117, 0.05) == "unchanged"  # signs disagree
+
+
+def test_an_improvement_needs_the_mean_to_rise_too() -> None:
+    test = PairedTest(pairs=11, base_mean=0.5, new_mean=0.5, worse=1, better=10, p_value=0.0117)
+    assert _verdict(test, 0.0117, 0.05) == "unchanged"
+    assert _verdict(dataclasses.replace(test, new_mean=0.6), 0.0117, 0.05) == "improved"
+
+
+def test_negative_counts_and_no_pairs_are_refused_with_the_reason() -> None:
+    with pytest.raises(ValueError) as raised:
+        sign_test(-1, 3)
+    assert str(raised.value) == "counts must be >= 0, got worse=-1, better=3"
+    with pytest.raises(ValueError) as raised:
+        paired_test([])
+    assert str(raised.value) == "no pairs to test"
+
+
+def test_holm_caps_every_adjusted_p_at_one() -> None:
+    # 3 x 0.4 = 1.2 and 2 x 0.5 = 1.0 by hand: capped, then kept non-decreasing.
+    assert holm_adjust([0.4, 0.5, 0.9]) == [1.0, 1.0, 1.0]
+    assert holm_adjust([0.9, 0.01, 0.3]) == [0.9, 0.03, 0.6]
+
+
+def test_a_run_without_samples_has_no_effective_length() -> None:
+    assert run_effective_length([]) == EffectiveLength(None, None)
+
+
+def test_a_ruler_runs_effective_length_on_the_mean_and_on_the_lower_bound() -> None:
+    # One task: 40/40 at 1k (Wilson lower bound 91.2%) and 36/40 at 2k (mean 90%, lower bound 77.0%),
+    # against RULER's threshold of 85.6%.
+    samples = [
+        dataclasses.replace(record(i), sample_id=f"vt|L{length}|S{i}", task="vt", length=length, depth=None,
+                            score=float(length == 1024 or i < 36))
+        for length in (1024, 2048)
+        for i in range(40)
+    ]  # fmt: skip
+    assert run_effective_length(samples) == EffectiveLength(2048, 1024)
+
+
+def _identity(**changes: Any) -> Identity:
+    written = manifest().identity.written
+    return Identity.from_json({**written, **changes})
+
+
+def test_a_key_one_identity_lacks_is_a_difference_in_the_prompts() -> None:
+    base = _identity()
+    spec = {k: v for k, v in base.written["spec"].items() if k != "template"}
+    new = _identity(spec=spec, task={**base.written["task"], "extra": 2})
+    with pytest.raises(RunFolderError) as raised:
+        _check_same_prompts(base, new)
+    assert str(raised.value) == (
+        "the runs did not see the same prompts; they differ in spec.template (base 'auto', new None); "
+        "task.extra: compare two runs of one spec (same task, lengths, depths, samples, seed, tokenizer, "
+        "corpus and template) that differ only in --model"
+    )
+
+
+def test_twins_with_different_prompts_are_refused_with_the_reason() -> None:
+    base = {"a": record(0), "b": record(1)}
+    new = {"a": dataclasses.replace(record(0), prompt_sha256="1" * 64), "b": record(1)}
+    with pytest.raises(RunFolderError) as raised:
+        _check_same_hashes(base, new)
+    assert str(raised.value) == (
+        "1 paired samples have different prompts (first: a) although the manifests match: the prompt "
+        "builder changed between the runs; re-run both with one fathom version"
+    )
+
+
+def test_a_run_without_graded_samples_cannot_be_compared() -> None:
+    with pytest.raises(RunFolderError) as raised:
+        _by_id(RunRecords(Path("runs/a"), manifest(), []))
+    assert str(raised.value) == (
+        "run folder 'runs/a' has no graded samples to compare (it has not run yet, or it holds "
+        "perplexity documents only): run it first"
+    )
+
+
+def test_a_different_backend_build_is_named() -> None:
+    def with_build(build: dict[str, Any]) -> Manifest:
+        return dataclasses.replace(manifest(), environment=Environment(backend_build=build))
+
+    found = machine_differences(with_build({"llama_cpp": "0.3.36"}), with_build({"llama_cpp": "0.3.37"}))
+    assert found == ['backend build ({"llama_cpp": "0.3.36"} vs {"llama_cpp": "0.3.37"})']

@@ -1,0 +1,271 @@
+"""RULER generators' details that their behaviour tests and the golden prompts leave open, each
+pinned by a value worked out by hand or reconstructed independently of the generator."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import string
+
+import pytest
+
+from fathom.errors import PromptError, SpecError
+from fathom.prompts.builder import TooShort
+from fathom.prompts.haystack import load_corpus
+from fathom.prompts.templates import resolve_template
+from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
+from fathom.tasks.ruler.base import Setting
+from fathom.tasks.ruler.catalogue import ALL_VARIANTS, Variant
+from fathom.tasks.ruler.niah import NeedleFamily
+from fathom.tasks.ruler.vt import VariableTracking, chain
+from fathom.tasks.ruler.words import CommonWords, FrequentWords, _fill_gap
+
+CHAR = load_tokenizer("char")
+CL100K = load_tokenizer("cl100k_base")
+STATEMENT = re.compile(r"VAR ([A-Z]+) = (?:VAR ([A-Z]+)|(\d+))")
+
+
+def setting(tokenizer: Tokenizer = CL100K) -> Setting:
+    return Setting(tokenizer, resolve_template("none", tokenizer), None, None)
+
+
+def test_a_three_letter_name_drawn_as_VAR_is_drawn_again() -> None:
+    # Random(16766)'s first three capitals spell VAR: the keyword itself, never a name.
+    draws = random.Random(16766)
+    first, second, third = ("".join(draws.choices(string.ascii_uppercase, k=3)) for _ in range(3))
+    assert first == "VAR"
+    names, _, statements = chain(random.Random(16766), 1, letters=3)
+    assert names == [second, third]
+    assert statements[1] == f"VAR {third} = VAR {second}"
+
+
+def test_the_value_is_five_digits_below_99999_as_rulers_randint_draws_it() -> None:
+    # Random(94546) reaches the value's draw where a range that let 99999 in would give it.
+    names, value, statements = chain(random.Random(94546), 1, letters=3)
+    assert (names, value) == (["NMN", "PNL"], "65620")
+    assert statements == ["VAR NMN = 65620", "VAR PNL = VAR NMN"]
+
+
+def test_vt_builds_one_chain_and_says_so_for_more() -> None:
+    with pytest.raises(SpecError) as refused:
+        VariableTracking(Variant("vt_2", "vt", {"chains": 2, "hops": 4}), setting())
+    assert str(refused.value) == "'vt_2' builds one chain, as RULER's suite does, not 2"
+
+
+def test_the_solved_example_has_at_most_ten_hops() -> None:
+    family = VariableTracking(Variant("vt_12", "vt", {"chains": 1, "hops": 12}), setting())
+    draft = family.draft(8192 - 30, random.Random(0))
+    prompt = draft.prompt
+    head = CL100K.decode(prompt.ids[: prompt.head_tokens].tolist())
+    context = CL100K.decode(
+        prompt.ids[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens].tolist()
+    )
+    example = STATEMENT.findall(head)
+    assert len(example) == 11 and all(len(name) == 3 for name, _, _ in example)
+    assert len(STATEMENT.findall(context)) == 13 == len(draft.answers)
+
+
+@pytest.mark.parametrize(
+    ("variant", "corpus"),
+    [
+        (Variant("vt", "vt", {"chains": 1, "hops": 4}), "noise"),
+        (Variant("n1", "niah", {"haystack": "noise", "key": "words", "value": "numbers", "keys": 1,
+                                "values": 1, "queries": 1}), "noise"),
+    ],
+)  # fmt: skip
+def test_a_family_names_its_corpus_and_its_hash_in_the_identity(variant: Variant, corpus: str) -> None:
+    family = (
+        VariableTracking(variant, setting()) if variant.family == "vt" else NeedleFamily(variant, setting())
+    )
+    assert family.identity() == {"corpus": corpus, "corpus_sha256": load_corpus(corpus).sha256}
+
+
+def test_a_needle_haystack_has_no_corpus_to_name() -> None:
+    params = {"haystack": "needle", "key": "words", "value": "numbers", "keys": 1, "values": 1, "queries": 1}
+    assert NeedleFamily(Variant("n2", "niah", params), setting()).identity() == {}
+
+
+def test_cwe_names_its_word_lists_by_count_and_hash() -> None:
+    # The nouns, adjectives and verbs RULER draws from, deduplicated and sorted, one per line: their
+    # hash is part of every cwe run's identity, so it must not move while the lists do not.
+    family = CommonWords(Variant("cwe", "cwe", {"freq_cw": 30, "freq_ucw": 3, "num_cw": 10}), setting(CHAR))
+    assert family.identity() == {
+        "words": 8166,
+        "words_sha256": "393572555cfe9c15fd065aa9df0e9e91368cff81418b4d78025e9a4f57fe2ac4",
+    }
+
+
+def test_a_needle_haystack_just_long_enough_holds_the_needle_alone() -> None:
+    family = NeedleFamily(ALL_VARIANTS["niah_multikey_2"], setting(CHAR))
+    with pytest.raises(TooShort) as short:
+        family.draft(10, random.Random(0))
+    overhead = short.value.overhead
+    assert (short.value.length, short.value.what) == (10, "template, question and needles")
+    assert str(short.value) == (
+        f"length 10 is below this prompt's fixed overhead of {overhead} tokens (template, question and "
+        f"needles); use lengths of at least {overhead}"
+    )
+    # The same draw at exactly that length: the needle and no distractor; one token less is refused.
+    prompt = family.draft(overhead, random.Random(0)).prompt
+    assert len(prompt.ids) == overhead
+    (needle,) = prompt.needles
+    assert needle.tokens == prompt.context_tokens
+    with pytest.raises(TooShort) as short:
+        family.draft(overhead - 1, random.Random(0))
+    assert (short.value.length, short.value.overhead) == (overhead - 1, overhead)
+
+
+def test_needles_among_needles_take_distinct_gaps_between_the_distractors() -> None:
+    # Four needles drawn into the gaps between a few distractor lines, the last gap included: never
+    # two in one gap (no distractor between them), and over twenty draws some take the last gap.
+    params = {"haystack": "needle", "key": "words", "value": "numbers", "keys": 4, "values": 1, "queries": 4}
+    family = NeedleFamily(Variant("niah_needles_4", "niah", params), setting(CHAR))
+    last = 0
+    for seed in range(20):
+        prompt = family.draft(1000, random.Random(seed)).prompt
+        needles = prompt.needles
+        assert len(needles) == 4
+        assert all(a.token_offset + a.tokens < b.token_offset for a, b in itertools.pairwise(needles))
+        last += needles[-1].token_offset + needles[-1].tokens == prompt.head_tokens + prompt.context_tokens
+    assert 0 < last < 20
+
+
+@pytest.mark.parametrize(("target", "words"), [(200, 5), (219, 5), (250, 6), (300, 7)])
+def test_fwe_draws_a_50th_of_the_length_in_words_and_at_least_five(target: int, words: int) -> None:
+    # RULER's rule on the length with the tokens to generate (50): (200 + 50) // 50 = 5, 300 // 50 = 6,
+    # 350 // 50 = 7; never below five.
+    family = FrequentWords(ALL_VARIANTS["fwe"], setting())
+    prompt = family.draft(target, random.Random(0)).prompt
+    assert len(prompt.ids) == target
+    end = prompt.head_tokens + prompt.context_tokens
+    context = CL100K.decode(prompt.ids[prompt.head_tokens : end].tolist())
+    assert len(set(context.split())) == words  # the noise "..." and the coded words
+
+
+@pytest.mark.parametrize(
+    ("gap", "unit", "items", "spare", "filled"),
+    [
+        (5, 3, [10], 0, (1, [])),  # too big to take: one unit, two tokens left
+        (5, 3, [5], 0, (0, [0])),  # exactly the gap
+        (4, 3, [7], 1, (-1, [0])),  # past the gap by one unit, which is given back
+        (4, 3, [8], 1, (1, [])),  # past the gap by more than the units that can be given back
+        (2, 5, [2, 2], 0, (0, [0])),  # of two alike, the first
+        (2, 5, [1, 1, 2], 0, (0, [2])),  # one item rather than two
+        (7, 5, [1, 1], 0, (1, [0, 1])),  # a unit, and the two that close the rest exactly
+    ],
+)
+def test_a_gap_is_filled_by_units_and_the_fewest_items_that_close_it(
+    gap: int, unit: int, items: list[int], spare: int, filled: tuple[int, list[int]]
+) -> None:
+    assert _fill_gap(gap, unit, items, spare) == filled
+
+
+def _statements_start_sentences(text: str) -> int:
+    """How many of the chain's statements ``text`` holds, having checked that each starts where a
+    noise sentence starts (after a period, or first in the haystack) and that noise lies between
+    each two: a statement sits at a distinct sentence start."""
+    found = list(re.finditer(r" VAR [A-Z]+ = (?:VAR [A-Z]+|\d+)", text))
+    for match in found:
+        before = text[: match.start()].rstrip(" ")
+        assert before == "" or before.endswith((".", "\n")), before[-40:]
+    for before, after in itertools.pairwise(found):
+        assert "." in text[before.end() : after.start()]
+    return len(found)
+
+
+# Seeds 11 and 42 put a statement at the very start of the context and of the example's noise.
+@pytest.mark.parametrize("seed", [*range(8), 11, 42])
+def test_vt_statements_take_distinct_sentence_starts_in_the_example_and_the_context(seed: int) -> None:
+    family = VariableTracking(Variant("vt", "vt", {"chains": 1, "hops": 4}), setting())
+    prompt = family.draft(2048 - 30, random.Random(seed)).prompt
+    end = prompt.head_tokens + prompt.context_tokens
+    head = CL100K.decode(prompt.ids[: prompt.head_tokens].tolist())
+    example = head.split("Question:")[0]
+    assert _statements_start_sentences(example) == 5
+    assert _statements_start_sentences(CL100K.decode(prompt.ids[prompt.head_tokens : end].tolist())) == 5
+
+
+def test_an_example_too_long_for_its_tokens_grows_to_hold_its_chain_without_noise() -> None:
+    # One character per token: ten hops of three-letter names leave the example no room for noise.
+    family = VariableTracking(Variant("vt_12", "vt", {"chains": 1, "hops": 12}), setting(CHAR))
+    prompt = family.draft(8192 - 30, random.Random(0)).prompt
+    assert len(prompt.ids) == 8192 - 30
+    example = CHAR.decode(prompt.ids[: prompt.head_tokens].tolist()).split("Question:")[0]
+    assert len(STATEMENT.findall(example)) == 11
+    assert "The grass is green." not in example
+
+
+def test_fwe_just_long_enough_for_its_top_three_words_is_built_and_one_token_less_is_refused() -> None:
+    family = FrequentWords(ALL_VARIANTS["fwe"], setting())
+    with pytest.raises(TooShort) as short:
+        family.draft(150, random.Random(0))
+    overhead = short.value.overhead
+    assert str(short.value) == (
+        f"length 150 is below this prompt's fixed overhead of {overhead} tokens (template and a text "
+        f"whose top three words stand out); use lengths of at least {overhead}"
+    )
+    assert len(family.draft(overhead, random.Random(0)).prompt.ids) == overhead
+    with pytest.raises(TooShort) as short:
+        family.draft(overhead - 1, random.Random(0))
+    assert (short.value.length, short.value.overhead) == (overhead - 1, overhead)
+
+
+def test_cwe_just_long_enough_for_its_common_words_is_built_and_one_token_less_is_refused() -> None:
+    family = CommonWords(ALL_VARIANTS["cwe"], setting())
+    with pytest.raises(TooShort) as short:
+        family.draft(10, random.Random(0))
+    overhead = short.value.overhead
+    assert str(short.value) == (
+        f"length 10 is below this prompt's fixed overhead of {overhead} tokens (template, example and the "
+        f"10 common words); use lengths of at least {overhead}"
+    )
+    assert len(family.draft(overhead, random.Random(0)).prompt.ids) == overhead
+    with pytest.raises(TooShort) as short:
+        family.draft(overhead - 1, random.Random(0))
+    assert (short.value.length, short.value.overhead) == (overhead - 1, overhead)
+
+
+def test_cwe_past_its_word_lists_falls_short_by_half_the_tolerance_at_most() -> None:
+    # One character per token: seed 0's list holds 359,382 tokens at most, and 363,180 leaves the list
+    # 360,290, so it falls 908 short: half the tolerance (ceil(0.5% of 363,180) = 1,816). One more is
+    # an error that says how far the words reach.
+    family = CommonWords(ALL_VARIANTS["cwe"], setting(CHAR))
+    assert len(family.draft(363_180, random.Random(0)).prompt.ids) == 363_180 - 908
+    with pytest.raises(PromptError) as refused:
+        family.draft(363_181, random.Random(0))
+    assert str(refused.value) == (
+        "RULER's 8166 words fill only 359382 of the 360291 tokens this length leaves the cwe list; use "
+        "shorter lengths"
+    )
+
+
+@pytest.mark.parametrize("tokenizer", [CL100K, CHAR], ids=["cl100k_base", "char"])
+def test_cwe_closes_the_gap_exactly_from_a_few_tokens_past_its_overhead(tokenizer: Tokenizer) -> None:
+    # Just past the overhead no uncommon entry fits: words that appear once close the gap, exactly
+    # as soon as one entry (its number and its word) fits, eight tokens on with either tokenizer.
+    family = CommonWords(ALL_VARIANTS["cwe"], setting(tokenizer))
+    with pytest.raises(TooShort) as short:
+        family.draft(10, random.Random(0))
+    overhead = short.value.overhead
+    for extra in range(48):
+        built = len(family.draft(overhead + extra, random.Random(0)).prompt.ids)
+        assert built == overhead + extra if extra >= 8 else overhead <= built <= overhead + extra
+
+
+class _Draws(random.Random):
+    """A generator whose raw bits are given: the edge draws a seed would hit once in millions."""
+
+    def __init__(self, *bits: int) -> None:
+        super().__init__(0)
+        self.bits = list(bits)
+
+    def getrandbits(self, k: int) -> int:
+        return self.bits.pop(0)
+
+
+def test_a_needles_number_has_seven_digits_as_rulers_randint_draws_them() -> None:
+    # randint(1_000_000, 9_999_999) draws 24 bits below 9,000,000: 9,000,000 itself is drawn again.
+    family = NeedleFamily(ALL_VARIANTS["niah_single_1"], setting())
+    assert family._random("numbers", _Draws(9_000_000, 5)) == "1000005"
+    assert family._random("numbers", _Draws(8_999_999)) == "9999999"

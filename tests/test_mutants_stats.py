@@ -1,0 +1,109 @@
+"""NIAH's numbers' details that the analysis tests leave open, each pinned by a value worked out by
+hand: pooling fractional cells, a length with nothing scored, the depth bands' edges, and the
+threshold a summary is asked for."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from test_store import record
+
+from fathom.analysis.niah import (
+    CellStats,
+    LengthStats,
+    effective_length,
+    length_table,
+    lost_in_the_middle_index,
+    summarize,
+)
+from fathom.analysis.ruler import LengthScore, TaskCell, length_scores, ruler_aggregates
+from fathom.analysis.stats import wilson_interval
+
+
+def cell(
+    length: int, depth: float, n: int, mean: float | None, errors: int = 0, beyond: bool = False
+) -> CellStats:
+    low, high = wilson_interval((mean or 0.0) * n, n)
+    return CellStats(length, depth, n, errors, mean, low, high, beyond)
+
+
+def test_a_length_pools_its_cells_samples_fractional_scores_included() -> None:
+    cells = [
+        cell(1024, 0.0, 3, 0.5),  # RULER-style fractional scores: 1.5 of 3
+        cell(1024, 1.0, 1, 1.0, errors=2, beyond=True),
+        cell(2048, 0.0, 0, None, errors=3),  # every sample failed: nothing scored
+    ]
+    low, high = wilson_interval(2.5, 4)
+    assert length_table(cells) == [
+        LengthStats(1024, 4, 2, 2.5 / 4, low, high, True),
+        LengthStats(2048, 0, 3, None, 0.0, 1.0, False),
+    ]
+
+
+def rows(*means: tuple[int, int, float | None]) -> list[LengthStats]:
+    return [
+        LengthStats(length, n, 0, mean, 0.0 if mean is None else mean, 1.0, False)
+        for length, n, mean in means
+    ]
+
+
+def test_a_length_with_nothing_scored_fails_whatever_the_threshold() -> None:
+    lengths = rows((1024, 5, 1.0), (2048, 0, None), (4096, 5, 1.0))
+    assert effective_length(lengths, threshold=0.0) == 1024
+    assert effective_length(lengths, threshold=0.0, use_lower_bound=True) == 1024
+
+
+def test_a_length_with_one_scored_sample_counts() -> None:
+    assert effective_length(rows((1024, 1, 1.0), (2048, 1, 1.0), (4096, 1, 0.0))) == 2048
+
+
+def test_the_depth_bands_include_their_bounds() -> None:
+    # Edges: 0.1 and 0.9 (1 and 0.5 of 2 each: 3 of 4); middle: 0.3 and 0.7 (0 and 0.5: 1 of 4);
+    # 0.2 and 0.8 belong to neither.
+    cells = [
+        cell(1024, 0.1, 2, 1.0),
+        cell(1024, 0.2, 2, 0.0),
+        cell(1024, 0.3, 2, 0.0),
+        cell(1024, 0.7, 2, 0.5),
+        cell(1024, 0.8, 2, 1.0),
+        cell(1024, 0.9, 2, 0.5),
+    ]
+    assert lost_in_the_middle_index(cells) == pytest.approx(0.75 - 0.25)
+
+
+def test_a_summary_judges_the_effective_length_at_the_threshold_it_is_given() -> None:
+    # 20 of 20 at 1k (Wilson lower bound 0.839) and 12 of 20 at 2k (mean 0.6, lower bound 0.387).
+    samples = [
+        dataclasses.replace(record(i), sample_id=f"niah|L{length}|D0.5000|S{i}", length=length, score=score)
+        for length, passed in ((1024, 20), (2048, 12))
+        for i, score in enumerate([1.0] * passed + [0.0] * (20 - passed))
+    ]
+    assert summarize(samples, threshold=0.5)["effective_length"] == {
+        "threshold": 0.5,
+        "mean": 2048,
+        "lower_bound": 1024,
+    }
+    assert summarize(samples)["effective_length"] == {"threshold": 0.85, "mean": 1024, "lower_bound": None}
+
+
+def test_a_ruler_length_is_beyond_the_window_when_any_of_its_tasks_is() -> None:
+    grid = [
+        TaskCell("vt", 1024, 2, 0, 1.0, 0.5, 1.0, False),
+        TaskCell("cwe", 1024, 2, 0, 0.5, 0.25, 0.75, False),
+        TaskCell("vt", 2048, 2, 0, 0.0, 0.0, 0.5, True),
+        TaskCell("cwe", 2048, 2, 0, 0.5, 0.25, 0.75, False),
+    ]
+    assert length_scores(grid) == [
+        LengthScore(1024, 2, 0.75, 0.375, 0.875, False),
+        LengthScore(2048, 2, 0.25, 0.125, 0.625, True),
+    ]
+
+
+def test_the_relative_effective_length_needs_a_score_above_the_cutoff() -> None:
+    # Half of the 1k score, 80, is 40: 2k scores exactly that, which is not above it.
+    aggregates = ruler_aggregates({1024: 80.0, 2048: 40.0}, relative_threshold=0.5)
+    assert (aggregates.relative_cutoff, aggregates.effective_length_relative) == (40.0, 1024)
+    assert (
+        ruler_aggregates({1024: 80.0, 2048: 40.5}, relative_threshold=0.5).effective_length_relative == 2048
+    )
