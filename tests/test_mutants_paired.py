@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from test_store import manifest, record
 
+from fathom.analysis.failures import FAILURE_KINDS
 from fathom.analysis.paired import (
     EffectiveLength,
     Pair,
@@ -23,6 +24,7 @@ from fathom.analysis.paired import (
     _compare_cells,
     _short,
     _verdict,
+    failure_changes,
     holm_adjust,
     machine_differences,
     paired_test,
@@ -184,3 +186,40 @@ def test_a_different_backend_build_is_named() -> None:
 
     found = machine_differences(with_build({"llama_cpp": "0.3.36"}), with_build({"llama_cpp": "0.3.37"}))
     assert found == ['backend build ({"llama_cpp": "0.3.36"} vs {"llama_cpp": "0.3.37"})']
+
+
+def test_a_niah_run_of_several_variants_compares_each_variant_apart() -> None:
+    pairs = [
+        _pair("b", "niah:distractors", 1024, 0.5, 1.0, 0.0),
+        _pair("a", "niah", 1024, 0.5, 1.0, 1.0),
+        _pair("c", "niah", 1024, 0.0, 0.0, 1.0),
+    ]
+    cells = _compare_cells(pairs, 0.05)
+    assert [(c.task, c.length, c.depth) for c in cells] == [
+        ("niah", 1024, 0.0),
+        ("niah", 1024, 0.5),
+        ("niah:distractors", 1024, 0.5),
+    ]
+    assert [(c.test.worse, c.test.better) for c in cells] == [(0, 1), (0, 0), (1, 0)]
+    # One variant: the cells have no task, as compare.json always had them.
+    assert [c.task for c in _compare_cells(pairs[1:], 0.05)] == [None, None]
+
+
+def test_a_run_of_literal_twins_alone_has_no_effective_length() -> None:
+    twins = [
+        dataclasses.replace(record(i), sample_id=f"niah:literal|L1024|D0.5000|S{i}", task="niah:literal")
+        for i in range(3)
+    ]
+    assert run_effective_length(twins) == EffectiveLength(None, None)
+
+
+def test_failure_changes_count_each_kind_in_both_runs() -> None:
+    wrong = {"score": 0.0, "output": "7654321", "matched": ()}
+    pairs = [
+        (record(0), dataclasses.replace(record(0), **wrong)),  # type: ignore[arg-type]
+        (dataclasses.replace(record(1), output="", score=0.0, matched=()), record(1)),
+        (record(2), dataclasses.replace(record(2), output="", score=0.0, matched=())),
+    ]
+    changes = {c.kind: (c.base, c.new) for c in failure_changes(pairs)}
+    assert list(changes) == list(FAILURE_KINDS)
+    assert changes == dict.fromkeys(FAILURE_KINDS, (0, 0)) | {"empty": (1, 1), "wrong_answer": (0, 1)}

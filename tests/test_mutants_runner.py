@@ -14,9 +14,10 @@ from test_runner import _text_run
 
 from fathom.backends.base import ScoreRequest, TokenScores
 from fathom.backends.sim import SimulatedBackend
+from fathom.prompts.builder import Insertion, Prompt
 from fathom.prompts.tokenizers import CharTokenizer
 from fathom.records import Cell, SampleRecord
-from fathom.run.runner import _BackendClock, default_run_dir
+from fathom.run.runner import _BackendClock, cap_answer, default_run_dir, needle_context
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 from fathom.tasks.base import Document
@@ -97,3 +98,16 @@ def test_the_clock_adds_up_the_time_inside_each_score_call_and_scores_from_the_s
         (documents[0].cell.id, 1, list(range(10, 18))),
         (documents[1].cell.id, 1, list(range(11, 19))),
     ]
+
+
+def test_a_needles_context_is_the_text_forty_tokens_either_side_of_it() -> None:
+    # One character per token: the context of each needle is a slice of the prompt's text.
+    text = "".join(chr(ord("a") + i % 26) for i in range(200))
+    needles = (Insertion(5, 10, 0.0), Insertion(100, 3, 0.5), Insertion(180, 20, 1.0))
+    prompt = Prompt(np.array(CharTokenizer().encode(text), dtype=np.int32), 200, 0, 200, needles)
+    assert needle_context(CharTokenizer(), prompt) == (text[0:55], text[60:143], text[140:200])
+
+
+def test_an_answer_that_a_strict_encoder_refuses_is_recorded_whole() -> None:
+    # A lone surrogate (what a decoder that escapes undecodable bytes leaves) is counted, not refused.
+    assert cap_answer("7\ud8004") == ("7\ud8004", None)

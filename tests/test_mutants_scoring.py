@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fathom.scoring import SCORERS, grade
+from fathom.scoring import SCORERS, found_in, grade
 
 
 @pytest.mark.parametrize("method", ["contains", "exact", "all", "any"])
@@ -26,3 +26,9 @@ def test_a_sample_without_references_is_refused_with_the_reason(method: str) -> 
     with pytest.raises(ValueError) as raised:
         grade(SCORERS[method], "anything", [])
     assert str(raised.value) == "a sample needs at least one reference answer to be scored"
+
+
+def test_the_phrases_found_are_those_in_the_output_whatever_the_case_in_their_order() -> None:
+    output = "The Magic NUMBER is 42."
+    assert found_in(output, ["42", "magic number", "43", "the MAGIC"]) == ("42", "magic number", "the MAGIC")
+    assert found_in(output, []) == ()

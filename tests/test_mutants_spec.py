@@ -3,10 +3,24 @@ hand: the bounds of a depth count, the rounding of evenly spaced depths, and the
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
 import pytest
 
 from fathom.errors import SpecError
-from fathom.spec import MAX_DEPTHS, parse_depths
+from fathom.spec import (
+    MAX_DEPTHS,
+    MAX_LENGTH,
+    MAX_PLANNED,
+    MAX_SAMPLES,
+    RunSpec,
+    parse_corpora,
+    parse_depths,
+    parse_split_distance,
+    prompt_options,
+)
+from fathom.units import parse_count
 
 
 def test_a_depth_count_up_to_the_maximum_is_taken_and_one_past_it_is_refused() -> None:
@@ -29,3 +43,120 @@ def test_unreadable_depths_are_refused_with_what_to_write(text: str) -> None:
     with pytest.raises(SpecError) as refused:
         parse_depths(text)
     assert str(refused.value) == f"cannot read depths '{text}': write a count (11) or fractions (0,0.5,1)"
+
+
+def test_a_count_too_large_for_a_float_is_refused_quoting_its_first_24_characters() -> None:
+    with pytest.raises(SpecError) as refused:
+        parse_count("9" * 400 + "k")
+    assert str(refused.value) == (
+        "token count '999999999999999999999999...' is far too large: write e.g. 4096, 4k or 1M"
+    )
+
+
+def _spec(**changes: object) -> RunSpec:
+    values: dict[str, object] = {
+        "task": "niah",
+        "model": "sim:perfect",
+        "tokenizer": "char",
+        "lengths": (1024,),
+        "depths": (0.5,),
+        "samples": 3,
+    }
+    return RunSpec(**{**values, **changes})  # type: ignore[arg-type]
+
+
+def test_lengths_must_be_given_and_positive_and_one_token_is_a_length() -> None:
+    assert _spec(lengths=(1,)).lengths == (1,)
+    for lengths, message in [
+        ((), "no lengths given: pass e.g. --lengths 1k,2k,4k"),
+        ((1024, 0), "lengths must be positive token counts, got [1024, 0]"),
+    ]:
+        with pytest.raises(SpecError) as refused:
+            _spec(lengths=lengths)
+        assert str(refused.value) == message
+
+
+def test_a_spec_with_domains_reads_back_from_its_json() -> None:
+    spec = _spec(domains=("code", "prose"))
+    written = json.loads(json.dumps(spec.to_json()))
+    assert written["domains"] == ["code", "prose"]
+    assert RunSpec.from_json(written) == spec
+
+
+def test_each_limit_is_allowed_and_one_past_it_is_refused() -> None:
+    assert (MAX_LENGTH, MAX_SAMPLES, MAX_PLANNED) == (33_554_432, 100_000, 1_000_000)
+    assert _spec(lengths=(33_554_432,)).lengths == (33_554_432,)
+    assert _spec(samples=100_000, depths=()).samples == 100_000
+    assert len(_spec(depths=tuple(i / 1000 for i in range(1001)), samples=1).depths) == 1001
+    # No depths (RULER's tasks) count as one: 10 lengths x 100,000 samples is the most one run plans.
+    assert _spec(lengths=tuple(range(1, 11)), depths=(), samples=100_000).samples == 100_000
+    refusals = [
+        (
+            {"lengths": (33_554_433,)},
+            "a length of 3.36e+07 tokens is beyond fathom's limit of 32M tokens: check --lengths "
+            "(k = 1024, M = 1024k)",
+        ),
+        (
+            {"samples": 100_001, "depths": ()},
+            "samples per cell must lie in 1..100000 (3 or more for intervals), got 100001",
+        ),
+        ({"depths": tuple(i / 1001 for i in range(1002)), "samples": 1}, "at most 1001 depths, got 1002"),
+        (
+            {"lengths": (1024, 2048, 4096, 8192), "depths": (0.0, 0.5, 1.0), "samples": 83_334},
+            "this spec plans 1e+06 samples per task (4 lengths x 3 depths x 83334 samples), more than "
+            "fathom runs in one run (1,000,000): split the sweep into several runs",
+        ),
+    ]
+    for changes, message in refusals:
+        with pytest.raises(SpecError) as refused:
+            _spec(**changes)
+        assert str(refused.value) == message
+
+
+@pytest.mark.parametrize(
+    ("values", "parsed"),
+    [
+        (None, (None, ())),
+        ([",, "], (None, ())),
+        (["prose"], ("prose", ())),
+        (["prose, code", " essays "], (None, ("prose", "code", "essays"))),
+        (["mix:code=0.3,prose=0.7"], ("mix:code=0.3,prose=0.7", ())),  # a mixture's commas are its own
+        (["mix:code=0.5,prose=0.5", "noise"], (None, ("mix:code=0.5,prose=0.5", "noise"))),
+    ],
+)
+def test_corpus_options_give_one_corpus_or_several_to_sweep(
+    values: list[str] | None, parsed: tuple[str | None, tuple[str, ...]]
+) -> None:
+    assert parse_corpora(values) == parsed
+
+
+def test_a_split_distance_is_a_share_or_random() -> None:
+    assert parse_split_distance("0.25") == 0.25
+    assert parse_split_distance("random") is None
+    with pytest.raises(SpecError) as refused:
+        parse_split_distance("far")
+    assert str(refused.value) == "--split-distance takes a share of the haystack (0.25) or random, not 'far'"
+
+
+def test_the_prompt_options_are_read_from_the_shared_arguments() -> None:
+    args = SimpleNamespace(
+        corpus=["prose,code"],
+        needle="fact",
+        distractors=2,
+        needles=3,
+        split_distance="random",
+        haystack_offset="random",
+        template="chatml",
+        system_prompt="Be brief.",
+    )
+    assert prompt_options(args) == {
+        "corpus": None,
+        "domains": ("prose", "code"),
+        "needle": "fact",
+        "distractors": 2,
+        "needles": 3,
+        "split_distance": None,
+        "haystack_offset": "random",
+        "template": "chatml",
+        "system_prompt": "Be brief.",
+    }

@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 from test_store import record
 
+from fathom.analysis.failures import failure_counts, failure_kind
 from fathom.analysis.niah import (
     CellStats,
     LengthStats,
@@ -107,3 +108,64 @@ def test_the_relative_effective_length_needs_a_score_above_the_cutoff() -> None:
     assert (
         ruler_aggregates({1024: 80.0, 2048: 40.5}, relative_threshold=0.5).effective_length_relative == 2048
     )
+
+
+@pytest.mark.parametrize(
+    ("changes", "kind"),
+    [
+        ({"score": 1.0, "beyond_window": True, "error": None}, None),  # fully right, wherever it was
+        ({"score": 0.0, "error": "backend_error: HTTP 500"}, "error"),
+        ({"score": 0.0, "beyond_window": True}, "beyond_window"),
+        ({"score": 0.0, "output": " \n\t"}, "empty"),
+        ({"score": 1.0, "output": "1234567 or 7654321", "lured": ("7654321",)}, None),
+        (
+            {"score": 0.0, "output": "1234567 or 7654321", "matched": ("1234567",), "lured": ("7654321",)},
+            "hedged",
+        ),
+        ({"score": 0.0, "output": "7654321", "matched": (), "lured": ("7654321",)}, "distractor"),
+        ({"score": 0.5, "output": "1234567"}, "partial"),
+        ({"score": 0.0, "output": "I\u2019m sorry, the text does not say."}, "refusal"),
+        ({"score": 0.0, "output": "7654321"}, "wrong_answer"),
+    ],
+)
+def test_each_failed_sample_has_the_first_failure_kind_that_applies(
+    changes: dict[str, object], kind: str | None
+) -> None:
+    assert failure_kind(dataclasses.replace(record(0), **changes)) == kind  # type: ignore[arg-type]
+
+
+def test_failures_are_counted_by_kind_with_the_fully_right_under_none() -> None:
+    right = record(0)
+    wrong = dataclasses.replace(record(1), score=0.0, output="7654321", matched=())
+    empty = dataclasses.replace(record(2), score=0.0, output="", matched=())
+    assert failure_counts([right, wrong, empty, wrong]) == {
+        None: 1,
+        "error": 0,
+        "beyond_window": 0,
+        "empty": 1,
+        "hedged": 0,
+        "distractor": 0,
+        "partial": 0,
+        "refusal": 0,
+        "wrong_answer": 2,
+    }
+
+
+def test_a_negative_count_has_no_interval() -> None:
+    with pytest.raises(ValueError) as raised:
+        wilson_interval(1, -1)
+    assert str(raised.value) == "n must be >= 0, got -1"
+
+
+def test_a_perfect_score_reaches_one_and_drift_above_it_is_clamped() -> None:
+    # At n = 20 the arithmetic of the upper bound for 20 of 20 lands a hair above 1.
+    assert wilson_interval(20, 20)[1] == 1.0
+    # A sum of float scores a hair above n reads as n.
+    assert wilson_interval(3.0000000000000004, 3) == wilson_interval(3, 3)
+
+
+def test_a_cell_row_names_its_haystack_likeness_only_where_records_hold_one() -> None:
+    old = [dataclasses.replace(record(i), sample_id=f"niah|L1024|D0.5000|S{i}") for i in range(2)]
+    new = [dataclasses.replace(r, haystack_similarity=0.1 * (i + 1)) for i, r in enumerate(old)]
+    assert "similarity" not in summarize(old)["cells"][0]
+    assert summarize(new)["cells"][0]["similarity"] == 0.2

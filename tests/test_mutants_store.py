@@ -5,13 +5,15 @@ record's damage is described."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 from test_store import manifest, record, started
 
-from fathom.errors import RunFolderError
-from fathom.run.lines import _first_line
+from fathom.errors import NewerSchemaError, RunFolderError
+from fathom.records import record_from_json
+from fathom.run.lines import Damage, Parsed, _first_line, parse
 from fathom.run.store import QUARANTINE, RunFolder, _differences, is_final
 
 
@@ -92,3 +94,30 @@ def test_a_sample_that_failed_on_the_backend_is_not_final_and_others_are() -> No
     assert is_final(record(0))
     assert not is_final(dataclasses.replace(record(0), error="backend_error: HTTP 503 after 3 tries"))
     assert is_final(dataclasses.replace(record(0), error="length_mismatch: 1033 tokens for a target of 1024"))
+
+
+def test_a_lone_newline_is_one_empty_damaged_line() -> None:
+    assert parse(b"\n", None, "samples.jsonl") == Parsed([], [Damage(1, "an empty line", b"")], b"", [])
+
+
+def test_json_nested_too_deeply_for_the_parser_is_damage_that_says_so() -> None:
+    raw = b"[" * 100_000 + b"]" * 100_000
+    (damage,) = parse(raw + b"\n", None, "samples.jsonl").damaged
+    assert (damage.line, damage.reason, damage.raw) == (1, "JSON nested too deeply", raw)
+
+
+def test_an_object_that_is_no_record_is_damage_named_by_the_readers_first_line() -> None:
+    data = {"schema": 4, "sample_id": 3}
+    with pytest.raises((TypeError, ValueError, KeyError)) as refused:
+        record_from_json(data)
+    (damage,) = parse(json.dumps(data).encode() + b"\n", None, "samples.jsonl").damaged
+    assert damage.reason == f"not a record ({str(refused.value).splitlines()[0]})"
+
+
+def test_a_record_of_a_newer_fathom_is_named_by_file_and_line() -> None:
+    good = json.dumps(record(0).to_json()).encode()
+    with pytest.raises(NewerSchemaError) as newer:
+        parse(good + b"\n" + b'{"schema": 999}\n', None, "runs/a/samples.jsonl")
+    assert str(newer.value).startswith(
+        "runs/a/samples.jsonl line 2 was written by a newer fathom (record schema 999"
+    )
