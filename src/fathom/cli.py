@@ -16,6 +16,8 @@ from fathom.backends.sim import ARCHETYPES
 from fathom.errors import FathomError
 from fathom.export import check_export, check_text, write_examples
 from fathom.export.arguments import add_export_commands, export_spec
+from fathom.judge.arguments import add_judge_command, add_judge_options, judges_named
+from fathom.judge.runner import check_judges, judge_run
 from fathom.report.compare import compare_runs, write_comparison
 from fathom.report.derive import report, run_spec, trap
 from fathom.report.files import COMPARISON_HTML, read_summary
@@ -93,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_export_commands(commands, _Defaults)
     add_suite_commands(commands)
+    add_judge_command(commands)
     return parser
 
 
@@ -183,6 +186,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="skip the no-context control (by default every question is also asked without its context)",
     )
     add_run_options(run)
+    add_judge_options(run)
     run.add_argument("--out", type=_folder, default=Path("runs"), help="where new run folders go")
     run.add_argument("--run-dir", type=_folder, default=None, help="this exact run folder")
     run.add_argument(
@@ -232,7 +236,10 @@ def _run(args: argparse.Namespace) -> int:
         **spec_options(args),
     )
     run_dir = args.run_dir or default_run_dir(spec, args.out)
+    judges = judges_named(args)
+    check_judges(judges, args.rubric)  # a misnamed judge or rubric is found before the run, not after
     result = run_spec(spec, run_dir, show_progress=not args.no_progress, order=args.order)
+    judge_errors = _judge_folder(result.folder, judges, args) if judges else 0
     print(f"run folder: {result.folder}")
     print(f"samples written: {result.written}, already done: {result.skipped}, errors: {result.errors}")
     print(
@@ -252,13 +259,32 @@ def _run(args: argparse.Namespace) -> int:
             "for the backend, a missed length): see report.html's failures",
             file=sys.stderr,
         )
-    return SAMPLE_ERRORS if result.retryable or result.unretryable else 0
+    return SAMPLE_ERRORS if result.retryable or result.unretryable or judge_errors else 0
 
 
 def _print_summary(folder: Path) -> None:
     summary = read_summary(folder)
     for line in summary_text(summary) if summary is not None else []:
         print(line)
+
+
+def _judge_folder(folder: Path, judges: list[str], args: argparse.Namespace) -> int:
+    done = judge_run(folder, judges, args.rubric, args.judge_retries, show_progress=not args.no_progress)
+    report(folder)
+    print(f"judgements: {done.judged} new, {done.reused} already made, {done.errors} unreadable")
+    if done.errors:
+        print(
+            f"fathom: {done.errors} judgements gave no readable verdict after their retries: run "
+            f"'fathom judge {folder}' with the same judges to ask them again",
+            file=sys.stderr,
+        )
+    return done.errors
+
+
+def _judge(args: argparse.Namespace) -> int:
+    errors = _judge_folder(args.run_dir, judges_named(args), args)
+    _print_summary(args.run_dir)
+    return SAMPLE_ERRORS if errors else 0
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -348,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             "export": _export,
             "export-check": _export_check,
             "suites": _suites,
+            "judge": _judge,
         }
         status = handlers[args.command](args)
     except FathomError as exc:

@@ -104,6 +104,25 @@ class Environment:
 
 
 @dataclass(frozen=True)
+class JudgeIdentity:
+    """An LLM judge of the run's answers (schema 3), as ``fathom judge`` used it: which of the run's
+    judges it was, its backend and settings, their fingerprint (which its judgements carry), its
+    family as far as fathom can tell, the family of the model under test beside it, and the rubric."""
+
+    role: str  # "judge" or "judge2"
+    name: str  # as named, e.g. llamacpp:gemma3-270m
+    settings: dict[str, Any]
+    identity: str
+    family: str | None
+    tested_family: str | None
+    rubric: str  # name@version
+    rubric_sha256: str
+    rubric_kind: str  # "binary" or "ordinal"
+    scale: tuple[int, ...]
+    passing: int  # the rubric's least score that counts as correct
+
+
+@dataclass(frozen=True)
 class Manifest:
     """manifest.json: the run's identity, how many samples complete it, the backend as served, and
     where the run was made."""
@@ -118,6 +137,8 @@ class Manifest:
     # Schema 2: the corpora the haystacks are cut from (name, source, licence, units, tokens in the
     # run's tokenizer, sha256), where the task says; outside the identity, which holds their hashes.
     corpora: tuple[dict[str, Any], ...] = ()
+    # Schema 3: the LLM judges of its answers, outside the identity (judging changes no answer).
+    judges: tuple[JudgeIdentity, ...] = ()
     schema: int = MANIFEST_SCHEMA
 
     @property
@@ -133,6 +154,8 @@ class Manifest:
         }
         if self.corpora:
             data["corpora"] = list(self.corpora)
+        if self.judges:
+            data["judges"] = [dataclasses.asdict(judge) for judge in self.judges]
         return data if self.planned is None else data | {"planned": self.planned}
 
     @classmethod
@@ -142,6 +165,11 @@ class Manifest:
         if not isinstance(data, dict):
             raise TypeError(f"a JSON {type(data).__name__}, not an object")
         return read(cls, MANIFESTS.upgrade(data))
+
+    def judged_by(self, judge: JudgeIdentity) -> Manifest:
+        """This manifest with ``judge`` listed, in place of an entry of the same role and rubric."""
+        kept = tuple(j for j in self.judges if (j.role, j.rubric_sha256) != (judge.role, judge.rubric_sha256))
+        return dataclasses.replace(self, judges=(*kept, judge))
 
     def completed_by(self, newer: Manifest) -> Manifest:
         """This manifest with what a manifest from an older fathom lacks taken from ``newer`` (a
@@ -156,4 +184,11 @@ def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, (v1_to_v2,))
+def v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 3 lists the run's LLM judges; a manifest of schema 2 has none (read as absent)."""
+    if "judges" in data:
+        raise TypeError("unknown field 'judges' (a field of schema 3, in a manifest of schema 2)")
+    return data
+
+
+MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, (v1_to_v2, v2_to_v3))

@@ -70,6 +70,13 @@ def _sim(rest: str, tokenizer: str) -> Backend:
     return SimulatedBackend(rest, load_tokenizer("cl100k_base" if tokenizer == "auto" else tokenizer))
 
 
+def _sim_judge(rest: str, tokenizer: str) -> Backend:
+    from fathom.backends.sim_judge import SimulatedJudge
+    from fathom.prompts.tokenizers import load_tokenizer
+
+    return SimulatedJudge(rest, load_tokenizer("cl100k_base" if tokenizer == "auto" else tokenizer))
+
+
 def _lazy(module: str, name: str) -> BackendFactory:
     """A factory that imports the backend's module (and its heavy dependencies) only when used."""
 
@@ -149,6 +156,7 @@ BACKENDS: dict[str, BackendEntry] = {
         scores=True,
     ),
     "sim": BackendEntry(_sim, "simulated models that read the prompt", scores=True),
+    "sim-judge": BackendEntry(_sim_judge, "a simulated LLM judge (--judge), gullible outside its blocks"),
 }
 
 EntryT = TypeVar("EntryT", TaskEntry, BackendEntry, ScoringEntry)

@@ -34,13 +34,17 @@ from fathom.errors import NewerSchemaError
 # truncation and whether it was cut.
 RECORD_SCHEMA = 6
 # 1: the manifest as written since the first run (sections added since read as absent). 2: the
-# corpora the prompts are cut from, with their source, licence, size in tokens and hash.
-MANIFEST_SCHEMA = 2
+# corpora the prompts are cut from, with their source, licence, size in tokens and hash. 3: the LLM
+# judges of the run's answers, with their rubrics.
+MANIFEST_SCHEMA = 3
 # 1: summary.json without a schema, and without a kind for NIAH's grid. 2: both, and error kinds in
 # every summary. 3: NIAH's variants (domains, literal twins) and hard-needle sections, where a run has
 # them; cells with the needles' similarity to their corpus. 4: the real suites' section (scores by
-# actual length, truncation, splits) in a suite run's summary.
-SUMMARY_SCHEMA = 4
+# actual length, truncation, splits) in a suite run's summary. 5: the LLM judges' sections (scores,
+# agreement between judges and with the metric, disagreements), where the run was judged.
+SUMMARY_SCHEMA = 5
+# 1: an LLM judge's verdicts (judgements.jsonl), the first form.
+JUDGEMENT_SCHEMA = 1
 
 Step = Callable[[dict[str, Any]], dict[str, Any]]
 T = TypeVar("T")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fathom.analysis.agreement import judge_sections
 from fathom.analysis.control import control_summary
 from fathom.analysis.hard import hard_summary
 from fathom.analysis.niah import summarize
@@ -19,8 +20,8 @@ from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import ruler_summary
 from fathom.analysis.select import control_records, is_literal_twin, is_ruler_run, split_records
 from fathom.analysis.suites import is_suite_run, suite_summary
-from fathom.manifest import Manifest
-from fathom.records import AnyRecord, SampleRecord
+from fathom.manifest import JudgeIdentity, Manifest
+from fathom.records import AnyRecord, JudgementRecord, SampleRecord
 from fathom.schemas import SUMMARY_SCHEMA, Versions, read
 
 Row = dict[str, Any]  # a row of a table, or a table's header numbers, as summary.json writes it
@@ -102,6 +103,8 @@ class Summary:
     control: Row | None = None  # the no-context control (``control_summary``)
     perplexity: Perplexity | None = None
     run: RunFacts | None = None
+    # Schema 5: the LLM judges' sections, one per rubric (``fathom.analysis.agreement``), where judged.
+    judges: tuple[Row, ...] = ()
     schema: int = SUMMARY_SCHEMA
 
     @property
@@ -134,6 +137,8 @@ class Summary:
         if self.perplexity is not None:
             p = self.perplexity
             data |= {"perplexity": p.table, "documents": p.documents, "document_errors": p.errors}
+        if self.judges:
+            data["judges"] = list(self.judges)
         if self.run is not None:
             names = dataclasses.asdict(self.run)
             data |= {"trained_window": names.pop("trained_window"), "run": names}
@@ -179,16 +184,26 @@ def v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4))
+def v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 5 added the LLM judges' sections: a summary of schema 4 is of a run never judged."""
+    return data
+
+
+SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5))
 # A sweep's sections that only some runs have: absent from summary.json where empty.
 _OPTIONAL = ("variants", "hard", "suites")
 
 
-def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> Summary:
+def run_summary(
+    records: Sequence[AnyRecord],
+    threshold: float = 0.85,
+    judgements: Sequence[JudgementRecord] = (),
+    judges: Sequence[JudgeIdentity] = (),
+) -> Summary:
     """NIAH's grid with ``threshold`` for its effective length (and the gold answer's likelihood, where
-    read), or RULER's grid with RULER's own thresholds; the no-context control; the perplexity table.
-    Made in summary.json's form and read back through ``Summary.from_json``, so that what is written
-    is what reads."""
+    read), or RULER's grid with RULER's own thresholds; the no-context control; the perplexity table;
+    the ``judges``' sections from their ``judgements``. Made in summary.json's form and read back
+    through ``Summary.from_json``, so that what is written is what reads."""
     samples, documents = split_records(records)
     summary: dict[str, Any] = {"kind": "perplexity", "samples": 0, "errors": 0, "error_kinds": {}}
     if samples and is_ruler_run(samples):
@@ -207,6 +222,8 @@ def run_summary(records: Sequence[AnyRecord], threshold: float = 0.85) -> Summar
         summary["perplexity"] = perplexity_table(documents)
         summary["documents"] = len(documents)
         summary["document_errors"] = sum(1 for r in documents if r.error is not None)
+    if judges:
+        summary["judges"] = judge_sections(samples, judgements, judges)
     return Summary.from_json({**summary, "schema": SUMMARY_SCHEMA})
 
 

@@ -21,6 +21,7 @@ from fathom.report.files import DEPTH, GRID, HEATMAP, PERPLEXITY, SUMMARY, TRAP,
 from fathom.report.html.run import write_report
 from fathom.report.plots import plot_depth_profile, plot_heatmap, plot_task_grid
 from fathom.report.trap_plot import plot_trap
+from fathom.run.judgements import read_judgements
 from fathom.run.runner import RunResult, run
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
@@ -54,7 +55,8 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> Summary:
     title = f"{spec.model} · {spec.task} · {spec.tokenizer} · k={spec.samples}"
     if not manifest.backend.exact_lengths:
         title += " (approximate lengths)"
-    summary = dataclasses.replace(run_summary(records, threshold), run=RunFacts.of(manifest))
+    judged = run_summary(records, threshold, read_judgements(folder.path), manifest.judges)
+    summary = dataclasses.replace(judged, run=RunFacts.of(manifest))
     _plot(folder, samples, summary, title, manifest.backend.trained_window)
     folder.write_derived(SUMMARY, json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")
     write_report(folder, summary)

@@ -26,6 +26,38 @@ def summary_text(summary: Summary) -> list[str]:
         lines.append(f"samples: {summary.samples}, errors: {summary.errors}")
     elif isinstance(summary.sweep, NiahGrid):
         lines += niah_text(summary.sweep)
+    return lines + [line for section in summary.judges for line in judges_text(section)]
+
+
+def _kappa(agreement: Row) -> str:
+    if agreement["value"] is None:
+        return f"{agreement['statistic']} undefined (one label throughout)"
+    interval = (
+        "" if agreement["ci_low"] is None else f" [{agreement['ci_low']:.2f}, {agreement['ci_high']:.2f}]"
+    )
+    return f"{agreement['statistic']} {agreement['value']:.2f}{interval} over {agreement['n']}"
+
+
+def judges_text(section: Row) -> list[str]:
+    """One rubric's judges: each one's pass rate and agreement with the metric, their agreement."""
+    lines = []
+    for judge in section["judges"]:
+        missing = f", {judge['errors']} unreadable" if judge["errors"] else ""
+        missing += f", {judge['unjudged']} not judged yet" if judge["unjudged"] else ""
+        mean = "n/a" if judge["mean"] is None else f"{judge['mean']:.2f}"
+        if judge["ci_low"] is not None:
+            mean += f" [{judge['ci_low']:.2f}, {judge['ci_high']:.2f}]"
+        lines.append(
+            f"{judge['role']} {judge['name']} ({section['rubric']}): mean score {mean}, "
+            f"pass {_percent(judge['pass_rate'])} of {judge['judged']}{missing}; against the metric "
+            f"(pass: score >= {section['metric_pass']}): {_kappa(judge['metric_agreement'])}"
+        )
+    if "agreement" in section:
+        agreement = section["agreement"]
+        lines.append(
+            f"judges' agreement: {_kappa(agreement)} answers ({_percent(agreement['observed'])} identical); "
+            f"{len(section['disagreements'])} disagreements to read in report.html"
+        )
     return lines
 
 

@@ -147,34 +147,15 @@ class RunFolder:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock = fd
 
-    def _parse(self) -> Parsed:
+    def _parse(self) -> Parsed[AnyRecord]:
         try:
             data = self.samples_path.read_bytes() if self.samples_path.exists() else b""
         except OSError as exc:
             raise RunFolderError(f"cannot read {self.samples_path}: {exc.strerror or exc}") from None
         return parse(data, self.identity(), str(self.samples_path))
 
-    def _quarantine(self, parsed: Parsed) -> None:
-        """Move damaged lines and a torn tail to samples.quarantine, then rewrite samples.jsonl with
-        the records alone. The quarantine is on disk first, so a kill in between loses nothing."""
-        if not parsed.damaged and not parsed.torn:
-            return
-        moved = [d.raw + b"\n" for d in parsed.damaged] + ([parsed.torn + b"\n"] if parsed.torn else [])
-        with (self.path / QUARANTINE).open("ab") as handle:
-            handle.write(b"".join(moved))
-            handle.flush()
-            os.fsync(handle.fileno())
-        _write_atomic(self.samples_path, b"".join(parsed.good))
-        if parsed.damaged:
-            first = parsed.damaged[0]
-            log.warning(
-                "moved %d damaged line(s) of %s aside to %s (line %d: %s)",
-                len(parsed.damaged),
-                self.samples_path,
-                self.path / QUARANTINE,
-                first.line,
-                first.reason,
-            )
+    def _quarantine(self, parsed: Parsed[AnyRecord]) -> None:
+        quarantine(parsed, self.samples_path, self.path / QUARANTINE)
 
     def repair(self) -> int:
         """Move the damaged lines and torn tail of samples.jsonl aside, under the folder's lock, as a
@@ -225,12 +206,23 @@ class RunFolder:
             self._fd = os.open(self.samples_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         # Stamped with the run's identity, so a reader can tell this run's records from another's.
         stamped = dataclasses.replace(record, run_identity=self._identity)
-        line = (json.dumps(stamped.to_json(), sort_keys=True) + "\n").encode()
-        written = os.write(self._fd, line)
-        if written != len(line):  # only a full disk does this; leave no half line behind
-            os.ftruncate(self._fd, os.lseek(self._fd, 0, os.SEEK_END) - written)
-            raise RunFolderError(f"could not write a whole record to {self.samples_path}: is the disk full?")
-        os.fsync(self._fd)
+        append_line(self._fd, stamped.to_json(), self.samples_path)
+
+    def hold(self) -> Manifest:
+        """Take the folder's lock for a writer beside the run (``fathom judge``): no run can write
+        meanwhile. ``close`` gives it back. The manifest, as it stands."""
+        manifest = self.read_manifest()
+        self._take_lock()
+        return manifest
+
+    def rewrite_manifest(self, manifest: Manifest) -> None:
+        """Replace the manifest of a folder held for writing with one of the same identity (what a
+        judge adds: its identity and rubric)."""
+        if self._lock is None:
+            raise RunFolderError(f"run folder '{self.path}' was not taken for writing")
+        if manifest.identity.written != self.read_manifest().identity.written:
+            raise RunFolderError(f"refusing to give run folder '{self.path}' the manifest of another run")
+        self._write_manifest(manifest)
 
     def write_derived(self, name: str, content: str) -> Path:
         path = self.path / name
@@ -250,6 +242,40 @@ class RunFolder:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def append_line(fd: int, data: dict[str, Any], path: Path) -> None:
+    """One JSON object as one line of the file open for appending at ``fd``, on disk before this
+    returns. One ``write`` of the whole line: a reader sees the line whole or not yet."""
+    line = (json.dumps(data, sort_keys=True) + "\n").encode()
+    written = os.write(fd, line)
+    if written != len(line):  # only a full disk does this; leave no half line behind
+        os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_END) - written)
+        raise RunFolderError(f"could not write a whole record to {path}: is the disk full?")
+    os.fsync(fd)
+
+
+def quarantine(parsed: Parsed[Any], path: Path, aside: Path) -> None:
+    """Move the damaged lines and torn tail of ``path`` to ``aside``, then rewrite ``path`` with the
+    records alone. The lines moved are on disk first, so a kill in between loses nothing."""
+    if not parsed.damaged and not parsed.torn:
+        return
+    moved = [d.raw + b"\n" for d in parsed.damaged] + ([parsed.torn + b"\n"] if parsed.torn else [])
+    with aside.open("ab") as handle:
+        handle.write(b"".join(moved))
+        handle.flush()
+        os.fsync(handle.fileno())
+    _write_atomic(path, b"".join(parsed.good))
+    if parsed.damaged:
+        first = parsed.damaged[0]
+        log.warning(
+            "moved %d damaged line(s) of %s aside to %s (line %d: %s)",
+            len(parsed.damaged),
+            path,
+            aside,
+            first.line,
+            first.reason,
+        )
 
 
 def _make_folder(path: Path) -> None:

@@ -22,6 +22,7 @@ from fathom.records import SampleRecord, error_kind
 from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
 from fathom.report.html.compare import comparison_section
 from fathom.report.html.hard import hard_section, variants_section
+from fathom.report.html.judges import judges_section
 from fathom.report.html.page import (
     FAILURE_LABELS,
     cell_key,
@@ -345,6 +346,7 @@ def write_report(folder: RunFolder, summary: Summary, comparison: Mapping[str, A
         body.append(_control_section(summary.control))
     if summary.perplexity is not None:
         body.append(_perplexity_section(summary.perplexity, folder))
+    body.append(judges_section(summary.judges))
     if comparison is not None:
         body.append(comparison_section(comparison))
     body.append(

@@ -1,0 +1,51 @@
+"""The command line's options for LLM judges, kept here so that cli.py stays a list of commands:
+``fathom judge RUN`` and the same options on ``fathom run`` (judging once the run is done)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fathom.errors import SpecError
+from fathom.prompts.judging import rubric_names
+
+
+def add_judge_options(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    parser.add_argument(
+        "--judge",
+        required=required,
+        default=None,
+        help="an LLM judge of the answers, backend:model as --model takes it (not the model under test; "
+        "best of another family), e.g. llamacpp:gemma3-270m or sim-judge:reference",
+    )
+    parser.add_argument(
+        "--judge2", default=None, help="a second judge, of another model: their agreement is reported"
+    )
+    parser.add_argument(
+        "--rubric",
+        default="qa-correctness",
+        help=f"the judges' rubric: {', '.join(rubric_names())}, or the path of a rubric file",
+    )
+    parser.add_argument(
+        "--judge-retries",
+        type=int,
+        default=2,
+        help="times a reply that is no verdict is asked for again, with the reason, before it is an error",
+    )
+
+
+def judges_named(args: argparse.Namespace) -> list[str]:
+    """The judges the options name, in role order; --judge2 alone is refused."""
+    if args.judge2 and not args.judge:
+        raise SpecError("--judge2 needs --judge: name the first judge too")
+    return [name for name in (args.judge, args.judge2) if name]
+
+
+def add_judge_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    judge = commands.add_parser(
+        "judge",
+        help="have one or two LLM judges grade a run's answers under a rubric (resumes; pays nothing twice)",
+    )
+    judge.add_argument("run_dir", type=Path)
+    add_judge_options(judge, required=True)
+    judge.add_argument("--no-progress", action="store_true")
