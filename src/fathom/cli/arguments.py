@@ -1,0 +1,192 @@
+"""``fathom``'s arguments: every command's parser, with the help each option shows."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fathom import registry
+from fathom.export.arguments import add_export_commands
+from fathom.judge.arguments import add_judge_command, add_judge_options
+from fathom.tasks.suites.arguments import add_run_options, add_suite_commands
+
+
+class _Defaults(argparse.HelpFormatter):
+    """Help that shows each option's default, where it has one worth showing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        flag = action.nargs == 0  # --no-control and friends: their default is the absence of the flag
+        if action.default not in (None, argparse.SUPPRESS) and action.option_strings and not flag:
+            text += f" (default: {action.default})"
+        return text
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fathom", description="How much of a long context can a model use?")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    _add_run(commands)
+
+    report = commands.add_parser(
+        "report", help="re-derive summary.json, the plots and report.html from a run's records"
+    )
+    report.add_argument("run_dir", type=Path)
+    report.add_argument("--threshold", type=float, default=0.85)
+    report.add_argument(
+        "--baseline", type=Path, default=None, help="a run of the same spec to compare with, in report.html"
+    )
+
+    trap = commands.add_parser(
+        "trap", help="the perplexity trap: perplexity beside retrieval, from one run or a run pair"
+    )
+    trap.add_argument("runs", type=Path, nargs="+", help="one run with both kinds of record, or two runs")
+    trap.add_argument("--out", type=Path, required=True, help="the PNG to write")
+
+    commands.add_parser("models", help="list the small real models installed, and the simulated ones")
+
+    compare = commands.add_parser(
+        "compare",
+        help="did NEW regress against BASE? paired exact tests per cell; exit 1 if a cell regressed",
+    )
+    compare.add_argument("base", type=Path, help="the baseline's run folder")
+    compare.add_argument(
+        "new", type=Path, help="the new checkpoint's run folder: the same spec, another model"
+    )
+    compare.add_argument(
+        "--alpha", type=float, default=0.05, help="family-wise error rate over the cells (Holm's correction)"
+    )
+    compare.add_argument(
+        "--out", type=Path, default=None, help="for compare.json and compare.png (default: NEW/compare-BASE)"
+    )
+
+    repair = commands.add_parser(
+        "repair", help="move the damaged lines of a run folder's samples.jsonl aside (as a resumed run does)"
+    )
+    repair.add_argument("run_dir", type=_folder)
+
+    runs = commands.add_parser("runs", help="list the run folders under a folder, with status and results")
+    runs.add_argument("folder", type=Path, nargs="?", default=Path("runs"), help="default: runs")
+
+    gallery = commands.add_parser(
+        "gallery", help="run the simulated archetypes on one grid and write gallery.html of their heatmaps"
+    )
+    gallery.add_argument("--out", type=Path, default=Path("gallery"), help="default: gallery")
+
+    add_export_commands(commands, _Defaults)
+    add_suite_commands(commands)
+    add_judge_command(commands)
+    return parser
+
+
+def _folder(text: str) -> Path:
+    """A folder argument: an empty one would silently mean the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: name a folder, e.g. runs/my-run")
+    return Path(text)
+
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "run", help="run a sweep (resumes when its run folder exists)", formatter_class=_Defaults
+    )
+    run.add_argument("task", help=_tasks_help())
+    run.add_argument(
+        "--model",
+        required=True,
+        help="backend:model, e.g. sim:cliff?window=8k, with backend one of "
+        f"{', '.join(registry.BACKEND.names())} (fathom models says more)",
+    )
+    run.add_argument(
+        "--tokenizer",
+        default="auto",
+        help="auto (the model's own), char, cl100k_base, o200k_base, hf:PATH, ...",
+    )
+    run.add_argument("--lengths", default="1k,2k,4k,8k", help="context lengths, e.g. 1k,2k,4k (k = 1024)")
+    run.add_argument(
+        "--depths",
+        default=None,
+        help=f"{_for('depths')}: a count of even depths or fractions (0,0.5,1); default: 11",
+    )
+    run.add_argument("--samples", type=int, default=3, help="samples per cell, each with its own needle")
+    run.add_argument("--seed", type=int, default=0, help="decides the needles and every draw of the run")
+    run.add_argument(
+        "--corpus",
+        action="append",
+        help="prose (niah's default), essays (RULER's), noise, repeat, code, legal, technical, german, "
+        "dir:PATH[/GLOB], or mix:NAME=WEIGHT,...; niah sweeps several (--corpus code,prose) as an axis",
+    )
+    run.add_argument(
+        "--needle",
+        default=None,
+        help=f"{_for('needle')}: number (default), words, uuid, fact, sf, split, chain, latent-1, latent-2 "
+        "(low-overlap, with their literal twins), latent-1-literal, latent-2-literal",
+    )
+    run.add_argument("--distractors", type=int, default=0, help=f"{_for('distractors')}: look-alike needles")
+    run.add_argument("--needles", type=int, default=1, help=f"{_for('needles')}: facts asked for at once")
+    run.add_argument(
+        "--split-distance",
+        default="0.25",
+        help=f"{_for('split_distance')}: share of the haystack between a split needle's parts, or random",
+    )
+    run.add_argument(
+        "--haystack-offset",
+        default="start",
+        help=f"{_for('haystack_offset')}: start (one haystack: a prefix cache reuses it) or random",
+    )
+    run.add_argument(
+        "--template", default="auto", help="auto, tokenizer, none, plain, chatml, llama3, or a file"
+    )
+    run.add_argument("--system-prompt", default=None)
+    run.add_argument(
+        "--scoring",
+        default=None,
+        help=f"{', '.join(registry.SCORING.names())}; by default the task's own (niah: contains; RULER "
+        "tasks: their metric)",
+    )
+    run.add_argument(
+        "--max-new-tokens", type=int, default=None, help="niah: 32 by default; RULER tasks: their own budget"
+    )
+    run.add_argument(
+        "--perplexity",
+        action="store_true",
+        help=f"{_for('perplexity')}: also score perplexity documents of the haystack corpus at every length "
+        "(k per length)",
+    )
+    run.add_argument(
+        "--answer-logprob",
+        action="store_true",
+        help=f"{_for('answer_logprob')}: also read the gold answer's teacher-forced log-probability after "
+        "each prompt",
+    )
+    run.add_argument(
+        "--no-control",
+        dest="control",
+        action="store_false",
+        help="skip the no-context control (by default every question is also asked without its context)",
+    )
+    add_run_options(run)
+    add_judge_options(run)
+    run.add_argument("--out", type=_folder, default=Path("runs"), help="where new run folders go")
+    run.add_argument("--run-dir", type=_folder, default=None, help="this exact run folder")
+    run.add_argument(
+        "--order",
+        default="prefix",
+        help="prefix (prompts sharing prefixes together) or shuffled (for comparison)",
+    )
+    run.add_argument("--no-progress", action="store_true")
+
+
+def _tasks_help() -> str:
+    """fathom's tasks by summary (those that share one, together), then the plugins' by name."""
+    by_summary: dict[str, list[str]] = {}
+    for name, entry in registry.TASKS.items():
+        by_summary.setdefault(entry.summary, []).append(name)
+    text = "; ".join(f"{', '.join(names)} ({summary})" for summary, names in by_summary.items())
+    plugins = [name for name in registry.TASK.names() if name not in registry.TASKS]
+    return text + (f"; from plugins: {', '.join(plugins)}" if plugins else "")
+
+
+def _for(option: str) -> str:
+    """The tasks an option applies to, for its help."""
+    return ", ".join(registry.tasks_taking(option))
