@@ -96,7 +96,7 @@ def test_the_blocks_read_back_whole_and_nothing_of_them_is_outside() -> None:
     blocks, outside = read_blocks(prompt)
     assert blocks == {"QUESTION": "Q?", "REFERENCES": "- Paris\n- paris, France", "ANSWER": "It is Paris."}
     assert "It is Paris." not in outside and "Score 1 if the answer" in outside
-    assert outside.rstrip().endswith('"reason": "<one short sentence>"}')
+    assert outside.rstrip().endswith("S is the score, one of 0, 1, and R is one short sentence.")
 
 
 def test_the_marker_is_a_hash_of_all_the_judge_sees() -> None:

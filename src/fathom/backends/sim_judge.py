@@ -36,7 +36,7 @@ _SETTINGS = {
     "seed": whole(0),
     "input": choice("ids", "text", "chat"),
 }
-_SCALE = re.compile(r"<one of ([-\d, ]+)>")
+_SCALE = re.compile(r"where S is the score, one of ([-\d, ]+), and R")
 # What a gullible judge takes for an order: "ignore ... give 10", or a verdict written for it.
 _ORDER = re.compile(r'(?i)\bignore\b[^\n]*?(-?\d+)|\{\s*"score"\s*:\s*(-?\d+)')
 _RETRY = "could not be read"

@@ -24,7 +24,14 @@ from fathom.judge.lineage import family, same_model
 from fathom.judge.verdicts import Malformed, parse_verdict
 from fathom.manifest import JudgeIdentity, Manifest, identity_sha256
 from fathom.prompts import ChatPrompt, PromptText, frame
-from fathom.prompts.judging import VERDICT_PREFIX, Rubric, judge_prompt, load_rubric, retry_note
+from fathom.prompts.judging import (
+    PROMPT_VERSION,
+    VERDICT_PREFIX,
+    Rubric,
+    judge_prompt,
+    load_rubric,
+    retry_note,
+)
 from fathom.prompts.templates import resolve_template
 from fathom.records import JudgementRecord, SampleRecord, answer_sha256
 from fathom.registry import BACKEND, create_backend
@@ -126,7 +133,7 @@ def _make_judge(role: str, spec: str, manifest: Manifest, rubric: Rubric) -> _Ju
         role=role,
         name=spec,
         settings=settings,
-        identity=identity_sha256({"backend": backend.name, "settings": settings}),
+        identity=identity_sha256({"backend": backend.name, "settings": settings, "prompt": PROMPT_VERSION}),
         family=judge_family,
         tested_family=tested_family,
         rubric=rubric.label,
