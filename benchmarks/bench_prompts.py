@@ -180,6 +180,7 @@ def bench_fathom(args: argparse.Namespace) -> dict[str, Any]:
         "corpus_source": task.corpus.source,
         "corpus_tokens": len(task.variants[task.name].builder.corpus.ids),
         "template": task.template.name,
+        "needle": task.needle_kind,
         "prompts": len(cells),
         "tokenizer_load_s": load_s,
         "cold_index_s": cold_s,
@@ -260,6 +261,9 @@ def bench_memory(args: argparse.Namespace) -> dict[str, Any]:
     script = str(HERE / "bench_prompts.py")
     options = ["--tokenizer", args.tokenizer, "--corpus", args.corpus]
     options += ["--memory-length", str(args.memory_length)]
+    # The same needles as the sweep: a hard run's memory figure is that of a hard prompt.
+    options += ["--distractors", str(args.distractors), "--needles", str(args.needles)]
+    options += ["--needle", args.needle] if args.needle else []
     result: dict[str, Any] = {"length": args.memory_length}
     for probe in PROBES:
         command = [sys.executable, script, "--memory-probe", probe, *options]
@@ -343,7 +347,9 @@ def verdict(value: float, target: float, unit: str) -> str:
 def print_table(results: dict[str, Any]) -> None:
     f, m, machine = results["fathom"], results["memory"], results["machine"]
     print(f"\n{machine['cpu']}, {machine['cores']} cores, Python {machine['python']}, {machine['date']}")
-    print(f"{f['prompts']} prompts, {results['config']['tokenizer']}, template {f['template']}")
+    config = results["config"]
+    needles = f"needle {f['needle']}, {config['distractors']} distractors, {config['needles']} needles"
+    print(f"{f['prompts']} prompts, {config['tokenizer']}, template {f['template']}, {needles}")
     print(f"corpus {f['corpus']}: {f['corpus_tokens']} tokens, from {f['corpus_source']}")
     rows = [
         ("fathom: tokenizer load (once)", f"{f['tokenizer_load_s']:.3f} s", ""),
@@ -385,7 +391,8 @@ def _anchor_rows(anchor: dict[str, Any], ratios: dict[str, float]) -> list[tuple
 def run(args: argparse.Namespace) -> dict[str, Any]:
     args.corpus = resolve_corpus(args.corpus)
     print(f"corpus: {args.corpus}", flush=True)
-    config = {key: getattr(args, key) for key in ("tokenizer", "corpus", "samples", "repeats")}
+    keys = ("tokenizer", "corpus", "samples", "repeats", "distractors", "needles")
+    config = {key: getattr(args, key) for key in keys}
     config |= {"lengths": list(args.lengths), "depths": list(args.depths)}
     results: dict[str, Any] = {"machine": machine_info(), "config": config}
     with tempfile.TemporaryDirectory(prefix="fathom-bench-cache-") as cache:
