@@ -81,8 +81,24 @@ def test_an_old_run_analyses_to_the_summary_its_own_fathom_wrote(version: int) -
     folder = RunFolder(fixture(version))
     summary = dataclasses.replace(run_summary(folder.latest()), run=RunFacts.of(folder.read_manifest()))
     written = json.loads((fixture(version) / SUMMARY).read_text())
-    assert json.loads(json.dumps(summary.to_json())) == SUMMARIES.upgrade(written)
-    assert read_summary(fixture(version)) == summary
+    today = json.loads(json.dumps(summary.to_json()))
+    assert as_of(today, written.get("schema", 1)) == SUMMARIES.upgrade(written)
+    read = read_summary(fixture(version))
+    assert read is not None and json.loads(json.dumps(read.to_json())) == SUMMARIES.upgrade(written)
+
+
+# Keys of a section that a later summary schema added and that only the records can give (no upgrade
+# step can make them from the old summary): today's analysis has them, the old fathom did not.
+ADDED = {5: [("suites", "by_task"), ("suites", "mean")]}
+
+
+def as_of(summary: dict[str, Any], schema: int) -> dict[str, Any]:
+    """Today's summary without the derived keys added after ``schema``."""
+    copy = json.loads(json.dumps(summary))
+    for version, keys in ADDED.items():
+        for section, key in keys if schema < version else ():
+            copy.get(section, {}).pop(key, None)
+    return copy
 
 
 def test_schema_1_holds_one_needle_as_scalars_and_reads_as_lists() -> None:
@@ -127,7 +143,8 @@ def test_report_re_derives_every_old_run_folder(
     said = "middle truncation" if version == 6 else "effective length"
     assert (copy / "report.html").is_file() and said in capsys.readouterr().out
     written = json.loads((copy / SUMMARY).read_text())
-    assert written == SUMMARIES.upgrade(json.loads((fixture(version) / SUMMARY).read_text()))
+    old = json.loads((fixture(version) / SUMMARY).read_text())
+    assert as_of(written, old.get("schema", 1)) == SUMMARIES.upgrade(old)
     assert (copy / "manifest.json").read_bytes() == (fixture(version) / "manifest.json").read_bytes()
 
 

@@ -41,7 +41,8 @@ MANIFEST_SCHEMA = 3
 # every summary. 3: NIAH's variants (domains, literal twins) and hard-needle sections, where a run has
 # them; cells with the needles' similarity to their corpus. 4: the real suites' section (scores by
 # actual length, truncation, splits) in a suite run's summary. 5: the LLM judges' sections (scores,
-# agreement between judges and with the metric, disagreements), where the run was judged.
+# agreement between judges and with the metric, disagreements), where the run was judged; a suite
+# run's scores by task (``suites.by_task``) and its mean over tasks (``suites.mean``).
 SUMMARY_SCHEMA = 5
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1

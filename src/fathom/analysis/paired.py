@@ -13,15 +13,15 @@ import dataclasses
 import json
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, Protocol
 
+from fathom.analysis.effective import EffectiveLength, run_effective_length
 from fathom.analysis.failures import FAILURE_KINDS, failure_counts
-from fathom.analysis.niah import summarize
-from fathom.analysis.ruler import ruler_summary, task_order
-from fathom.analysis.select import is_literal_twin, is_ruler_run
+from fathom.analysis.ruler import task_order
+from fathom.analysis.suites import is_suite_run
 from fathom.errors import RunFolderError
 from fathom.manifest import Identity, Manifest
 from fathom.records import SampleRecord
@@ -35,6 +35,9 @@ Pair = tuple[SampleRecord, SampleRecord]  # (base, new), the same sample id and 
 # variants (haystack domains, literal twins), whose cells at one length and depth are not one cell.
 # RULER draws depths per sample, so its cells are tasks: (task, length, None).
 CellKey = tuple[str | None, int, float | None]
+# What a real suite's runs may differ in and still have asked the same questions: the folder and the
+# files its items were read from. Each pair must then be of one item (``twins``) with one prompt.
+SUITE_INPUTS = ("spec.data", "task.files")
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,9 @@ class PairedTest:
     def difference(self) -> float:
         return self.new_mean - self.base_mean
 
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "difference": self.difference}
+
 
 @dataclass(frozen=True)
 class CellComparison:
@@ -73,21 +79,15 @@ class CellComparison:
     verdict: Verdict
 
     def to_json(self) -> dict[str, Any]:
-        test = self.test
-        return {
-            "length": self.length,
-            "depth": self.depth,
-            "task": self.task,
-            "pairs": test.pairs,
-            "base_mean": test.base_mean,
-            "new_mean": test.new_mean,
-            "difference": test.difference,
-            "worse": test.worse,
-            "better": test.better,
-            "p_value": test.p_value,
-            "p_adjusted": self.p_adjusted,
-            "verdict": self.verdict,
-        }
+        where = {"length": self.length, "depth": self.depth, "task": self.task}
+        return {**where, **self.test.to_json(), "p_adjusted": self.p_adjusted, "verdict": self.verdict}
+
+
+class Tested(Protocol):
+    """What a comparison gives its verdicts to: a cell, or a real suite's task (``suite_pairs``)."""
+
+    @property
+    def verdict(self) -> Verdict: ...
 
 
 @dataclass(frozen=True)
@@ -99,14 +99,6 @@ class FailureChange:
     kind: str
     base: int
     new: int
-
-
-@dataclass(frozen=True)
-class EffectiveLength:
-    """A run's effective length judged on the mean score and on its 95% lower bound."""
-
-    mean: int | None
-    lower_bound: int | None
 
 
 @dataclass(frozen=True)
@@ -130,11 +122,11 @@ class Comparison:
     failures: tuple[FailureChange, ...] = ()
 
     @property
-    def regressed(self) -> list[CellComparison]:
+    def regressed(self) -> Sequence[Tested]:
         return [c for c in self.cells if c.verdict == "regressed"]
 
     @property
-    def improved(self) -> list[CellComparison]:
+    def improved(self) -> Sequence[Tested]:
         return [c for c in self.cells if c.verdict == "improved"]
 
     def to_json(self) -> dict[str, Any]:
@@ -216,23 +208,6 @@ def paired_test(pairs: Sequence[Pair]) -> PairedTest:
     )
 
 
-def run_effective_length(samples: Sequence[SampleRecord]) -> EffectiveLength:
-    """NIAH's effective length (threshold 0.85) or RULER's (its absolute threshold, 85.6), each on the
-    mean and on the 95% lower bound; both None without samples."""
-    if not samples:
-        return EffectiveLength(None, None)
-    samples = [r for r in samples if not is_literal_twin(r.task)]  # as the summary pools them
-    if not samples:
-        return EffectiveLength(None, None)
-    if is_ruler_run(samples):
-        aggregates = ruler_summary(samples)["aggregates"]
-        return EffectiveLength(
-            aggregates["mean"]["effective_length"], aggregates["lower_bound"]["effective_length"]
-        )
-    effective = summarize(samples)["effective_length"]
-    return EffectiveLength(effective["mean"], effective["lower_bound"])
-
-
 @dataclass(frozen=True)
 class RunRecords:
     """A run as a comparison reads it: its folder, its manifest and its graded samples (no controls)."""
@@ -242,17 +217,47 @@ class RunRecords:
     samples: Sequence[SampleRecord]
 
 
+class Twins(NamedTuple):
+    """The samples two runs share, as ``pairs`` of one sample id and one item (errored ones too); and
+    those left out: ids whose item differs between the runs, ids in one run only."""
+
+    pairs: list[Pair]
+    other_items: int
+    unpaired: int
+
+
+def twins(base: RunRecords, new: RunRecords) -> Twins:
+    """Pair the runs' samples; refuse runs that share ids but no item, or whose twins' prompts differ."""
+    base_samples, new_samples = _by_id(base), _by_id(new)
+    shared = sorted(base_samples.keys() & new_samples.keys())
+    # A real suite's sample id is a place in its data file: runs that read different files can hold
+    # different items there, which asked different questions.
+    same = [i for i in shared if base_samples[i].item_id == new_samples[i].item_id]
+    if shared and not same:
+        first = shared[0]
+        raise RunFolderError(
+            f"'{base.path}' and '{new.path}' hold different items under all {len(shared)} sample ids they "
+            f"share (first: {first}, item {base_samples[first].item_id} against "
+            f"{new_samples[first].item_id}): they read different data files; compare runs of one --data"
+        )
+    _check_same_hashes({i: base_samples[i] for i in same}, new_samples)
+    unpaired = len(base_samples.keys() ^ new_samples.keys())
+    return Twins([(base_samples[i], new_samples[i]) for i in same], len(shared) - len(same), unpaired)
+
+
+def graded_pairs(pairs: Sequence[Pair]) -> list[Pair]:
+    """The pairs that both runs graded: an error in either leaves no grade to compare."""
+    return [(b, n) for b, n in pairs if b.error is None and n.error is None]
+
+
 def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> Comparison:
     """Compare two runs of one spec that differ only in the model; refuse runs whose prompts differ."""
     if not 0.0 < alpha < 1.0:
         raise RunFolderError(f"alpha must lie strictly between 0 and 1, got {alpha}: pass e.g. --alpha 0.05")
     base_identity, new_identity = base.manifest.identity, new.manifest.identity
-    _check_same_prompts(base_identity, new_identity)
-    base_samples, new_samples = _by_id(base), _by_id(new)
-    _check_same_hashes(base_samples, new_samples)
-    shared = sorted(base_samples.keys() & new_samples.keys())
-    pairs = [(base_samples[i], new_samples[i]) for i in shared]
-    graded = [(b, n) for b, n in pairs if b.error is None and n.error is None]
+    _check_same_prompts(base_identity, new_identity, SUITE_INPUTS if is_suite_run(base.samples) else ())
+    pairs, _, unpaired = twins(base, new)
+    graded = graded_pairs(pairs)
     if not graded:
         raise RunFolderError(
             f"'{base.path}' and '{new.path}' share no sample that both graded without an error: "
@@ -263,7 +268,7 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
         new=RunRef(new.path, new_identity.spec.model),
         alpha=alpha,
         left_out_errors=len(pairs) - len(graded),
-        left_out_unpaired=len(base_samples.keys() ^ new_samples.keys()),
+        left_out_unpaired=unpaired,
         overall=paired_test(graded),
         cells=_compare_cells(graded, alpha),
         base_effective_length=run_effective_length([b for b, _ in graded]),
@@ -288,15 +293,16 @@ def _by_id(run: RunRecords) -> dict[str, SampleRecord]:
     return {record.sample_id: record for record in run.samples}
 
 
-def _check_same_prompts(base: Identity, new: Identity) -> None:
+def _check_same_prompts(base: Identity, new: Identity, may_differ: Collection[str] = ()) -> None:
     """Refuse runs that did not build the same prompts: the spec but its model, the tokenizer and the
-    task identity must be equal. The backend's identity is what is being compared, so it may differ.
-    The specs are compared as written: a key that one lacks is a difference to show, as it reads."""
+    task identity (but the keys ``may_differ`` names) must be equal. The backend's identity is what is
+    being compared, so it may differ. The specs are compared as written: a key that one lacks is a
+    difference to show, as it reads."""
     base_spec, new_spec = base.written["spec"], new.written["spec"]
     differences = [
         f"spec.{key} (base {base_spec.get(key)!r}, new {new_spec.get(key)!r})"
         for key in sorted(base_spec.keys() | new_spec.keys())
-        if key != "model" and base_spec.get(key) != new_spec.get(key)
+        if key != "model" and f"spec.{key}" not in may_differ and base_spec.get(key) != new_spec.get(key)
     ]
     if base.tokenizer.sha256 != new.tokenizer.sha256:
         names = f"base {base.tokenizer.name!r}, new {new.tokenizer.name!r}"
@@ -304,7 +310,7 @@ def _check_same_prompts(base: Identity, new: Identity) -> None:
     differences += [
         f"task.{key}"
         for key in sorted(base.task.keys() | new.task.keys())
-        if base.task.get(key) != new.task.get(key)
+        if f"task.{key}" not in may_differ and base.task.get(key) != new.task.get(key)
     ]
     if differences:
         raise RunFolderError(
@@ -343,12 +349,19 @@ def _compare_cells(pairs: Sequence[Pair], alpha: float) -> tuple[CellComparison,
         groups[_cell_key(pair[0], variants)].append(pair)
     rank = {task: i for i, task in enumerate(task_order(t for t, _, _ in groups if t is not None))}
     keys = sorted(groups, key=lambda k: (-1 if k[0] is None else rank[k[0]], k[1], k[2] or 0.0))
-    tests = [paired_test(groups[key]) for key in keys]
-    adjusted = holm_adjust([t.p_value for t in tests])
     return tuple(
-        CellComparison(length, depth, task, test, p, _verdict(test, p, alpha))
-        for (task, length, depth), test, p in zip(keys, tests, adjusted, strict=True)
+        CellComparison(length, depth, task, *tested)
+        for (task, length, depth), tested in zip(
+            keys, tested_groups([groups[k] for k in keys], alpha), strict=True
+        )
     )
+
+
+def tested_groups(groups: Sequence[Sequence[Pair]], alpha: float) -> list[tuple[PairedTest, float, Verdict]]:
+    """Each group's sign test, its p adjusted by Holm's method over the groups, and its verdict."""
+    tests = [paired_test(group) for group in groups]
+    adjusted = holm_adjust([t.p_value for t in tests])
+    return [(t, p, _verdict(t, p, alpha)) for t, p in zip(tests, adjusted, strict=True)]
 
 
 def _verdict(test: PairedTest, p_adjusted: float, alpha: float) -> Verdict:

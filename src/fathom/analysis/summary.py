@@ -54,7 +54,9 @@ class RulerGrid:
     aggregates: dict[str, Row]
     depth_profile: tuple[Row, ...]
     # Schema 4. A real suite's run (``fathom.analysis.suites.suite_summary``): the grid by the prompts'
-    # actual length, how many prompts the suite's middle truncation cut and by how much, its splits.
+    # actual length, how many prompts the suite's middle truncation cut and by how much, its splits;
+    # and each task's score with its interval (``by_task``) and the mean over tasks (``mean``), added
+    # inside the section without a schema of their own: readers allow a summary that lacks them.
     suites: Row = dataclasses.field(default_factory=dict)
 
 

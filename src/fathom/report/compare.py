@@ -8,6 +8,8 @@ from pathlib import Path
 
 from fathom.analysis.paired import Comparison, RunRecords, compare_records
 from fathom.analysis.select import split_records
+from fathom.analysis.suite_pairs import compare_suites
+from fathom.analysis.suites import is_suite_run
 from fathom.report.files import COMPARISON_HTML, COMPARISON_JSON, COMPARISON_PNG, read_summary
 from fathom.report.html.compare import write_comparison_html
 from fathom.report.plots import plot_difference_heatmap
@@ -16,8 +18,10 @@ from fathom.run.store import RunFolder
 
 def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
     """Compare two run folders of one spec that differ only in the model; refuse runs whose prompts
-    differ."""
-    return compare_records(_read(base), _read(new), alpha)
+    differ. Two runs of a real suite are compared task by task as well (``SuiteComparison``)."""
+    base_run, new_run = _read(base), _read(new)
+    compare = compare_suites if is_suite_run(base_run.samples) else compare_records
+    return compare(base_run, new_run, alpha)
 
 
 def _read(path: Path) -> RunRecords:

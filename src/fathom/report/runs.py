@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fathom.analysis.paired import run_effective_length
+from fathom.analysis.effective import run_effective_length
 from fathom.analysis.select import split_records
+from fathom.analysis.suites import TaskMean, is_suite_run, mean_over_tasks
 from fathom.errors import FathomError, RunFolderError
 from fathom.run.store import MANIFEST, RunFolder, is_final
 
@@ -28,7 +29,8 @@ class RunEntry:
     planned: int | None = None  # None in manifests written before fathom recorded it
     done: int = 0  # samples with a final record (a retried error is not final)
     errors: int = 0
-    effective_length: int | None = None  # on the mean; None for perplexity-only runs
+    effective_length: int | None = None  # on the mean; None for perplexity-only runs and suites'
+    task_mean: TaskMean | None = None  # a real suite's run: its mean score over tasks, in its stead
     problem: str | None = None
 
     @property
@@ -84,6 +86,8 @@ def _entry(path: Path) -> RunEntry:
         return RunEntry(path, problem=str(exc))
     samples, _ = split_records(records)
     spec = manifest.spec
+    # A suite's lengths are limits its items were cut to, so RULER's effective length means nothing.
+    suite = is_suite_run(samples)
     return RunEntry(
         folder=path,
         created=manifest.environment.created,
@@ -94,5 +98,6 @@ def _entry(path: Path) -> RunEntry:
         planned=manifest.planned,
         done=sum(1 for r in records if is_final(r)),
         errors=sum(1 for r in records if r.error is not None),
-        effective_length=run_effective_length(samples).mean,
+        effective_length=None if suite else run_effective_length(samples).mean,
+        task_mean=mean_over_tasks(samples) if suite else None,
     )

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from fathom.analysis.paired import CellComparison, Comparison
+from fathom.analysis.suite_pairs import SuiteComparison, TaskComparison
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.report.runs import RunEntry
 from fathom.units import format_count
@@ -169,7 +170,7 @@ def ruler_text(grid: RulerGrid) -> list[str]:
         lines.append(f"  {task:<{width}}{cells}")
     lines.append(f"  {'average':<{width}}" + "".join(_pct(row["mean"], 8) for row in grid.lengths))
     if grid.suites:  # a real suite: RULER's thresholds are not its own; what its truncation did is
-        return lines + suite_text(grid.suites)
+        return lines + suite_text(grid.suites) + suite_tasks_text(grid.suites)
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     scores = ", ".join(
         f"{name} {'n/a' if mean[key] is None else f'{mean[key]:.1f}'}"
@@ -196,6 +197,41 @@ def suite_text(suites: Row) -> list[str]:
     return [
         f"(columns: the length limit) middle truncation: {suites['truncated']} of {suites['samples']} "
         f"prompts cut to their limit{most}; summary.json scores them by the tokens each model read"
+    ]
+
+
+def _interval(mean: float | None, low: float, high: float) -> str:
+    """A score in percent with its 95% interval: "25.6% [10.3, 44.0]"."""
+    return "n/a" if mean is None else f"{mean:.1%} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def _task_row(name: str, length: str, row: Row, width: int) -> str:
+    errors = f", {row['errors']} errors" if row["errors"] else ""
+    return (
+        f"  {name:<{width}}  {length:>4}  {_interval(row['mean'], row['ci_low'], row['ci_high']):<22}"
+        f"n={row['n']}, {row['truncated']} cut{errors}"
+    )
+
+
+def suite_tasks_text(suites: Row) -> list[str]:
+    """A suite's score per task over all its length limits and at each, with its interval and the
+    prompts cut, then the mean over tasks; nothing for a summary written before fathom had them."""
+    rows = suites.get("by_task", [])
+    if not rows:
+        return []
+    width = max(len(row["task"]) for row in rows)
+    lines = [
+        "score by task, over all length limits and at each (95% interval: Wilson's for 0/1 scores, "
+        "a bootstrap for fractional ones; prompts cut to the limit):"
+    ]
+    for row in rows:
+        lines.append(f"{_task_row(row['task'], 'all', row, width)}  ({row['scoring']})")
+        lines += [_task_row("", format_count(r["length"]), r, width) for r in row["lengths"]]
+    mean = suites["mean"]
+    return [
+        *lines,
+        f"mean over {mean['tasks']} tasks, each weighing the same: "
+        f"{_interval(mean['mean'], mean['ci_low'], mean['ci_high'])} ({mean['n']} samples)",
     ]
 
 
@@ -235,31 +271,75 @@ def _cell_line(cell: CellComparison) -> str:
     )
 
 
-def comparison_text(comparison: Comparison) -> list[str]:
-    """The comparison as lines for a terminal: both models, what was paired and left out, the overall
-    change, the regressed and improved cells, and the change of effective length."""
-    overall, base_length, new_length = (
-        comparison.overall,
-        comparison.base_effective_length,
-        comparison.new_effective_length,
+def _task_line(task: TaskComparison) -> str:
+    test = task.test
+    return (
+        f"  {task.task}: {test.base_mean:.1%} → {test.new_mean:.1%} ({100 * test.difference:+.1f} points, "
+        f"95% interval {100 * task.ci_low:+.1f} to {100 * task.ci_high:+.1f}; {test.pairs} pairs: "
+        f"{test.worse} worse, {test.better} better), p = {test.p_value:.3g}, "
+        f"adjusted p = {task.p_adjusted:.3g}" + ("" if task.verdict == "unchanged" else f": {task.verdict}")
     )
+
+
+def suite_comparison_text(comparison: SuiteComparison) -> list[str]:
+    """A suite's comparison by task (its verdicts), then the cells' verdicts in a line, and a warning
+    where the runs read different data files."""
+    tasks = len(comparison.tasks)
     lines = [
-        f"base: {comparison.base.model}  ({comparison.base.path})",
-        f"new:  {comparison.new.model}  ({comparison.new.path})",
-        f"pairs: {overall.pairs}; left out: {comparison.left_out_errors} with an error in either run, "
-        f"{comparison.left_out_unpaired} in one run only",
-        f"overall: {overall.base_mean:.1%} → {overall.new_mean:.1%} ({overall.worse} pairs worse, "
-        f"{overall.better} better; pooled exact test p = {overall.p_value:.3g})",
-        failures_line(comparison),
+        f"by task, over its pairs at every length limit (exact sign test, Holm-adjusted over {tasks} tasks; "
+        "the difference is new minus base, with a 95% bootstrap interval over the pairs):",
+        *(_task_line(task) for task in comparison.tasks),
     ]
+    criterion = f"Holm-adjusted p < {comparison.alpha:g} over {tasks} tasks"
+    for name, changed in (("regressed", comparison.regressed), ("improved", comparison.improved)):
+        lines.append(f"{name} tasks ({criterion}): {', '.join(t.task for t in changed) or 'none'}")
+    verdicts = [cell.verdict for cell in comparison.cells]
+    lines.append(
+        f"cells (task x length limit, Holm-adjusted over {len(verdicts)} cells, drawn in compare.html): "
+        f"{verdicts.count('regressed')} regressed, {verdicts.count('improved')} improved"
+    )
+    if comparison.data_differences:
+        lines.append(
+            f"warning: the runs read different data files ({', '.join(comparison.data_differences)}): "
+            f"a sample is paired only where both runs asked the same item, and the "
+            f"{comparison.left_out_items} whose items differ are left out"
+        )
+    return lines
+
+
+def _cells_text(comparison: Comparison) -> list[str]:
+    """The regressed and improved cells, and the change of effective length."""
+    lines = []
     criterion = f"Holm-adjusted p < {comparison.alpha:g} over {len(comparison.cells)} cells"
-    for name, cells in (("regressed", comparison.regressed), ("improved", comparison.improved)):
+    for name in ("regressed", "improved"):
+        cells = [cell for cell in comparison.cells if cell.verdict == name]
         lines.append(f"{name} cells ({criterion}): {len(cells) or 'none'}")
         lines += [_cell_line(cell) for cell in cells]
+    base_length, new_length = comparison.base_effective_length, comparison.new_effective_length
     lines.append(
         f"effective length: {_length(base_length.mean)} → {_length(new_length.mean)}; on the 95% lower "
         f"bound: {_length(base_length.lower_bound)} → {_length(new_length.lower_bound)}"
     )
+    return lines
+
+
+def comparison_text(comparison: Comparison) -> list[str]:
+    """The comparison as lines for a terminal: both models, what was paired and left out, the overall
+    change, the regressed and improved cells and the change of effective length (a suite's: its tasks,
+    and no effective length)."""
+    overall = comparison.overall
+    suite = comparison if isinstance(comparison, SuiteComparison) else None
+    items = "" if suite is None else f", {suite.left_out_items} whose item differs"
+    lines = [
+        f"base: {comparison.base.model}  ({comparison.base.path})",
+        f"new:  {comparison.new.model}  ({comparison.new.path})",
+        f"pairs: {overall.pairs}; left out: {comparison.left_out_errors} with an error in either run, "
+        f"{comparison.left_out_unpaired} in one run only{items}",
+        f"overall: {overall.base_mean:.1%} → {overall.new_mean:.1%} ({overall.worse} pairs worse, "
+        f"{overall.better} better; pooled exact test p = {overall.p_value:.3g})",
+        failures_line(comparison),
+    ]
+    lines += _cells_text(comparison) if suite is None else suite_comparison_text(suite)
     if comparison.machine_differences:
         lines.append(
             f"warning: the runs differ in {'; '.join(comparison.machine_differences)}: a real model's greedy "
@@ -294,13 +374,21 @@ def _columns(entry: RunEntry) -> list[str]:
         _lengths(entry.lengths),
         NONE if entry.samples is None else f"k={entry.samples}",
         entry.status,
-        "effective " + (NONE if entry.effective_length is None else format_count(entry.effective_length)),
+        _found(entry),
     ]
 
 
+def _found(entry: RunEntry) -> str:
+    """What the run found: a suite's mean over tasks, or the effective length."""
+    if entry.task_mean is not None:
+        mean = entry.task_mean
+        return f"mean {_interval(mean.mean, mean.ci_low, mean.ci_high)} over {mean.tasks} tasks"
+    return "effective " + (NONE if entry.effective_length is None else format_count(entry.effective_length))
+
+
 def runs_text(entries: Sequence[RunEntry]) -> list[str]:
-    """One line per run: created, folder, model, task, lengths, k, status and effective length, in
-    aligned columns; an unreadable folder's line gives the reason instead."""
+    """One line per run: created, folder, model, task, lengths, k, status and effective length (a
+    suite's mean over tasks), in aligned columns; an unreadable folder's line gives the reason instead."""
     rows = [_columns(entry) for entry in entries]
     # The last column is never padded, so a long reason does not widen the columns of the others.
     widths: defaultdict[int, int] = defaultdict(int)

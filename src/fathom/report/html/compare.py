@@ -85,22 +85,56 @@ def _changed_cells(comparison: Mapping[str, Any]) -> str:
 
 
 def _comparison_boxes(comparison: Mapping[str, Any]) -> str:
-    overall, effective = comparison["overall"], comparison["effective_length"]
-    base, new = effective["base"], effective["new"]
+    overall = comparison["overall"]
+    # A suite's verdicts are its tasks' (``fathom.analysis.suite_pairs``), and it has no effective length.
+    units = "tasks" if "tasks" in comparison else "cells"
     boxes = [
         number_box(
             f"{percent(overall['base_mean'])} → {percent(overall['new_mean'])}",
             f"overall, base → new (p {overall['p_value']:.3g})",
         ),
-        number_box(str(comparison["regressions"]), "regressed cells"),
-        number_box(str(comparison["improvements"]), "improved cells"),
-        number_box(f"{length_or_none(base['mean'])} → {length_or_none(new['mean'])}", "effective length"),
-        number_box(
-            f"{length_or_none(base['lower_bound'])} → {length_or_none(new['lower_bound'])}",
-            "effective length on the 95% lower bound",
-        ),
+        number_box(str(comparison["regressions"]), f"regressed {units}"),
+        number_box(str(comparison["improvements"]), f"improved {units}"),
     ]
+    if "effective_length" in comparison:
+        base, new = comparison["effective_length"]["base"], comparison["effective_length"]["new"]
+        boxes += [
+            number_box(f"{length_or_none(base['mean'])} → {length_or_none(new['mean'])}", "effective length"),
+            number_box(
+                f"{length_or_none(base['lower_bound'])} → {length_or_none(new['lower_bound'])}",
+                "effective length on the 95% lower bound",
+            ),
+        ]
     return f'<div class="headline">{"".join(boxes)}</div>'
+
+
+def _tasks(comparison: Mapping[str, Any]) -> str:
+    """A suite's tasks, each over its pairs at every length limit: what its verdicts are given to."""
+    if "tasks" not in comparison:
+        return ""
+    head = ("task", "base", "new", "difference (points)", "95% interval", "pairs", "worse", "better", "p",
+            "adjusted p", "verdict")  # fmt: skip
+    rows = [
+        (t["task"], percent(t["base_mean"]), percent(t["new_mean"]), f"{100 * t['difference']:+.1f}",
+         f"{100 * t['difference_ci_low']:+.1f} to {100 * t['difference_ci_high']:+.1f}", t["pairs"],
+         t["worse"], t["better"], f"{t['p_value']:.3g}", f"{t['p_adjusted']:.3g}", t["verdict"])
+        for t in comparison["tasks"]
+    ]  # fmt: skip
+    files = comparison["data_differences"]
+    warning = (
+        f"<p><strong>The runs read different data files ({esc(', '.join(files))}):</strong> a sample is "
+        f"paired only where both runs asked the same item, and the {esc(comparison['left_out']['items'])} "
+        "whose items differ are left out.</p>"
+        if files
+        else ""
+    )
+    return (
+        f"<h3>By task</h3>{warning}<p>Each task over its pairs at every length limit: the exact sign test, "
+        f"{esc(comparison['correction'])}-corrected over the tasks; the difference is new minus base, with "
+        "a 95% percentile-bootstrap interval over the pairs' differences. A task whose adjusted p is below "
+        "alpha has a verdict, and a regressed task makes <code>fathom compare</code> exit with 1.</p>"
+        f"{table(head, rows)}"
+    )
 
 
 def _failures(comparison: Mapping[str, Any]) -> str:
@@ -115,13 +149,14 @@ def _failures(comparison: Mapping[str, Any]) -> str:
 
 def comparison_section(comparison: Mapping[str, Any]) -> str:
     c, left_out, overall = comparison, comparison["left_out"], comparison["overall"]
+    items = f", {esc(left_out['items'])} of other items" if "items" in left_out else ""
     return (
         f'<section id="comparison"><h2>Comparison</h2><p>base: {esc(c["base"]["model"])} '
         f"({esc(c['base']['path'])})<br>new: {esc(c['new']['model'])} ({esc(c['new']['path'])})</p>"
         f"{_comparison_boxes(c)}<p>{esc(c['test'])} per cell over {esc(c['pairs'])} paired samples, "
         f"{esc(c['correction'])}-corrected at alpha {esc(c['alpha'])}; {esc(overall['worse'])} pairs worse, "
         f"{esc(overall['better'])} better; left out: {esc(left_out['errors'])} with errors, "
-        f"{esc(left_out['unpaired'])} unpaired.</p>{difference_heatmap(c)}"
+        f"{esc(left_out['unpaired'])} unpaired{items}.</p>{_tasks(c)}{difference_heatmap(c)}"
         '<p class="legend">colour and label: new minus base, in points; ▼ regressed, ▲ improved (adjusted p '
         "below alpha); hover a cell for its numbers</p>"
         f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}{_failures(c)}</section>"

@@ -39,6 +39,7 @@ from fathom.report.html.page import (
     ruler_grid,
     table,
 )
+from fathom.report.html.suites import suite_boxes, suite_section
 from fathom.report.plots import format_length
 from fathom.run.store import RunFolder
 
@@ -104,7 +105,9 @@ def headline(summary: Summary) -> str:
     """The run's main numbers, as boxes."""
     boxes = []
     sweep = summary.sweep
-    if isinstance(sweep, RulerGrid):
+    if isinstance(sweep, RulerGrid) and sweep.suites:  # RULER's thresholds are no real suite's
+        boxes += suite_boxes(sweep.suites)
+    elif isinstance(sweep, RulerGrid):
         mean, low = sweep.aggregates["mean"], sweep.aggregates["lower_bound"]
         threshold = f"score > {mean['threshold']:g}"
         boxes += [
@@ -166,14 +169,20 @@ def _aggregate_row(name: str, row: Row) -> list[str]:
 
 
 def _ruler_section(grid: RulerGrid, folder: RunFolder) -> str:
+    lengths = "length limit" if grid.suites else "context length"
+    top = (
+        f'<section id="grid"><h2>Score by task and {lengths} (percent)</h2>'
+        "<p>Click a task's cell to see its samples below; the last row is the mean over tasks.</p>"
+        f"{ruler_grid(grid)}{legend('score')}"
+    )
+    if grid.suites:  # a real suite: RULER's thresholds and needle depths are not its own
+        return top + "</section>"
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     head = ("on", "average", "wAvg inc", "wAvg dec", f"effective length (> {mean['threshold']:g})",
             f"effective length (> {mean['relative_threshold']:g} x the shortest length's)")  # fmt: skip
     rows = [_aggregate_row("per-length mean", mean), _aggregate_row("95% lower bound", low)]
     return (
-        '<section id="grid"><h2>Score by task and context length (percent)</h2>'
-        "<p>Click a task's cell to see its samples below; the last row is the mean over tasks.</p>"
-        f"{ruler_grid(grid)}{legend('score')}<h3>RULER's aggregates (percent)</h3>{table(head, rows)}"
+        f"{top}<h3>RULER's aggregates (percent)</h3>{table(head, rows)}"
         f"{image(folder.path / DEPTH, 'score by needle depth')}</section>"
     )
 
@@ -333,6 +342,8 @@ def write_report(folder: RunFolder, summary: Summary, comparison: Mapping[str, A
     body = [_header(manifest, samples, summary)]
     if isinstance(summary.sweep, RulerGrid):
         body.append(_ruler_section(summary.sweep, folder))
+        if summary.sweep.suites:
+            body.append(suite_section(summary.sweep.suites, summary.judges))
     elif isinstance(summary.sweep, NiahGrid):
         body.append(_niah_section(summary.sweep))
         body.append(variants_section(summary.sweep.variants))
