@@ -343,3 +343,26 @@ def test_without_torch_or_transformers_the_error_names_the_extra(monkeypatch: py
     monkeypatch.delitem(sys.modules, "fathom.backends.hf")
     with pytest.raises(MissingExtraError, match=r"pip install .*\[hf\]'$"):
         importlib.import_module("fathom.backends.hf")
+
+
+def test_device_map_places_the_model_and_answers_as_the_default(smollm2: hf.TransformersBackend) -> None:
+    # On this CPU-only machine accelerate's "auto" puts every layer on the CPU: the answers must be
+    # the default placement's, and the settings say how the model was placed.
+    mapped = hf.TransformersBackend("smollm2?device_map=auto", "auto")
+    assert mapped.device.type == "cpu"
+    assert (mapped.settings()["device_map"], smollm2.settings()["device_map"]) == ("auto", "none")
+    ids = prose_ids(smollm2, 64).tolist()
+    assert mapped.generate([request(ids)])[0].text == smollm2.generate([request(ids)])[0].text
+
+
+def test_a_quantized_kv_cache_needs_optimum_quanto(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hf.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(SpecError, match="kv=int8 quantizes the KV cache with optimum-quanto: pip install"):
+        hf._quantized_cache("int8")
+    assert hf._quantized_cache("model") == {}
+
+
+def test_a_quantized_kv_cache_is_asked_of_generate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hf.importlib.util, "find_spec", lambda name: object())
+    config = {"cache_implementation": "quantized", "cache_config": {"backend": "quanto", "nbits": 4}}
+    assert hf._quantized_cache("int4") == config

@@ -9,6 +9,7 @@ tokenizer, window and fingerprint come from ``hf_model``, which the vllm backend
 from __future__ import annotations
 
 import functools
+import importlib.util
 import itertools
 import time
 from collections.abc import Sequence
@@ -60,8 +61,8 @@ SCORE_CHUNK = 1024
 
 
 class TransformersBackend:
-    """``hf:PATH?dtype=&attn=&device=&batch=``: PATH a .gguf file, a model folder or a shorthand
-    (``smollm2``); the model's own tokenizer counts every prompt."""
+    """``hf:PATH?dtype=&attn=&device=&batch=&device_map=&kv=``: PATH a .gguf file, a model folder or
+    a shorthand (``smollm2``); the model's own tokenizer counts every prompt."""
 
     input: InputKind = "ids"
     exact_lengths = True
@@ -81,7 +82,16 @@ class TransformersBackend:
         self.dtype = _DTYPES[unless_auto(values["dtype"], "bfloat16" if gpu else "float32")]
         self.batch = unless_auto(values["batch"], 8 if gpu else 1)
         attn = _attention(values["attn"], self.device, self.dtype)
-        self.model, hf_tokenizer = _load(self.path, self.dtype, attn, self.device)
+        # device_map shards the model's layers over the visible GPUs (accelerate's placement), for a
+        # model whose weights and KV cache do not fit one (fathom plan says when); the prompt then
+        # enters where the embeddings are.
+        self.device_map: str = values["device_map"]
+        placement = self.device if self.device_map == "none" else self.device_map
+        self.model, hf_tokenizer = _load(self.path, self.dtype, attn, placement)
+        if self.device_map != "none":
+            self.device = next(self.model.get_input_embeddings().parameters()).device
+        self.kv: str = values["kv"]
+        self._cache = _quantized_cache(self.kv)
         self.tokenizer = TransformersTokenizer(hf_tokenizer, f"hf:{self.path}")
         config = self.model.config.get_text_config()
         self.window = config_window(config)
@@ -108,6 +118,8 @@ class TransformersBackend:
             "dtype": str(self.dtype).removeprefix("torch."),
             "attention": self.model.config._attn_implementation,
             "device": str(self.device),
+            "device_map": self.device_map,
+            "kv": self.kv,
             "decoding": _GREEDY,
             "batch": self.batch,
             "window": self.window,
@@ -172,6 +184,7 @@ class TransformersBackend:
             max_new_tokens=first.max_new_tokens,
             eos_token_id=self._eos or None,
             pad_token_id=self._pad,
+            **self._cache,
         )
         stop = [_StopStrings(self.tokenizer, first.stop, ids.shape[1])] if first.stop else []
         with torch.inference_mode():
@@ -258,8 +271,9 @@ def _groups(requests: Sequence[Request], size: int) -> list[list[int]]:
 
 
 def _load(
-    path: Path, dtype: torch.dtype, attn: str, device: torch.device
+    path: Path, dtype: torch.dtype, attn: str, device: torch.device | str
 ) -> tuple[transformers.PreTrainedModel, transformers.PreTrainedTokenizerBase]:
+    """The model on ``device``, or placed by accelerate's ``device_map`` strategy (a string)."""
     folder, gguf = model_source(path, ("gguf", "accelerate"))  # transformers needs both to read a GGUF
     tokenizer = load_tokenizer(path)
     try:
@@ -277,7 +291,20 @@ _SETTINGS = {
     # torch.device itself reads cuda:128 as cuda:-128: device numbers stop at 99 here.
     "device": text("auto", r"auto|cpu|mps|cuda(:[0-9]{1,2})?", "auto, cpu, mps, cuda or cuda:N"),
     "batch": or_auto(whole(None, least=1)),
+    "device_map": choice("none", "auto", "balanced", "balanced_low_0", "sequential"),
+    # The KV cache's values: the model's dtype, or quantized (optimum-quanto) to fit longer prompts.
+    "kv": choice("model", "int8", "int4"),
 }
+
+
+def _quantized_cache(kv: str) -> dict[str, Any]:
+    """GenerationConfig's fields for a KV cache of ``kv`` values (none for the model's own dtype)."""
+    if kv == "model":
+        return {}
+    if importlib.util.find_spec("optimum") is None or importlib.util.find_spec("optimum.quanto") is None:
+        raise SpecError(f"hf: kv={kv} quantizes the KV cache with optimum-quanto: pip install optimum-quanto")
+    bits = {"int8": 8, "int4": 4}[kv]
+    return {"cache_implementation": "quantized", "cache_config": {"backend": "quanto", "nbits": bits}}
 
 
 def _attention(value: str, device: torch.device, dtype: torch.dtype) -> str:
