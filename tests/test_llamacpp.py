@@ -276,6 +276,17 @@ def test_generation_ends_at_the_token_limit_at_a_stop_string_or_at_the_end_of_tu
     assert stopped.text == free.text[: free.text.index(word)]
 
 
+def test_prefill_and_decode_times_add_up_to_the_latency(smol: LlamaCppBackend) -> None:
+    ids = [1, *range(100, 900)]  # 801 tokens, none of them cached by the previous request
+    smol.llm.reset()  # type: ignore[no-untyped-call]
+    answer = smol.generate([_request(ids, 8)])[0]
+    assert answer.prefill_s is not None and answer.decode_s is not None
+    assert answer.prefill_s > 0 and answer.decode_s >= 0
+    assert answer.prefill_s + answer.decode_s == pytest.approx(answer.latency_s, abs=1e-6)
+    # 801 prompt tokens in one prefill cost more than the answer's few decode steps after it.
+    assert answer.prefill_s > answer.decode_s / max(answer.completion_tokens, 1)
+
+
 def test_a_prompt_over_n_ctx_is_refused_without_evaluating_anything(
     smol: LlamaCppBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,9 +39,12 @@ _OPTIONAL = (
     "item_groups",
     "original_tokens",
     "truncated",
+    "prefill_s",
+    "decode_s",
 )
 _SCHEMA_5 = _OPTIONAL[2:10]
-_SCHEMA_6 = _OPTIONAL[10:]
+_SCHEMA_6 = _OPTIONAL[10:14]
+_SCHEMA_7 = _OPTIONAL[14:]
 
 
 class ErrorKind(enum.StrEnum):
@@ -128,6 +131,10 @@ class Completion:
     # why they could not be read; None when none was asked for.
     continuation_logprobs: tuple[float, ...] | None = None
     continuation_error: str | None = None
+    # Where the backend can tell them apart: the seconds until its first new token (the prompt's
+    # prefill, with what its cache spared) and those of the rest of the answer.
+    prefill_s: float | None = None
+    decode_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +214,10 @@ class SampleRecord:
     item_groups: tuple[str, ...] = ()
     original_tokens: int | None = None
     truncated: bool = False
+    # Schema 7: the backend's prefill and decode seconds, where it reports them (``Completion``);
+    # a sample far slower per token than its length's others is listed (``fathom.analysis.slow``).
+    prefill_s: float | None = None
+    decode_s: float | None = None
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
@@ -377,4 +388,13 @@ def v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-RECORDS = Versions("record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6))
+def v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 7 added the backend's prefill and decode seconds; a record of schema 6 has neither (its
+    backend's latency is all it knows). One of schema 6 that holds them is no record of either."""
+    for name in _SCHEMA_7:
+        if name in data:
+            raise TypeError(f"unknown field '{name}' (a field of schema 7, in a record of schema 6)")
+    return data
+
+
+RECORDS = Versions("record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7))

@@ -31,8 +31,8 @@ from fathom.errors import NewerSchemaError
 # ANSWER_BYTES are cut there. 5: NIAH's hard needles: each needle's role and value, the distractors'
 # values an answer holds, the haystack's offset, redraws, and the needles' similarity and overlap.
 # 6: real suites' samples: the item's id and splits, the prompt's tokens before the suite's middle
-# truncation and whether it was cut.
-RECORD_SCHEMA = 6
+# truncation and whether it was cut. 7: the backend's prefill and decode seconds, where it reports them.
+RECORD_SCHEMA = 7
 # 1: the manifest as written since the first run (sections added since read as absent). 2: the
 # corpora the prompts are cut from, with their source, licence, size in tokens and hash. 3: the LLM
 # judges of the run's answers, with their rubrics.
@@ -42,7 +42,8 @@ MANIFEST_SCHEMA = 3
 # them; cells with the needles' similarity to their corpus. 4: the real suites' section (scores by
 # actual length, truncation, splits) in a suite run's summary. 5: the LLM judges' sections (scores,
 # agreement between judges and with the metric, disagreements), where the run was judged; a suite
-# run's scores by task (``suites.by_task``) and its mean over tasks (``suites.mean``).
+# run's scores by task (``suites.by_task``) and its mean over tasks (``suites.mean``); the samples far
+# slower per token than their length explains (``slow``).
 SUMMARY_SCHEMA = 5
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1

@@ -19,6 +19,7 @@ from fathom.analysis.niah import summarize
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import ruler_summary
 from fathom.analysis.select import control_records, is_literal_twin, is_ruler_run, split_records
+from fathom.analysis.slow import slow_samples
 from fathom.analysis.suites import is_suite_run, suite_summary
 from fathom.manifest import JudgeIdentity, Manifest
 from fathom.records import AnyRecord, JudgementRecord, SampleRecord
@@ -105,8 +106,10 @@ class Summary:
     control: Row | None = None  # the no-context control (``control_summary``)
     perplexity: Perplexity | None = None
     run: RunFacts | None = None
-    # Schema 5: the LLM judges' sections, one per rubric (``fathom.analysis.agreement``), where judged.
+    # Schema 5: the LLM judges' sections, one per rubric (``fathom.analysis.agreement``), where judged;
+    # the samples far slower per token than their length explains (``fathom.analysis.slow``), if any.
     judges: tuple[Row, ...] = ()
+    slow: Row | None = None
     schema: int = SUMMARY_SCHEMA
 
     @property
@@ -141,6 +144,8 @@ class Summary:
             data |= {"perplexity": p.table, "documents": p.documents, "document_errors": p.errors}
         if self.judges:
             data["judges"] = list(self.judges)
+        if self.slow is not None:
+            data["slow"] = self.slow
         if self.run is not None:
             names = dataclasses.asdict(self.run)
             data |= {"trained_window": names.pop("trained_window"), "run": names}
@@ -226,6 +231,9 @@ def run_summary(
         summary["document_errors"] = sum(1 for r in documents if r.error is not None)
     if judges:
         summary["judges"] = judge_sections(samples, judgements, judges)
+    slow = slow_samples(samples)
+    if slow["samples"]:
+        summary["slow"] = slow
     return Summary.from_json({**summary, "schema": SUMMARY_SCHEMA})
 
 

@@ -292,14 +292,25 @@ class LlamaCppBackend:
             )
             return Completion("", len(ids), 0, "error", 0.0, error=reason)
         try:
-            text, count, finish = self._greedy(ids, request)
+            text, count, finish, first = self._greedy(ids, request)
         except Exception as exc:  # one failed request is recorded as such; the run goes on
             self.llm.reset()  # type: ignore[no-untyped-call]  # drop a half-evaluated prompt
             elapsed = time.perf_counter() - started
             return Completion(
                 "", len(ids), 0, "error", elapsed, error=ErrorKind.BACKEND_ERROR.error(str(exc))
             )
-        completion = Completion(text, len(ids), count, finish, time.perf_counter() - started)
+        ended = time.perf_counter()
+        # The first token comes once the prompt is evaluated (less the prefix its cache kept).
+        prefill = (first if first is not None else ended) - started
+        completion = Completion(
+            text,
+            len(ids),
+            count,
+            finish,
+            ended - started,
+            prefill_s=prefill,
+            decode_s=ended - started - prefill,
+        )
         if request.continuation is None:
             return completion
         # Right after the answer: the prompt is still in the cache, so this costs a few tokens.
@@ -365,18 +376,21 @@ class LlamaCppBackend:
             position += len(batch)
         return out
 
-    def _greedy(self, ids: list[int], request: Request) -> tuple[str, int, str]:
-        """The answer, the number of tokens generated, and why generation ended."""
+    def _greedy(self, ids: list[int], request: Request) -> tuple[str, int, str, float | None]:
+        """The answer, the number of tokens generated, why generation ended, and when the first
+        token came (``time.perf_counter``; None if none did)."""
         # reset=True reuses the cache of the longest prefix shared with the previous prompt and
         # evaluates the rest; the ids already hold the BOS where the model wants one.
         stream = self.llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0, reset=True)
         generated: list[int] = []
+        first = None
         for token in itertools.islice(stream, request.max_new_tokens):
+            first = time.perf_counter() if first is None else first
             if self.tokenizer.is_end(token):
-                return self.tokenizer.decode(generated), len(generated) + 1, "stop"
+                return self.tokenizer.decode(generated), len(generated) + 1, "stop", first
             generated.append(token)
             text = self.tokenizer.decode(generated)
             stops = [at for stop in request.stop if (at := text.find(stop)) >= 0]
             if stops:
-                return text[: min(stops)], len(generated), "stop"
-        return self.tokenizer.decode(generated), len(generated), "length"
+                return text[: min(stops)], len(generated), "stop", first
+        return self.tokenizer.decode(generated), len(generated), "length", first

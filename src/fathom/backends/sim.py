@@ -217,6 +217,9 @@ class SimulatedBackend:
             finish_reason="stop",
             latency_s=time.perf_counter() - start,
             continuation_logprobs=self._answer_logprobs(request, facts),
+            # The stand-in latency is all prefill, as a long prompt's nearly is (none without one).
+            prefill_s=self.delay or None,
+            decode_s=0.0 if self.delay else None,
         )
 
     def _answer_logprobs(

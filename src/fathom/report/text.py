@@ -27,6 +27,12 @@ def summary_text(summary: Summary) -> list[str]:
         lines.append(f"samples: {summary.samples}, errors: {summary.errors}")
     elif isinstance(summary.sweep, NiahGrid):
         lines += niah_text(summary.sweep)
+    if summary.slow is not None:
+        slow = summary.slow
+        lines.append(
+            f"slow samples: {slow['count']} took at least {slow['factor']:g}x their length's median time per "
+            "prompt token (a KV cache paged to host memory?): see report.html"
+        )
     return lines + [line for section in summary.judges for line in judges_text(section)]
 
 

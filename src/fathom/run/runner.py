@@ -352,6 +352,8 @@ def _record(
         matched=graded.matched,
         scoring=graded.method,
         latency_s=round(completion.latency_s, 6),
+        prefill_s=None if completion.prefill_s is None else round(completion.prefill_s, 6),
+        decode_s=None if completion.decode_s is None else round(completion.decode_s, 6),
         beyond_window=window is not None and actual > window,
         max_new_tokens=sample.max_new_tokens,
         error=completion.error,

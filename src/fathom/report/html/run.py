@@ -330,6 +330,30 @@ def _header(manifest: Manifest, records: Sequence[SampleRecord], summary: Summar
     )
 
 
+def _slow_section(slow: Row) -> str:
+    """The samples far slower per token than their length's median: a KV cache paged to host memory
+    or a server in trouble is tens of times slower, which an average hides."""
+    rows = [
+        (
+            r["sample_id"],
+            r["seconds"],
+            r["ms_per_token"],
+            r["median_ms_per_token"],
+            f"{r['factor']}x",
+            r["timed"],
+        )
+        for r in slow["samples"]
+    ]
+    head = ("sample", "seconds", "ms per prompt token", "its length's median", "factor", "timed by")
+    return (
+        f'<section id="slow"><h2>Slow samples</h2><p>{esc(slow["count"])} samples took at least '
+        f"{esc(slow['factor'])} times their length's median time per prompt token (and at least "
+        f"{esc(slow['least_seconds'])} s): the signature of a KV cache paged out to host memory or a "
+        "server swapping. Their answers are graded as any; their times are not the model's speed.</p>"
+        f"{table(head, rows)}</section>"
+    )
+
+
 def _order(record: SampleRecord) -> tuple[str, int, float, int]:
     return record.task, record.length, -1.0 if record.depth is None else record.depth, record.sample
 
@@ -357,6 +381,8 @@ def write_report(folder: RunFolder, summary: Summary, comparison: Mapping[str, A
         body.append(_control_section(summary.control))
     if summary.perplexity is not None:
         body.append(_perplexity_section(summary.perplexity, folder))
+    if summary.slow is not None:
+        body.append(_slow_section(summary.slow))
     body.append(judges_section(summary.judges))
     if comparison is not None:
         body.append(comparison_section(comparison))
