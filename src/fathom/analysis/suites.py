@@ -6,6 +6,12 @@ A suite's items have lengths of their own, so the run's lengths are only the lim
 to. The grid here bins each sample by the tokens its model actually read, at the powers of two that NIAH
 and RULER sweep (a prompt of 3,000 tokens is in the 4k column, with a 4k NIAH prompt), so the suites
 plot on the same length axis as the synthetic tasks.
+
+A run asks each item at every length limit, so a task's samples over all the limits are not
+independent: the same question at 1k and at 8k is one piece of evidence about the model, not two.
+Wherever a task's limits are pooled (its row over all limits, the mean over tasks), the 95% interval
+is over its items, each scored by its mean over the limits, not over the samples, whose interval
+would be too narrow; at one limit each item is one sample, and its interval is over the samples.
 """
 
 from __future__ import annotations
@@ -38,10 +44,27 @@ def actual_length_grid(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
     return [dataclasses.asdict(cell) for cell in task_grid(binned)]
 
 
+def item_key(record: SampleRecord) -> tuple[str, str]:
+    """The item a suite's sample asks, the same at every length limit: its task and item id, or its
+    place in the task's data file where a record has no id."""
+    return record.task, record.item_id or str(record.sample)
+
+
+def item_means(records: Iterable[SampleRecord]) -> list[float]:
+    """Each item's mean score over its graded samples, in the order the items first appear (the
+    bootstrap's resamples pick by position); an item with no graded sample has no score to give."""
+    scores: defaultdict[tuple[str, str], list[float]] = defaultdict(list)
+    for record in records:
+        if record.error is None:
+            scores[item_key(record)].append(record.score)
+    return [math.fsum(group) / len(group) for group in scores.values()]
+
+
 def task_table(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
     """Per task, pooled over the run's length limits and at each limit: the score's cell fields (the
     95% interval is ``stats.score_interval``'s: Wilson's for 0/1 scores, a percentile bootstrap for
-    fractional ones such as F1 and ROUGE), how many of the prompts were cut, and the task's metric."""
+    fractional ones such as F1 and ROUGE), how many of the prompts were cut, and the task's metric.
+    The pooled row's interval is over the task's items (``items`` of them, ``_pooled``)."""
     by_task: defaultdict[str, list[SampleRecord]] = defaultdict(list)
     for record in records:
         by_task[record.task].append(record)
@@ -49,7 +72,7 @@ def task_table(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
         {
             "task": task,
             "scoring": by_task[task][0].scoring,  # each task is graded by its suite's one metric
-            **_scored(by_task[task]),
+            **_pooled(by_task[task]),
             "lengths": [
                 {"length": length, **_scored([r for r in by_task[task] if r.length == length])}
                 for length in sorted({r.length for r in by_task[task]})
@@ -63,13 +86,24 @@ def _scored(group: Sequence[SampleRecord]) -> dict[str, Any]:
     return {**group_stats(group), "truncated": sum(1 for r in group if r.truncated)}
 
 
+def _pooled(group: Sequence[SampleRecord]) -> dict[str, Any]:
+    """A task over all its length limits: the mean of its graded samples, and the 95% interval of its
+    items' means (Wilson's only where each item's mean is 0 or 1: an item right at 8k and wrong at 1k
+    scores 0.5). Where every item was graded at every limit, the two means are one."""
+    means = item_means(group)
+    _, low, high = score_interval(means)
+    return {"items": len(means), **_scored(group), "ci_low": low, "ci_high": high}
+
+
 @dataclass(frozen=True)
 class TaskMean:
     """The mean score over a suite run's tasks (each pooled over the length limits), each task weighing
     the same whatever its number of items, as the suites average their tasks; with its 95% interval
-    and the tasks and scored samples it is over. ``mean`` is None when nothing was scored."""
+    (over the items, as each task's) and the tasks, items and scored samples it is over. ``mean`` is
+    None when nothing was scored."""
 
     tasks: int
+    items: int
     n: int
     mean: float | None
     ci_low: float
@@ -78,22 +112,23 @@ class TaskMean:
 
 def mean_over_tasks(records: Iterable[SampleRecord]) -> TaskMean:
     """The graded samples' ``TaskMean``; errors are left out, as from every score."""
-    scores: defaultdict[str, list[float]] = defaultdict(list)
+    graded: defaultdict[str, list[SampleRecord]] = defaultdict(list)
     for record in records:
         if record.error is None:
-            scores[record.task].append(record.score)
+            graded[record.task].append(record)
     # In the tasks' order, not the records': the bootstrap's resamples pick by position.
-    groups = [scores[task] for task in task_order(scores)]
-    pooled = [score for group in groups for score in group]
-    if len({len(group) for group in groups}) <= 1:
-        # Tasks of one size: the mean over tasks is the mean over samples, with its usual interval.
-        mean, low, high = score_interval(pooled)
+    tasks = [graded[task] for task in task_order(graded)]
+    items = [item_means(group) for group in tasks]
+    pooled = [mean for group in items for mean in group]
+    if len({len(group) for group in items}) <= 1:
+        # Tasks of as many items: each item weighs the same, and the interval is a task's (``_pooled``).
+        _, low, high = score_interval(pooled)
     else:
-        # Each sample weighs 1 / its task's size, so that every task weighs the same in each resample.
-        weights = [1 / len(group) for group in groups for _ in group]
-        mean = math.fsum(math.fsum(group) / len(group) for group in groups) / len(groups)
-        low, high = bootstrap_interval(pooled, weights)
-    return TaskMean(len(groups), len(pooled), mean, low, high)
+        # Each item weighs 1 / its task's items, so that every task weighs the same in each resample.
+        low, high = bootstrap_interval(pooled, [1 / len(group) for group in items for _ in group])
+    means = [math.fsum(r.score for r in group) / len(group) for group in tasks]
+    mean = math.fsum(means) / len(means) if means else None
+    return TaskMean(len(tasks), len(pooled), sum(len(group) for group in tasks), mean, low, high)
 
 
 def truncation_table(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:

@@ -211,11 +211,17 @@ def _interval(mean: float | None, low: float, high: float) -> str:
     return "n/a" if mean is None else f"{mean:.1%} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
+def _of_items(row: Row) -> str:
+    """The items a score over all the length limits is over, its interval's units; nothing at one
+    limit, where each item is one sample, nor in a summary written before fathom counted them."""
+    return f" of {row['items']} items" if "items" in row else ""
+
+
 def _task_row(name: str, length: str, row: Row, width: int) -> str:
     errors = f", {row['errors']} errors" if row["errors"] else ""
     return (
         f"  {name:<{width}}  {length:>4}  {_interval(row['mean'], row['ci_low'], row['ci_high']):<22}"
-        f"n={row['n']}, {row['truncated']} cut{errors}"
+        f"n={row['n']}{_of_items(row)}, {row['truncated']} cut{errors}"
     )
 
 
@@ -228,7 +234,8 @@ def suite_tasks_text(suites: Row) -> list[str]:
     width = max(len(row["task"]) for row in rows)
     lines = [
         "score by task, over all length limits and at each (95% interval: Wilson's for 0/1 scores, "
-        "a bootstrap for fractional ones; prompts cut to the limit):"
+        "a bootstrap for fractional ones; over all limits it is over the items, each scored by its mean "
+        "over them; prompts cut to the limit):"
     ]
     for row in rows:
         lines.append(f"{_task_row(row['task'], 'all', row, width)}  ({row['scoring']})")
@@ -237,7 +244,7 @@ def suite_tasks_text(suites: Row) -> list[str]:
     return [
         *lines,
         f"mean over {mean['tasks']} tasks, each weighing the same: "
-        f"{_interval(mean['mean'], mean['ci_low'], mean['ci_high'])} ({mean['n']} samples)",
+        f"{_interval(mean['mean'], mean['ci_low'], mean['ci_high'])} ({mean['n']} samples{_of_items(mean)})",
     ]
 
 
@@ -281,7 +288,7 @@ def _task_line(task: TaskComparison) -> str:
     test = task.test
     return (
         f"  {task.task}: {test.base_mean:.1%} → {test.new_mean:.1%} ({100 * test.difference:+.1f} points, "
-        f"95% interval {100 * task.ci_low:+.1f} to {100 * task.ci_high:+.1f}; {test.pairs} pairs: "
+        f"95% interval {100 * task.ci_low:+.1f} to {100 * task.ci_high:+.1f}; {test.pairs} items: "
         f"{test.worse} worse, {test.better} better), p = {test.p_value:.3g}, "
         f"adjusted p = {task.p_adjusted:.3g}" + ("" if task.verdict == "unchanged" else f": {task.verdict}")
     )
@@ -292,8 +299,9 @@ def suite_comparison_text(comparison: SuiteComparison) -> list[str]:
     where the runs read different data files."""
     tasks = len(comparison.tasks)
     lines = [
-        f"by task, over its pairs at every length limit (exact sign test, Holm-adjusted over {tasks} tasks; "
-        "the difference is new minus base, with a 95% bootstrap interval over the pairs):",
+        f"by task, over its items, each scored by its mean over the length limits (exact sign test, "
+        f"Holm-adjusted over {tasks} tasks; the difference is new minus base, with a 95% bootstrap "
+        "interval over the items):",
         *(_task_line(task) for task in comparison.tasks),
     ]
     criterion = f"Holm-adjusted p < {comparison.alpha:g} over {tasks} tasks"

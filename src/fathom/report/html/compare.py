@@ -109,14 +109,14 @@ def _comparison_boxes(comparison: Mapping[str, Any]) -> str:
 
 
 def _tasks(comparison: Mapping[str, Any]) -> str:
-    """A suite's tasks, each over its pairs at every length limit: what its verdicts are given to."""
+    """A suite's tasks, each over its items: what its verdicts are given to."""
     if "tasks" not in comparison:
         return ""
-    head = ("task", "base", "new", "difference (points)", "95% interval", "pairs", "worse", "better", "p",
+    head = ("task", "base", "new", "difference (points)", "95% interval", "items", "worse", "better", "p",
             "adjusted p", "verdict")  # fmt: skip
     rows = [
         (t["task"], percent(t["base_mean"]), percent(t["new_mean"]), f"{100 * t['difference']:+.1f}",
-         f"{100 * t['difference_ci_low']:+.1f} to {100 * t['difference_ci_high']:+.1f}", t["pairs"],
+         f"{100 * t['difference_ci_low']:+.1f} to {100 * t['difference_ci_high']:+.1f}", t["items"],
          t["worse"], t["better"], f"{t['p_value']:.3g}", f"{t['p_adjusted']:.3g}", t["verdict"])
         for t in comparison["tasks"]
     ]  # fmt: skip
@@ -129,10 +129,12 @@ def _tasks(comparison: Mapping[str, Any]) -> str:
         else ""
     )
     return (
-        f"<h3>By task</h3>{warning}<p>Each task over its pairs at every length limit: the exact sign test, "
-        f"{esc(comparison['correction'])}-corrected over the tasks; the difference is new minus base, with "
-        "a 95% percentile-bootstrap interval over the pairs' differences. A task whose adjusted p is below "
-        "alpha has a verdict, and a regressed task makes <code>fathom compare</code> exit with 1.</p>"
+        f"<h3>By task</h3>{warning}<p>Each task over its items, each scored in each run by its mean over "
+        "the length limits (a question asked at 1k and at 8k is one piece of evidence, not two): the exact "
+        f"sign test, {esc(comparison['correction'])}-corrected over the tasks; the difference is new minus "
+        "base, with a 95% percentile-bootstrap interval over the items' differences. A task whose adjusted "
+        "p is below alpha has a verdict, and a regressed task makes <code>fathom compare</code> exit with "
+        "1.</p>"
         f"{table(head, rows)}"
     )
 

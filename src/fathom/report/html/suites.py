@@ -47,12 +47,12 @@ def _score(value: float | None) -> str:
 
 
 def suite_section(suites: Row, judges: Sequence[Row]) -> str:
-    """Per task: n, mean and 95% interval, errors and prompts cut, over all length limits and at each;
-    the judges' means (over all the limits) beside the metric's."""
+    """Per task: items, n, mean and 95% interval, errors and prompts cut, over all length limits and at
+    each; the judges' means (over all the limits) beside the metric's."""
     if "by_task" not in suites:
         return ""
     columns = _judge_columns(judges)
-    head = ("task", "metric", "length limit", "n", "score", "95% interval", "errors", "prompts cut",
+    head = ("task", "metric", "length limit", "items", "n", "score", "95% interval", "errors", "prompts cut",
             *(name for name, _ in columns))  # fmt: skip
     rows: list[Sequence[object]] = []
     for task in suites["by_task"]:
@@ -62,6 +62,7 @@ def suite_section(suites: Row, judges: Sequence[Row]) -> str:
                 name,
                 task["scoring"],
                 "all",
+                task.get("items", ""),  # a summary written before fathom counted them has none
                 task["n"],
                 percent(task["mean"]),
                 interval(task),
@@ -70,8 +71,9 @@ def suite_section(suites: Row, judges: Sequence[Row]) -> str:
                 *(_score(means.get(name)) for _, means in columns),
             )
         )
-        rows += [("", "", format_length(r["length"]), r["n"], percent(r["mean"]), interval(r), r["errors"],
-                  r["truncated"], *("" for _ in columns)) for r in task["lengths"]]  # fmt: skip
+        # At one limit each item is one sample.
+        rows += [("", "", format_length(r["length"]), r["n"], r["n"], percent(r["mean"]), interval(r),
+                  r["errors"], r["truncated"], *("" for _ in columns)) for r in task["lengths"]]  # fmt: skip
     judged = (
         " The judges' columns are their mean scores on their rubric's scale, over all the limits."
         if columns
@@ -80,6 +82,9 @@ def suite_section(suites: Row, judges: Sequence[Row]) -> str:
     return (
         '<section id="suite-tasks"><h2>Score by task</h2><p>Each task over all its length limits, then at '
         "each: a prompt longer than its limit had its middle cut, as the suite does. The 95% interval is "
-        "Wilson's for 0/1 scores and a percentile bootstrap over the samples for fractional ones (F1, "
-        f"ROUGE, edit similarity).{esc(judged)}</p>{table(head, rows)}</section>"
+        "Wilson's for 0/1 scores and a percentile bootstrap for fractional ones (F1, ROUGE, edit "
+        "similarity). Over all the limits it is over the items, each scored by its mean over them: a "
+        "question asked at 1k and at 8k is one piece of evidence, not two, and an interval over the "
+        "samples would be too narrow. At one limit each item is one sample."
+        f"{esc(judged)}</p>{table(head, rows)}</section>"
     )
