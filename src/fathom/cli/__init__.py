@@ -14,11 +14,14 @@ from fathom import registry
 from fathom.backends.local_models import LOCAL_MODELS
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli.arguments import parser
-from fathom.errors import FathomError
+from fathom.errors import FathomError, SpecError
 from fathom.export import check_export, check_text, write_examples
 from fathom.export.arguments import export_spec
 from fathom.judge.arguments import judges_named
 from fathom.judge.runner import check_judges, judge_run
+from fathom.plan import plan_sweep, write_plan
+from fathom.plan.arguments import plan_architecture, plan_setup
+from fathom.plan.text import list_text, plan_text
 from fathom.report.compare import compare_runs, write_comparison
 from fathom.report.derive import report, run_spec, trap
 from fathom.report.files import COMPARISON_HTML, read_summary
@@ -36,11 +39,12 @@ from fathom.tasks.suites.demo import make_demo
 SAMPLE_ERRORS = 3
 
 
-def _run(args: argparse.Namespace) -> int:
+def _spec(args: argparse.Namespace) -> RunSpec:
+    """The sweep that ``fathom run`` and ``fathom plan`` options describe."""
     depths = args.depths or ("11" if registry.TASK.entry(args.task).depths == "swept" else "")
-    spec = RunSpec(
+    return RunSpec(
         task=args.task,
-        model=args.model,
+        model=args.model or "",  # a plan may name no model
         tokenizer=args.tokenizer,
         lengths=parse_lengths(args.lengths),
         depths=parse_depths(depths) if depths else (),
@@ -54,6 +58,10 @@ def _run(args: argparse.Namespace) -> int:
         control=args.control,
         **spec_options(args),
     )
+
+
+def _run(args: argparse.Namespace) -> int:
+    spec = _spec(args)
     run_dir = args.run_dir or default_run_dir(spec, args.out)
     judges = judges_named(args)
     check_judges(judges, args.rubric)  # a misnamed judge or rubric is found before the run, not after
@@ -104,6 +112,19 @@ def _judge(args: argparse.Namespace) -> int:
     errors = _judge_folder(args.run_dir, judges_named(args), args)
     _print_summary(args.run_dir)
     return SAMPLE_ERRORS if errors else 0
+
+
+def _plan(args: argparse.Namespace) -> None:
+    if args.list:
+        print("\n".join(list_text()))
+        return
+    if not args.task:
+        raise SpecError("name a task to plan, e.g. fathom plan niah --arch llama-3.1-8b (fathom plan --list)")
+    plan = plan_sweep(_spec(args), plan_architecture(args), plan_setup(args), args.order)
+    print("\n".join(plan_text(plan)))
+    if args.json:
+        write_plan(plan, args.json)
+        print(f"wrote {args.json} (every cell)")
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -183,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         handlers: dict[str, Callable[[argparse.Namespace], int | None]] = {
             "run": _run,
+            "plan": _plan,
             "report": _report,
             "trap": _trap,
             "models": _models,

@@ -8,6 +8,7 @@ from pathlib import Path
 from fathom import registry
 from fathom.export.arguments import add_export_commands
 from fathom.judge.arguments import add_judge_command, add_judge_options
+from fathom.plan.arguments import add_plan_options
 from fathom.tasks.suites.arguments import add_run_options, add_suite_commands
 
 
@@ -27,6 +28,7 @@ def parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     _add_run(commands)
+    _add_plan(commands)
 
     report = commands.add_parser(
         "report", help="re-derive summary.json, the plots and report.html from a run's records"
@@ -90,91 +92,116 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run = commands.add_parser(
         "run", help="run a sweep (resumes when its run folder exists)", formatter_class=_Defaults
     )
-    run.add_argument("task", help=_tasks_help())
-    run.add_argument(
-        "--model",
-        required=True,
-        help="backend:model, e.g. sim:cliff?window=8k, with backend one of "
-        f"{', '.join(registry.BACKEND.names())} (fathom models says more)",
+    _add_sweep(run)
+    add_judge_options(run)
+    run.add_argument("--out", type=_folder, default=Path("runs"), help="where new run folders go")
+    run.add_argument("--run-dir", type=_folder, default=None, help="this exact run folder")
+    _add_order(run)
+    run.add_argument("--no-progress", action="store_true")
+
+
+def _add_plan(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    plan = commands.add_parser(
+        "plan",
+        help="what a sweep would cost on GPUs (tokens, FLOPs, KV cache, memory, time, price), from the "
+        "model's architecture, before running it",
+        formatter_class=_Defaults,
     )
-    run.add_argument(
+    _add_sweep(plan, planning=True)
+    _add_order(plan)
+    add_plan_options(plan)
+
+
+def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
+    """The options that say what a sweep is, which ``fathom run`` and ``fathom plan`` share. A plan
+    needs no model (its --arch may come from --model's file) and lists what it knows without a task."""
+    parser.add_argument("task", nargs="?" if planning else None, help=_tasks_help())
+    parser.add_argument(
+        "--model",
+        required=not planning,
+        help="backend:model, e.g. sim:cliff?window=8k, with backend one of "
+        f"{', '.join(registry.BACKEND.names())} (fathom models says more)"
+        + ("; a plan reads --arch from its file or folder" if planning else ""),
+    )
+    parser.add_argument(
         "--tokenizer",
         default="auto",
         help="auto (the model's own), char, cl100k_base, o200k_base, hf:PATH, ...",
     )
-    run.add_argument("--lengths", default="1k,2k,4k,8k", help="context lengths, e.g. 1k,2k,4k (k = 1024)")
-    run.add_argument(
+    parser.add_argument("--lengths", default="1k,2k,4k,8k", help="context lengths, e.g. 1k,2k,4k (k = 1024)")
+    parser.add_argument(
         "--depths",
         default=None,
         help=f"{_for('depths')}: a count of even depths or fractions (0,0.5,1); default: 11",
     )
-    run.add_argument("--samples", type=int, default=3, help="samples per cell, each with its own needle")
-    run.add_argument("--seed", type=int, default=0, help="decides the needles and every draw of the run")
-    run.add_argument(
+    parser.add_argument("--samples", type=int, default=3, help="samples per cell, each with its own needle")
+    parser.add_argument("--seed", type=int, default=0, help="decides the needles and every draw of the run")
+    parser.add_argument(
         "--corpus",
         action="append",
         help="prose (niah's default), essays (RULER's), noise, repeat, code, legal, technical, german, "
         "dir:PATH[/GLOB], or mix:NAME=WEIGHT,...; niah sweeps several (--corpus code,prose) as an axis",
     )
-    run.add_argument(
+    parser.add_argument(
         "--needle",
         default=None,
         help=f"{_for('needle')}: number (default), words, uuid, fact, sf, split, chain, latent-1, latent-2 "
         "(low-overlap, with their literal twins), latent-1-literal, latent-2-literal",
     )
-    run.add_argument("--distractors", type=int, default=0, help=f"{_for('distractors')}: look-alike needles")
-    run.add_argument("--needles", type=int, default=1, help=f"{_for('needles')}: facts asked for at once")
-    run.add_argument(
+    parser.add_argument(
+        "--distractors", type=int, default=0, help=f"{_for('distractors')}: look-alike needles"
+    )
+    parser.add_argument("--needles", type=int, default=1, help=f"{_for('needles')}: facts asked for at once")
+    parser.add_argument(
         "--split-distance",
         default="0.25",
         help=f"{_for('split_distance')}: share of the haystack between a split needle's parts, or random",
     )
-    run.add_argument(
+    parser.add_argument(
         "--haystack-offset",
         default="start",
         help=f"{_for('haystack_offset')}: start (one haystack: a prefix cache reuses it) or random",
     )
-    run.add_argument(
+    parser.add_argument(
         "--template", default="auto", help="auto, tokenizer, none, plain, chatml, llama3, or a file"
     )
-    run.add_argument("--system-prompt", default=None)
-    run.add_argument(
+    parser.add_argument("--system-prompt", default=None)
+    parser.add_argument(
         "--scoring",
         default=None,
         help=f"{', '.join(registry.SCORING.names())}; by default the task's own (niah: contains; RULER "
         "tasks: their metric)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--max-new-tokens", type=int, default=None, help="niah: 32 by default; RULER tasks: their own budget"
     )
-    run.add_argument(
+    parser.add_argument(
         "--perplexity",
         action="store_true",
         help=f"{_for('perplexity')}: also score perplexity documents of the haystack corpus at every length "
         "(k per length)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--answer-logprob",
         action="store_true",
         help=f"{_for('answer_logprob')}: also read the gold answer's teacher-forced log-probability after "
         "each prompt",
     )
-    run.add_argument(
+    parser.add_argument(
         "--no-control",
         dest="control",
         action="store_false",
         help="skip the no-context control (by default every question is also asked without its context)",
     )
-    add_run_options(run)
-    add_judge_options(run)
-    run.add_argument("--out", type=_folder, default=Path("runs"), help="where new run folders go")
-    run.add_argument("--run-dir", type=_folder, default=None, help="this exact run folder")
-    run.add_argument(
+    add_run_options(parser)
+
+
+def _add_order(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--order",
         default="prefix",
         help="prefix (prompts sharing prefixes together) or shuffled (for comparison)",
     )
-    run.add_argument("--no-progress", action="store_true")
 
 
 def _tasks_help() -> str:

@@ -22,6 +22,7 @@ import numpy as np
 
 from fathom.backends.base import Backend, BatchSized, Request, Streamer, TokenScores, score_request, scorer
 from fathom.errors import SpecError
+from fathom.plan.check import check_run
 from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import (
@@ -73,8 +74,6 @@ def default_run_dir(spec: RunSpec, root: Path) -> Path:
 
 
 ORDERS = ("prefix", "shuffled")
-
-
 BATCH_SIZE = 16
 
 
@@ -83,7 +82,7 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
     longest prefixes one after another, so a backend's prefix cache can reuse them; "shuffled" is
     the naive order, for measuring what that saves. Neither changes any answer."""
     started = time.perf_counter()
-    backend, task, loading = prepare(spec, order)
+    backend, task, loading = prepare(spec, order, say=show_progress)
     tokenizer = backend.tokenizer
 
     def planned() -> Iterator[Cell]:
@@ -132,10 +131,10 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
     )
 
 
-def prepare(spec: RunSpec, order: str = "prefix") -> tuple[Backend, Task, float]:
+def prepare(spec: RunSpec, order: str = "prefix", say: bool = False) -> tuple[Backend, Task, float]:
     """The run's backend and task, and the seconds loading the model took, with everything checked
-    that can be before the run folder is touched: a bad name, setting or length leaves no folder
-    behind that would refuse the corrected spec."""
+    that can be before the run folder is touched: a bad name, setting or length, or a sweep whose
+    KV cache cannot fit (``fathom.plan.check``; ``say`` prints its line), leaves no folder behind."""
     if order not in ORDERS:
         raise SpecError(f"unknown order '{order}': use one of {', '.join(ORDERS)}")
     check_spec(spec)
@@ -145,6 +144,7 @@ def prepare(spec: RunSpec, order: str = "prefix") -> tuple[Backend, Task, float]
     task = create_task(spec, backend.tokenizer)
     check_backend(spec, backend)
     _check_shortest(task, min(spec.lengths))
+    check_run(spec, task, backend, say)
     return backend, task, loading
 
 
