@@ -20,9 +20,9 @@ from fathom.errors import SpecError
 from fathom.judge import runner
 from fathom.judge.lineage import family, same_model
 from fathom.judge.verdicts import Malformed, parse_verdict
+from fathom.judgement import JudgementRecord
 from fathom.prompts.judging import RUBRICS, judge_prompt, load_rubric, nonce, read_blocks
 from fathom.prompts.tokenizers import load_tokenizer
-from fathom.records import JudgementRecord
 from fathom.run.judgements import JUDGEMENTS, JUDGEMENTS_QUARANTINE, read_judgements
 from fathom.run.store import RunFolder
 

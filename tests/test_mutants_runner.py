@@ -16,8 +16,8 @@ from fathom.backends.base import ScoreRequest, TokenScores
 from fathom.backends.sim import SimulatedBackend
 from fathom.prompts.builder import Insertion, Prompt
 from fathom.prompts.tokenizers import CharTokenizer
-from fathom.records import Cell, SampleRecord
-from fathom.run.runner import _BackendClock, cap_answer, default_run_dir, needle_context
+from fathom.records import Cell, SampleRecord, cap_answer
+from fathom.run.runner import _BackendClock, default_run_dir, needle_context
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 from fathom.tasks.base import Document

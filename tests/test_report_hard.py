@@ -30,11 +30,11 @@ from fathom.cli import main
 from fathom.records import SampleRecord
 from fathom.registry import check_spec
 from fathom.report.compare import compare_runs
+from fathom.report.compare_text import comparison_text
 from fathom.report.derive import derive
 from fathom.report.files import HEATMAP, REPORT, read_summary, variant_heatmap
 from fathom.report.gallery import EXPOSURES, GalleryGrid, gallery, write_gallery
 from fathom.report.html.page import cell_key, esc
-from fathom.report.text import comparison_text
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 

@@ -214,7 +214,7 @@ def test_the_manifest_names_the_commit_and_whether_the_package_differs_from_it(t
 def test_the_manifest_records_the_cpu_and_a_comparison_warns_when_machines_differ(runs: Path) -> None:
     from fathom.analysis.paired import machine_differences
     from fathom.report.compare import compare_runs
-    from fathom.report.text import comparison_text
+    from fathom.report.compare_text import comparison_text
     from fathom.run.manifest import cpu
 
     here = cpu()

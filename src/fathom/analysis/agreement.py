@@ -20,8 +20,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fathom.analysis.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_interval
+from fathom.judgement import JudgementRecord, answer_sha256
 from fathom.manifest import JudgeIdentity
-from fathom.records import JudgementRecord, SampleRecord, answer_sha256
+from fathom.records import SampleRecord
 
 METRIC_PASS = 0.5  # a deterministic score (F1, ROUGE, contains) at or above this is a pass
 DISAGREEMENTS_SHOWN = 50  # the most disagreements a summary lists, largest first

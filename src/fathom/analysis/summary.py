@@ -21,8 +21,9 @@ from fathom.analysis.ruler import ruler_summary
 from fathom.analysis.select import control_records, is_literal_twin, is_ruler_run, split_records
 from fathom.analysis.slow import slow_samples
 from fathom.analysis.suites import is_suite_run, suite_summary
+from fathom.judgement import JudgementRecord
 from fathom.manifest import JudgeIdentity, Manifest
-from fathom.records import AnyRecord, JudgementRecord, SampleRecord
+from fathom.records import AnyRecord, SampleRecord
 from fathom.schemas import SUMMARY_SCHEMA, Versions, read
 
 Row = dict[str, Any]  # a row of a table, or a table's header numbers, as summary.json writes it

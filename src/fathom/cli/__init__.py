@@ -23,11 +23,12 @@ from fathom.plan import plan_sweep, write_plan
 from fathom.plan.arguments import plan_architecture, plan_setup
 from fathom.plan.text import list_text, plan_text
 from fathom.report.compare import compare_runs, write_comparison
+from fathom.report.compare_text import comparison_text
 from fathom.report.derive import report, run_spec, trap
 from fathom.report.files import COMPARISON_HTML, read_summary
 from fathom.report.gallery import gallery
 from fathom.report.runs import list_runs
-from fathom.report.text import comparison_text, runs_text, summary_text
+from fathom.report.text import runs_text, summary_text
 from fathom.run.runner import default_run_dir
 from fathom.run.store import QUARANTINE, RunFolder
 from fathom.spec import RunSpec, parse_depths, parse_lengths, prompt_options

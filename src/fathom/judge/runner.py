@@ -22,6 +22,7 @@ from fathom.backends.base import Backend, Request
 from fathom.errors import SpecError
 from fathom.judge.lineage import family, same_model
 from fathom.judge.verdicts import Malformed, parse_verdict
+from fathom.judgement import JudgementRecord, answer_sha256
 from fathom.manifest import JudgeIdentity, Manifest, identity_sha256
 from fathom.prompts import ChatPrompt, PromptText, frame
 from fathom.prompts.judging import (
@@ -33,10 +34,9 @@ from fathom.prompts.judging import (
     retry_note,
 )
 from fathom.prompts.templates import resolve_template
-from fathom.records import JudgementRecord, SampleRecord, answer_sha256
+from fathom.records import SampleRecord, cap_answer
 from fathom.registry import BACKEND, create_backend
 from fathom.run.judgements import JudgementWriter
-from fathom.run.runner import cap_answer
 from fathom.run.store import RunFolder
 
 ROLES = ("judge", "judge2")

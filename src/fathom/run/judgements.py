@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from fathom.errors import RunFolderError
-from fathom.records import JudgementRecord
+from fathom.judgement import JudgementRecord
 from fathom.run.lines import Parsed, parse_lines
 from fathom.run.store import append_line, quarantine
 

@@ -25,15 +25,7 @@ from fathom.errors import SpecError
 from fathom.plan.check import check_run
 from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.prompts.tokenizers import Tokenizer
-from fathom.records import (
-    ANSWER_BYTES,
-    AnyRecord,
-    Cell,
-    Completion,
-    ErrorKind,
-    PerplexityRecord,
-    SampleRecord,
-)
+from fathom.records import AnyRecord, Cell, Completion, ErrorKind, PerplexityRecord, SampleRecord, cap_answer
 from fathom.registry import check_backend, check_spec, create_backend, create_task, score
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
@@ -388,15 +380,6 @@ def needle_context(tokenizer: Tokenizer, prompt: Prompt) -> tuple[str, ...]:
         tokenizer.decode(ids[max(0, n.token_offset - reach) : n.token_offset + n.tokens + reach].tolist())
         for n in prompt.needles
     )
-
-
-def cap_answer(text: str) -> tuple[str, int | None]:
-    """The answer as recorded: whole, or its first ANSWER_BYTES bytes (at a character boundary) and
-    its full size in bytes."""
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= ANSWER_BYTES:
-        return text, None
-    return data[:ANSWER_BYTES].decode("utf-8", "ignore"), len(data)
 
 
 def _rounded(values: tuple[float, ...] | None) -> tuple[float, ...] | None:

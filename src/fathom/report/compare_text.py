@@ -1,0 +1,109 @@
+"""A comparison of two runs as lines of text for a terminal: what ``fathom compare`` prints."""
+
+from __future__ import annotations
+
+from fathom.analysis.paired import CellComparison, Comparison
+from fathom.analysis.suite_pairs import SuiteComparison, TaskComparison
+from fathom.report.text import length_or_none
+from fathom.units import format_count
+
+
+def _cell_name(cell: CellComparison) -> str:
+    """Its length, then its task (RULER's, or a NIAH variant's) and depth (NIAH's), where it has them."""
+    depth = None if cell.depth is None else f"depth {cell.depth:.0%}"
+    return ", ".join(part for part in (format_count(cell.length), cell.task, depth) if part)
+
+
+def failures_line(comparison: Comparison) -> str:
+    """The failure kinds that either run has, each counted in the base run and in the new."""
+    held = comparison.overall.pairs + comparison.left_out_errors
+    changes = ", ".join(f"{f.kind} {f.base} → {f.new}" for f in comparison.failures if f.base or f.new)
+    return f"failures by kind, base → new, over the {held} samples both runs hold: {changes or 'none'}"
+
+
+def _cell_line(cell: CellComparison) -> str:
+    test = cell.test
+    return (
+        f"  {_cell_name(cell)}: {test.base_mean:.1%} → {test.new_mean:.1%} "
+        f"({test.pairs} pairs: {test.worse} worse, {test.better} better), "
+        f"p = {test.p_value:.3g}, adjusted p = {cell.p_adjusted:.3g}"
+    )
+
+
+def _task_line(task: TaskComparison) -> str:
+    test = task.test
+    return (
+        f"  {task.task}: {test.base_mean:.1%} → {test.new_mean:.1%} ({100 * test.difference:+.1f} points, "
+        f"95% interval {100 * task.ci_low:+.1f} to {100 * task.ci_high:+.1f}; {test.pairs} items: "
+        f"{test.worse} worse, {test.better} better), p = {test.p_value:.3g}, "
+        f"adjusted p = {task.p_adjusted:.3g}" + ("" if task.verdict == "unchanged" else f": {task.verdict}")
+    )
+
+
+def suite_comparison_text(comparison: SuiteComparison) -> list[str]:
+    """A suite's comparison by task (its verdicts), then the cells' verdicts in a line, and a warning
+    where the runs read different data files."""
+    tasks = len(comparison.tasks)
+    lines = [
+        f"by task, over its items, each scored by its mean over the length limits (exact sign test, "
+        f"Holm-adjusted over {tasks} tasks; the difference is new minus base, with a 95% bootstrap "
+        "interval over the items):",
+        *(_task_line(task) for task in comparison.tasks),
+    ]
+    criterion = f"Holm-adjusted p < {comparison.alpha:g} over {tasks} tasks"
+    for name, changed in (("regressed", comparison.regressed), ("improved", comparison.improved)):
+        lines.append(f"{name} tasks ({criterion}): {', '.join(t.task for t in changed) or 'none'}")
+    verdicts = [cell.verdict for cell in comparison.cells]
+    lines.append(
+        f"cells (task x length limit, Holm-adjusted over {len(verdicts)} cells, drawn in compare.html): "
+        f"{verdicts.count('regressed')} regressed, {verdicts.count('improved')} improved"
+    )
+    if comparison.data_differences:
+        lines.append(
+            f"warning: the runs read different data files ({', '.join(comparison.data_differences)}): "
+            f"a sample is paired only where both runs asked the same item, and the "
+            f"{comparison.left_out_items} whose items differ are left out"
+        )
+    return lines
+
+
+def _cells_text(comparison: Comparison) -> list[str]:
+    """The regressed and improved cells, and the change of effective length."""
+    lines = []
+    criterion = f"Holm-adjusted p < {comparison.alpha:g} over {len(comparison.cells)} cells"
+    for name in ("regressed", "improved"):
+        cells = [cell for cell in comparison.cells if cell.verdict == name]
+        lines.append(f"{name} cells ({criterion}): {len(cells) or 'none'}")
+        lines += [_cell_line(cell) for cell in cells]
+    base_length, new_length = comparison.base_effective_length, comparison.new_effective_length
+    lines.append(
+        f"effective length: {length_or_none(base_length.mean)} → {length_or_none(new_length.mean)}; "
+        f"on the 95% lower bound: {length_or_none(base_length.lower_bound)} → "
+        f"{length_or_none(new_length.lower_bound)}"
+    )
+    return lines
+
+
+def comparison_text(comparison: Comparison) -> list[str]:
+    """The comparison as lines for a terminal: both models, what was paired and left out, the overall
+    change, the regressed and improved cells and the change of effective length (a suite's: its tasks,
+    and no effective length)."""
+    overall = comparison.overall
+    suite = comparison if isinstance(comparison, SuiteComparison) else None
+    items = "" if suite is None else f", {suite.left_out_items} whose item differs"
+    lines = [
+        f"base: {comparison.base.model}  ({comparison.base.path})",
+        f"new:  {comparison.new.model}  ({comparison.new.path})",
+        f"pairs: {overall.pairs}; left out: {comparison.left_out_errors} with an error in either run, "
+        f"{comparison.left_out_unpaired} in one run only{items}",
+        f"overall: {overall.base_mean:.1%} → {overall.new_mean:.1%} ({overall.worse} pairs worse, "
+        f"{overall.better} better; pooled exact test p = {overall.p_value:.3g})",
+        failures_line(comparison),
+    ]
+    lines += _cells_text(comparison) if suite is None else suite_comparison_text(suite)
+    if comparison.machine_differences:
+        lines.append(
+            f"warning: the runs differ in {'; '.join(comparison.machine_differences)}: a real model's greedy "
+            "answers can change with these alone, so part of any difference may be the machine's"
+        )
+    return lines
