@@ -24,8 +24,10 @@ from typing import Any
 import numpy as np
 
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
+from fathom.records import SampleRecord
 from fathom.registry import create_backend, create_task
 from fathom.run.runner import run
+from fathom.run.store import RunFolder
 from fathom.spec import RunSpec, parse_depths, parse_lengths
 from fathom.tasks.base import Sample
 
@@ -50,12 +52,33 @@ def shared_prefix_share(spec: RunSpec, tokenizer: Tokenizer) -> dict[str, int | 
 
 
 def measure(spec: RunSpec, root: Path) -> dict[str, Any]:
-    result = run(spec, root / spec.haystack_offset, show_progress=False)
+    """One timed run in a fresh folder: its wall and model seconds, and (where the backend reports
+    them) the prefill and decode seconds summed over its samples and controls."""
+    with tempfile.TemporaryDirectory(dir=root) as folder:
+        result = run(spec, Path(folder) / spec.haystack_offset, show_progress=False)
+        records = [
+            r for r in RunFolder(Path(folder) / spec.haystack_offset).latest() if isinstance(r, SampleRecord)
+        ]
     return {
         "seconds": round(result.seconds, 1),
         "backend_seconds": round(result.backend_seconds, 1),
         "samples": result.written,
+        "prefill_seconds": round(sum(r.prefill_s or 0.0 for r in records), 1),
+        "decode_seconds": round(sum(r.decode_s or 0.0 for r in records), 1),
+        "answer_characters": sum(len(r.output) for r in records),
     }
+
+
+def timed(specs: dict[str, RunSpec], repeats: int, root: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each offset's run, ``repeats`` times, the two alternating (and the first of each pair
+    alternating too), so both see the same load on a shared machine."""
+    times: dict[str, list[dict[str, Any]]] = {offset: [] for offset in specs}
+    for repeat in range(repeats):
+        order = list(specs) if repeat % 2 == 0 else list(reversed(specs))
+        for offset in order:
+            times[offset].append(measure(specs[offset], root))
+            print(offset, json.dumps(times[offset][-1]))
+    return times
 
 
 def main() -> None:
@@ -67,6 +90,7 @@ def main() -> None:
     parser.add_argument("--lengths", default="1k,2k,4k")
     parser.add_argument("--depths", default="3")
     parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs of each offset, alternating")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "offsets.json")
     args = parser.parse_args()
     model = args.model or "sim:perfect"
@@ -81,14 +105,20 @@ def main() -> None:
         "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
         "spec": base.to_json(),
     }
-    with tempfile.TemporaryDirectory() as scratch:
-        for offset in ("start", "random"):
-            spec = dataclasses.replace(base, haystack_offset=offset)
-            row: dict[str, Any] = {"prefix": shared_prefix_share(spec, tokenizer)}
-            if args.model is not None:
-                row["run"] = measure(spec, Path(scratch))
-            results[offset] = row
-            print(offset, json.dumps(row))
+    specs = {offset: dataclasses.replace(base, haystack_offset=offset) for offset in ("start", "random")}
+    for offset, spec in specs.items():
+        results[offset] = {"prefix": shared_prefix_share(spec, tokenizer)}
+        print(offset, json.dumps(results[offset]))
+    if args.model is not None:
+        with tempfile.TemporaryDirectory() as scratch:
+            times = timed(specs, args.repeats, Path(scratch))
+        for offset, runs in times.items():
+            results[offset]["runs"] = runs
+        # Each repeat's pair ran back to back, so its ratio is taken under one load.
+        results["random_over_start"] = [
+            round(r["seconds"] / s["seconds"], 2)
+            for r, s in zip(times["random"], times["start"], strict=True)
+        ]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.output}")
