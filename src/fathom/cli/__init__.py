@@ -66,7 +66,9 @@ def _run(args: argparse.Namespace) -> int:
     run_dir = args.run_dir or default_run_dir(spec, args.out)
     judges = judges_named(args)
     check_judges(judges, args.rubric)  # a misnamed judge or rubric is found before the run, not after
-    result = run_spec(spec, run_dir, show_progress=not args.no_progress, order=args.order)
+    replicas, address = _executor(args)
+    progress = not args.no_progress
+    result = run_spec(spec, run_dir, progress, args.order, replicas=replicas, address=address)
     judge_errors = _judge_folder(result.folder, judges, args) if judges else 0
     print(f"run folder: {result.folder}")
     print(f"samples written: {result.written}, already done: {result.skipped}, errors: {result.errors}")
@@ -88,6 +90,16 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return SAMPLE_ERRORS if result.retryable or result.unretryable or judge_errors else 0
+
+
+def _executor(args: argparse.Namespace) -> tuple[int | None, str | None]:
+    """--executor ray's replicas (1 unless given) and address; without it they would do nothing, and
+    are refused."""
+    if args.executor == "ray":
+        return (1 if args.replicas is None else args.replicas), args.address
+    if args.replicas is not None or args.address is not None:
+        raise SpecError("--replicas and --address go with --executor ray")
+    return None, None
 
 
 def _print_summary(folder: Path) -> None:

@@ -97,6 +97,22 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--out", type=_folder, default=Path("runs"), help="where new run folders go")
     run.add_argument("--run-dir", type=_folder, default=None, help="this exact run folder")
     _add_order(run)
+    run.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local (this process) or ray: one actor per model replica on a Ray cluster, the records "
+        "written here as a local run writes them (pip install 'fathom-eval[ray]'; docs/ray.md)",
+    )
+    run.add_argument(
+        "--replicas", type=int, default=None, help="with --executor ray: model replicas, one Ray actor each"
+    )
+    run.add_argument(
+        "--address",
+        default=None,
+        help="with --executor ray: the Ray cluster's HOST:PORT, auto or ray://...; by default RAY_ADDRESS, "
+        "else a local Ray started for the run",
+    )
     run.add_argument("--no-progress", action="store_true")
 
 

@@ -21,17 +21,29 @@ from fathom.report.files import DEPTH, GRID, HEATMAP, PERPLEXITY, SUMMARY, TRAP,
 from fathom.report.html.run import write_report
 from fathom.report.plots import plot_depth_profile, plot_heatmap, plot_task_grid
 from fathom.report.trap_plot import plot_trap
+from fathom.run.distributed import run_distributed
 from fathom.run.judgements import read_judgements
 from fathom.run.runner import RunResult, run
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 
 
-def run_spec(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "prefix") -> RunResult:
-    """Run (or resume) ``spec`` into ``run_dir`` (``fathom.run.runner.run``), then derive its files:
-    what ``fathom run`` does. The result's wall time includes the deriving."""
+def run_spec(
+    spec: RunSpec,
+    run_dir: Path,
+    show_progress: bool = True,
+    order: str = "prefix",
+    replicas: int | None = None,
+    address: str | None = None,
+) -> RunResult:
+    """Run (or resume) ``spec`` into ``run_dir`` (``fathom.run.runner.run``, or with ``replicas`` on a
+    Ray cluster, ``fathom.run.distributed.run_distributed``), then derive its files: what ``fathom
+    run`` does. The result's wall time includes the deriving."""
     started = time.perf_counter()
-    result = run(spec, run_dir, show_progress=show_progress, order=order)
+    if replicas is None:
+        result = run(spec, run_dir, show_progress=show_progress, order=order)
+    else:
+        result = run_distributed(spec, run_dir, replicas, address, show_progress, order)
     derive(RunFolder(run_dir))
     return dataclasses.replace(result, seconds=time.perf_counter() - started)
 

@@ -1,0 +1,401 @@
+"""A sweep on a Ray cluster: one actor per model replica, one process writing the run folder.
+
+Each replica (``Replica``, a Ray actor) builds its backend and task once, with the local runner's own
+``prepare``, and answers shards of cells with the runner's own ``_run_batch``: its records are the
+ones a local run writes, prompt for prompt and answer for answer. This process (the driver) loads no
+model. It takes the manifest from the replicas, holds the run folder's lock, skips the finished
+samples as ``run`` does, and appends each record as it arrives; so the folder, its resume and its
+records are a local run's, and either executor resumes the other's folder.
+
+Cells go out in shards of consecutive cells in the runner's prefix order, whole prefix groups where
+they fit (``shards``), handed to whichever replica is free: each replica reads a haystack many times
+over while its cache holds it. A replica that dies has the unfinished cells of its shard queued again
+for the next free replica; Ray restarts it once (``RESTARTS``), and the run stops only when every
+replica is gone for good, with what was answered saved for a resume.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import logging
+import math
+import os
+import random
+import socket
+import time
+from collections import Counter, deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from fathom.backends.base import BatchSized, split_options
+from fathom.errors import FathomError, MissingExtraError, SpecError
+from fathom.manifest import Manifest
+from fathom.records import AnyRecord, Cell
+from fathom.registry import check_spec
+from fathom.run.manifest import manifest
+from fathom.run.progress import RunProgress
+from fathom.run.runner import BATCH_SIZE, RunResult, Write, _BackendClock, _batches, _run_batch, prepare
+from fathom.run.store import RunFolder, is_final
+from fathom.spec import RunSpec
+from fathom.tasks import control
+
+log = logging.getLogger(__name__)
+
+# Times Ray brings a dead replica back (loading its model again) before the run goes on without it:
+# once covers a node lost or a process killed, and a cell that kills every replica it meets still
+# ends the run, after 1 + RESTARTS deaths per replica.
+RESTARTS = 1
+# Shards per replica the sweep is cut into: a replica that finishes early finds more work, so the
+# last ones end within about a quarter of a replica's share of each other.
+SHARDS_PER_REPLICA = 4
+# How long to wait for a Ray address to answer: ray.init retries an unreachable one for minutes.
+CONNECT_SECONDS = 10.0
+# A local cluster's object store: records and cell lists are small, Ray's default is 30% of memory.
+OBJECT_STORE_BYTES = 128 << 20
+
+
+def run_distributed(
+    spec: RunSpec,
+    run_dir: Path,
+    replicas: int,
+    address: str | None = None,
+    show_progress: bool = True,
+    order: str = "prefix",
+) -> RunResult:
+    """Run (or resume) ``spec`` into ``run_dir`` on ``replicas`` Ray actors, on the cluster at
+    ``address`` (``HOST:PORT``, ``auto``, ``ray://...``; ``RAY_ADDRESS`` when None) or on a local one
+    started for the run. What ``run`` does, with the same folder and records; the result's
+    ``backend_seconds`` is a replica's on average. Everything that can be checked is, before the run
+    folder is touched: the replica count, the address, the cluster's room, every replica's backend."""
+    started = time.perf_counter()
+    if replicas < 1:
+        raise SpecError(f"--replicas {replicas}: a Ray run needs at least one replica")
+    check_spec(spec)
+    ray = _ray()
+    address = address if address is not None else os.environ.get("RAY_ADDRESS")
+    connected = _connect(ray, address, replicas * _replica_cpus(spec.model))
+    try:
+        cluster = ray.cluster_resources()
+        need = replica_resources(spec.model, cluster.get("GPU", 0.0))
+        _check_room(cluster, replicas, need)
+        actor = ray.remote(Replica).options(**need, max_restarts=RESTARTS, max_task_retries=0)
+        slots = [_Slot(index, actor.remote(spec, order)) for index in range(replicas)]
+        try:
+            return _sweep(ray, spec, run_dir, slots, order, show_progress, started)
+        finally:
+            for slot in slots:
+                ray.kill(slot.actor)  # a replica's model goes with it, on an interrupt too
+    finally:
+        if connected:
+            ray.shutdown()
+
+
+def _ray() -> ModuleType:
+    try:
+        return importlib.import_module("ray")
+    except ImportError:
+        raise MissingExtraError("ray", "ray") from None
+
+
+def _connect(ray: ModuleType, address: str | None, cpus: int) -> bool:
+    """Connect to the cluster at ``address``, or start a local one; whether this call connected (and
+    so disconnects at the end). A caller already connected keeps its connection."""
+    if address is not None:
+        _check_reachable(address)
+    if ray.is_initialized():
+        if address is not None:  # which cluster this process is on, Ray does not say: refuse to guess
+            raise FathomError(f"this process is already connected to a Ray cluster: leave out {address}")
+        return False
+    quiet = {"log_to_driver": False, "configure_logging": False}
+    if address is None:
+        # Enough logical CPUs for the replicas asked for: on one machine the user decides how many
+        # share its cores (simulated and HTTP replicas mostly wait).
+        ray.init(
+            num_cpus=max(os.cpu_count() or 1, cpus),
+            include_dashboard=False,
+            object_store_memory=OBJECT_STORE_BYTES,
+            **quiet,
+        )
+        return True
+    try:
+        ray.init(address=address, **quiet)
+    except (ConnectionError, ValueError) as exc:  # no cluster found; ray:// without ray[client]
+        raise FathomError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
+    return True
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse, in seconds, a ``HOST:PORT`` that nothing answers at; ``auto`` and ``ray://`` addresses
+    Ray resolves itself, and fails on at once."""
+    if address == "auto" or "://" in address:
+        return
+    host, colon, port = address.rpartition(":")
+    if not colon or not host or not port.isdigit():
+        raise SpecError(f"Ray address '{address}' is not HOST:PORT (e.g. 10.0.0.5:6379), auto or ray://...")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise FathomError(
+            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}): start one there with "
+            "'ray start --head', or leave out --address to run on a local one"
+        ) from None
+
+
+def _replica_cpus(model: str) -> int:
+    """The CPUs one replica takes: llama.cpp's ``threads`` where given, else one."""
+    prefix, _, rest = model.partition(":")
+    return _count(split_options(rest)[1].get("threads")) if prefix == "llamacpp" else 1
+
+
+def _count(setting: str | None) -> int:
+    """A count a backend setting gives (threads, GPUs), or 1: where it is no count, the replica's
+    backend refuses it with its own message."""
+    return int(setting) if setting is not None and setting.isdigit() and int(setting) > 0 else 1
+
+
+def replica_resources(model: str, cluster_gpus: float) -> dict[str, int]:
+    """What Ray reserves for one replica of ``model``: its CPUs, and, on a cluster with GPUs, those
+    its backend loads the model onto (vLLM's tensor-parallel ``tp``; transformers' one unless its
+    ``device`` is the CPU)."""
+    prefix, _, rest = model.partition(":")
+    options = split_options(rest)[1]
+    gpus = 0
+    if cluster_gpus > 0 and prefix == "vllm":
+        gpus = _count(options.get("tp"))
+    elif cluster_gpus > 0 and prefix == "hf":
+        gpus = int(not options.get("device", "auto").startswith(("cpu", "mps")))
+    return {"num_cpus": _replica_cpus(model), "num_gpus": gpus}
+
+
+def _check_room(cluster: dict[str, float], replicas: int, need: dict[str, int]) -> None:
+    """Refuse a sweep whose replicas cannot all be placed at once: Ray would wait for them forever."""
+    for key, name in (("num_cpus", "CPU"), ("num_gpus", "GPU")):
+        have = cluster.get(name, 0.0)
+        if replicas * need[key] > have:
+            raise SpecError(
+                f"{replicas} replicas need {replicas * need[key]} {name}s ({need[key]} each) and the Ray "
+                f"cluster has {have:g}: lower --replicas"
+            )
+
+
+class Replica:
+    """One model replica, run as a Ray actor: the backend and task built once, as ``run`` builds
+    them, so every shard it answers reuses the model it loaded and the prefix cache it keeps."""
+
+    def __init__(self, spec: RunSpec, order: str) -> None:
+        self.spec = spec
+        try:
+            backend, self.task, self.loading = prepare(spec, order)
+        except FathomError as exc:
+            # Kept to be told, not raised: raised here it would reach the driver as the actor's death,
+            # a traceback where a local run prints one line.
+            self.problem: str | None = str(exc)
+            return
+        self.problem = None
+        self.clock = _BackendClock(backend)
+
+    def ready(self) -> Manifest | str:
+        """The manifest this replica would write, or why it cannot run."""
+        if self.problem is not None:
+            return self.problem
+        backend = self.clock.backend
+        return manifest(self.spec, backend.tokenizer, self.task, backend, sum(1 for _ in self._planned()))
+
+    def todo(self, done: frozenset[str]) -> list[Cell]:
+        """The run's cells not in ``done``, in the runner's order."""
+        return [cell for cell in self._planned() if cell.id not in done]
+
+    def run(self, cells: Sequence[Cell]) -> Iterator[list[AnyRecord]]:
+        """Each batch's records, as the batch is done (a Ray streaming generator)."""
+        if self.problem is not None:  # a replica Ray restarted, that could not build its backend again
+            raise FathomError(self.problem)
+        backend = self.clock.backend
+        size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
+        for batch in _batches(cells, size):
+            records: list[AnyRecord] = []
+            _run_batch(self.spec, self.clock, self.task, batch, records.append)
+            yield records
+
+    def seconds(self) -> float:
+        """The time spent in the model: loading it, and inside generate and score."""
+        return self.loading + self.clock.seconds
+
+    def _planned(self) -> Iterator[Cell]:
+        return control.plan(self.task.cells, self.spec.control)
+
+
+def shards(cells: Sequence[Cell], replicas: int) -> list[list[Cell]]:
+    """``cells`` cut, in order, into shards of at most a batch or a ``SHARDS_PER_REPLICA``-th of a
+    replica's share, whichever is more. Each prefix group (consecutive cells of one length, which
+    share a haystack up to the earlier needle) is cut into as few near-even pieces as that allows,
+    and pieces share a shard while it has room: a replica reads a group whole where it can."""
+    most = max(BATCH_SIZE, math.ceil(len(cells) / (replicas * SHARDS_PER_REPLICA)))
+    out: list[list[Cell]] = []
+    for _, run in itertools.groupby(cells, key=lambda cell: (cell.length, cell.control)):
+        group = list(run)
+        step = math.ceil(len(group) / math.ceil(len(group) / most))
+        for start in range(0, len(group), step):
+            piece = group[start : start + step]
+            if out and len(out[-1]) + len(piece) <= most:
+                out[-1].extend(piece)
+            else:
+                out.append(piece)
+    return out
+
+
+@dataclass
+class _Slot:
+    """A replica as the driver sees it: its actor, its deaths, and the shard it is answering."""
+
+    index: int
+    actor: Any
+    deaths: int = 0
+    shard: list[Cell] = field(default_factory=list)
+    answered: set[str] = field(default_factory=set)
+    stream: Any = None  # the shard's records as they come (a Ray ObjectRefGenerator); None when idle
+
+    def give(self, shard: list[Cell]) -> None:
+        self.shard, self.answered = shard, set()
+        self.stream = self.actor.run.options(num_returns="streaming").remote(shard)
+
+    def unanswered(self) -> list[Cell]:
+        return [cell for cell in self.shard if cell.id not in self.answered]
+
+
+def _sweep(
+    ray: ModuleType,
+    spec: RunSpec,
+    run_dir: Path,
+    slots: list[_Slot],
+    order: str,
+    show_progress: bool,
+    started: float,
+) -> RunResult:
+    """Wait for every replica to be ready, take the folder, and run what is left of the sweep."""
+    first = _ready(ray, slots)
+    with RunFolder(run_dir) as folder:
+        folder.start(first)
+        done = folder.finished_ids()
+        todo: list[Cell] = ray.get(slots[0].actor.todo.remote(frozenset(done)))
+        if order == "shuffled":
+            random.Random(spec.seed).shuffle(todo)  # as ``run`` shuffles: the naive order, to compare
+        progress = RunProgress(f"{spec.task} {spec.model}", todo, enabled=show_progress)
+        written = Counter[str]()  # counts only: a long run's records are not kept in memory
+
+        def write(record: AnyRecord) -> None:
+            folder.append(record)
+            written.update(records=1, errors=int(record.error is not None))
+            progress.record_done(record)
+
+        try:
+            _dispatch(ray, slots, deque(shards(todo, len(slots))), write)
+        finally:
+            progress.close()
+        failed = [r for r in folder.latest() if r.error is not None]
+    retryable = sum(not is_final(r) for r in failed)
+    return RunResult(
+        run_dir,
+        written["records"],
+        len(done),
+        written["errors"],
+        time.perf_counter() - started,
+        _replica_seconds(ray, slots),
+        retryable,
+        len(failed) - retryable,
+    )
+
+
+def _ready(ray: ModuleType, slots: list[_Slot]) -> Manifest:
+    """The run's manifest, once every replica has built its backend and task and agrees on it."""
+    try:
+        answers = ray.get([slot.actor.ready.remote() for slot in slots])
+    except ray.exceptions.RayActorError as exc:  # a crash or a kill while loading: its last line says why
+        why = [line for line in str(exc).splitlines() if line.strip()][-1:] or [type(exc).__name__]
+        raise FathomError(
+            f"a Ray replica died while building its backend and task: {why[0].strip()}"
+        ) from None
+    for answer in answers:
+        if isinstance(answer, str):
+            raise FathomError(answer)
+    first: Manifest = answers[0]
+    for slot, other in zip(slots, answers, strict=True):
+        if other.identity.written != first.identity.written:
+            raise FathomError(
+                f"Ray replica {slot.index} would run another run than replica 0 (identity "
+                f"{other.identity.fingerprint}, not {first.identity.fingerprint}): install the same "
+                "fathom, backend and model files on every node"
+            )
+    return first
+
+
+def _dispatch(ray: ModuleType, slots: list[_Slot], queue: deque[list[Cell]], write: Write) -> None:
+    """Hand the shards to free replicas and write their records as they come, until none is left.
+    A replica's death puts its unanswered cells first in the queue: none is lost, and none answered
+    twice, since a dead replica's stream is never read again."""
+    live = list(slots)
+    while True:
+        for slot in live:
+            if slot.stream is None and queue:
+                slot.give(queue.popleft())
+        busy = {slot.stream: slot for slot in live if slot.stream is not None}
+        if not busy:
+            return
+        [ready], _ = ray.wait(list(busy), num_returns=1)
+        slot = busy[ready]
+        try:
+            records = ray.get(next(slot.stream))
+        except StopIteration:
+            slot.stream = None
+            continue
+        except ray.exceptions.RayActorError as exc:
+            live.remove(slot)
+            # ActorDiedError: gone for good (killed, or out of restarts); else Ray is restarting it.
+            if not _died(slot, exc, queue, isinstance(exc, ray.exceptions.ActorDiedError)):
+                live.append(slot)  # last: a replica not restarting takes the requeued cells first
+            if not live:
+                raise FathomError(
+                    f"every Ray replica died (the last: {type(exc).__name__}); the samples answered are "
+                    "saved: run the same command again to resume"
+                ) from None
+            continue
+        except ray.exceptions.RayTaskError as exc:
+            # A replica's own error (a bug, a prompt that cannot be built) stops the run, as it would
+            # stop a local one; fathom's one-line errors stay one line.
+            if isinstance(exc.cause, FathomError):
+                raise FathomError(str(exc.cause)) from None
+            raise
+        for record in records:
+            write(record)
+            slot.answered.add(record.sample_id)
+
+
+def _died(slot: _Slot, exc: Exception, queue: deque[list[Cell]], for_good: bool) -> bool:
+    """Queue a dead replica's unanswered cells first; whether it is gone for good."""
+    unanswered = slot.unanswered()
+    if unanswered:
+        queue.appendleft(unanswered)
+    slot.stream, slot.deaths = None, slot.deaths + 1
+    gone = for_good or slot.deaths > RESTARTS
+    log.warning(
+        "Ray replica %d died (%s); its %d unanswered samples go to %s",
+        slot.index,
+        type(exc).__name__,
+        len(unanswered),
+        "the others" if gone else "the next free replica, and Ray restarts it",
+    )
+    return gone
+
+
+def _replica_seconds(ray: ModuleType, slots: list[_Slot]) -> float:
+    """The time a replica spent in its model, on average over those still alive."""
+    seconds = []
+    for slot in slots:
+        try:
+            seconds.append(ray.get(slot.actor.seconds.remote()))
+        except ray.exceptions.RayActorError:
+            continue  # a replica gone for good took its clock with it
+    return sum(seconds) / len(seconds) if seconds else 0.0
