@@ -99,8 +99,8 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
 def test_a_refused_key_stops_the_run_and_keeps_what_was_written(
     server: FaultServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server.refuse_after = 16  # the runner's first batch passes, the second is refused
-    model = f"openai:m@{server.url}"
+    server.refuse_after = 16  # sixteen answers pass, then the key is refused
+    model = f"openai:m@{server.url}?concurrency=1"  # one at a time: no answer races the refusal
     folder = tmp_path / "run"
     sweep = (
         "--tokenizer",

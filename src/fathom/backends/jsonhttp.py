@@ -7,11 +7,14 @@ leaves the request headers (messages that quote the server or the client have it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
+import functools
 import json
 import os
 import queue
 import random
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -19,6 +22,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from fathom.backends.schedule import Plan, Window, in_order
 from fathom.errors import FathomError
 from fathom.records import ErrorKind
 
@@ -32,6 +36,11 @@ _jitter = random.Random()
 # hostile, and reading on would only fill memory.
 MAX_REPLY_BYTES = 8 * 2**20
 KEY_REMOVED = "[API key removed]"
+
+# httpcore's pool scans every connection it holds for every request, at every event: a window of
+# hundreds through one pool would cost milliseconds a request. So each request in flight holds a
+# seat, and seat s goes through client s // LANE: no pool holds more than LANE connections.
+LANE = 16
 
 # Every 5xx too: the statuses the official OpenAI client retries, since the next attempt may pass.
 _RETRIED_STATUS = {408, 409, 429}
@@ -83,10 +92,12 @@ class JsonApi:
         work: Callable[[httpx.AsyncClient, Item], Awaitable[Result]],
         items: Sequence[Item],
         concurrency: int,
+        plan: Plan | None = None,
     ) -> Iterator[tuple[int, Result]]:
-        """``(index, work(client, item))`` for every item as it finishes, ``concurrency`` at a time.
-        The first exception stops the others and is raised; closing the iterator (Ctrl-C
-        included) cancels the requests in flight.
+        """``(index, work(client, item))`` for every item as it finishes, at most ``concurrency`` in
+        flight, sent as ``plan`` says (by default in their order, none waiting). The first exception
+        stops the others and is raised; closing the iterator (Ctrl-C included) cancels the requests
+        in flight.
 
         The event loop runs in a thread of its own, so deadlines keep counting and replies keep
         arriving while the caller handles a result, and a caller inside an event loop of its own
@@ -95,7 +106,8 @@ class JsonApi:
             return
         outbox: queue.Queue[tuple[int, Result] | BaseException | None] = queue.Queue()
         loop = asyncio.new_event_loop()
-        task = loop.create_task(self._all(work, items, concurrency, outbox.put))
+        window = Window(plan or in_order(len(items)), concurrency)
+        task = loop.create_task(self._all(work, items, window, outbox.put))
         thread = threading.Thread(target=_drive, args=(loop, task, outbox), name="fathom-http", daemon=True)
         thread.start()
         try:
@@ -112,35 +124,63 @@ class JsonApi:
         self,
         work: Callable[[httpx.AsyncClient, Item], Awaitable[Result]],
         items: Sequence[Item],
-        concurrency: int,
+        window: Window,
         put: Callable[[tuple[int, Result]], None],
     ) -> None:
-        # A slot is held for a request's every attempt and backoff: max_wait counts from the first
-        # attempt, not from the moment a request joined the queue.
-        slots = asyncio.Semaphore(concurrency)
+        # A request is in flight for all its attempts and backoffs: max_wait counts from the first
+        # attempt, not from the moment a request joined the queue. A task exists only while its
+        # request is in flight, so a long run costs no more than its window.
+        finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        running: set[asyncio.Task[None]] = set()
+        seats = list(reversed(range(window.size)))  # free ones: the lowest (and its connection) first
 
-        async def one(client: httpx.AsyncClient, index: int, item: Item) -> None:
-            async with slots:
-                put((index, await work(client, item)))
+        async def one(client: httpx.AsyncClient, index: int) -> None:
+            put((index, await work(client, items[index])))
+            window.answered(index)  # its followers may go: the server holds its prompt's prefix
+            if window.left == 0 and not finished.done():
+                finished.set_result(None)
 
-        async with self._client(concurrency) as client:
-            tasks = [asyncio.create_task(one(client, index, item)) for index, item in enumerate(items)]
+        def ended(seat: int, task: asyncio.Task[None]) -> None:
+            running.discard(task)
+            seats.append(seat)
+            if finished.done() or task.cancelled():
+                return
+            if (exc := task.exception()) is not None:
+                finished.set_exception(exc)
+            else:
+                send()
+
+        def send() -> None:
+            for index in window.take(len(running)):
+                seat = seats.pop()
+                task = asyncio.create_task(one(clients[seat // LANE], index))
+                running.add(task)
+                task.add_done_callback(functools.partial(ended, seat))
+            if not running and not finished.done():  # none in flight, none free to go: it never would
+                finished.set_exception(ValueError(f"the plan holds back {window.left} requests for good"))
+
+        async with contextlib.AsyncExitStack() as stack:
+            # One TLS context for all: each costs tens of milliseconds to make (it reads the CA bundle).
+            tls, lane = httpx.create_ssl_context(), min(LANE, window.size)
+            lanes = range(0, window.size, LANE)
+            clients = [await stack.enter_async_context(self._client(lane, tls)) for _ in lanes]
+            send()
             try:
-                await asyncio.gather(*tasks)
+                await finished
             finally:
                 # A fatal error, or a caller gone: the other requests must not sit out their retries.
-                for task in tasks:
+                for task in running:
                     task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await asyncio.gather(*running, return_exceptions=True)
 
-    def _client(self, concurrency: int) -> httpx.AsyncClient:
+    def _client(self, concurrency: int, tls: ssl.SSLContext) -> httpx.AsyncClient:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         # No httpx timeouts: theirs bound each read, which a reply dripped a byte at a time never
         # trips. Each attempt's deadline (in call) bounds the whole exchange instead.
-        return httpx.AsyncClient(headers=headers, timeout=None, limits=limits)
+        return httpx.AsyncClient(headers=headers, timeout=None, limits=limits, verify=tls)
 
     def get(self, path: str, timeout: float) -> Any:
         """One GET, not retried: its JSON, or what ``call`` raises."""

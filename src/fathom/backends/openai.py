@@ -33,18 +33,25 @@ from fathom.backends.base import (
     with_continuation,
 )
 from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transient
+from fathom.backends.schedule import Plan, prefix_plan
 from fathom.backends.settings import choice, count, number, parse_settings, refusal, text, whole
 from fathom.errors import FathomError, SpecError
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Completion, ErrorKind
 
 APPROXIMATE = "cl100k_base"
+# The most requests the runner hands over at once (it also bounds their tokens): a long run lets the
+# schedule group the prompts that share a prefix and keep the window full up to the run's end.
+RUN_REQUESTS = 4096
 GREEDY = {"temperature": 0, "top_p": 1}
 _TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
 _SETTINGS = {
     "endpoint": choice("completions", "chat"),
     "prefill": choice("none", "continue"),
-    "concurrency": whole(4, least=1, unit="requests at a time"),
+    # About twice the slots of a server serving long prompts (vLLM's KV cache holds a few 128k
+    # sequences at once): requests beyond its slots wait in its queue, where what runs before them
+    # can push the prefix they share out of its cache. Cheap to raise for a server with more slots.
+    "concurrency": whole(32, least=1, unit="requests at a time"),
     "timeout": number(120.0, least=0.0, above=True, unit="seconds"),
     "retries": whole(5, least=1),
     "max_wait": number(600.0, least=0.0, above=True, unit="seconds"),
@@ -76,8 +83,14 @@ MISALIGNED_LOGPROBS = (
 
 
 class OpenAIBackend:
-    """``openai:MODEL@BASE_URL?endpoint=completions|chat&prefill=none|continue&concurrency=4&
-    timeout=120&retries=5&max_wait=600&api_key_env=OPENAI_API_KEY&window=8k&max_prompt=8k``."""
+    """``openai:MODEL@BASE_URL?endpoint=completions|chat&prefill=none|continue&concurrency=32&
+    timeout=120&retries=5&max_wait=600&api_key_env=OPENAI_API_KEY&window=8k&max_prompt=8k``.
+
+    ``concurrency`` bounds the requests in flight; which go when is ``fathom.backends.schedule``'s:
+    prompts that share a long prefix wait for one of them to be answered, so the server's prefix
+    cache serves the rest."""
+
+    requests_per_call = RUN_REQUESTS
 
     def __init__(self, rest: str, tokenizer: str) -> None:
         target, given = split_options(rest)
@@ -122,11 +135,14 @@ class OpenAIBackend:
             "max_wait_s": self.api.max_wait,
         }
 
-    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+    def stream(
+        self, requests: Sequence[Request], plan: Plan | None = None
+    ) -> Iterator[tuple[int, Completion]]:
         """Each completion, its continuation's log-probabilities read, as soon as it is done, with
         its index into ``requests``; a fatal error (bad key, wrong URL) stops the others and is
-        raised."""
-        return self.api.each(self._answer, requests, self.concurrency)
+        raised. They are sent as ``plan`` says: by default, grouped by the prefixes they share."""
+        plan = plan or prefix_plan([request.ids for request in requests])
+        return self.api.each(self._answer, requests, self.concurrency, plan)
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return _in_order(self.stream(requests), len(requests))

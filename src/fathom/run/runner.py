@@ -9,7 +9,6 @@ runs a spec, then derives them.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import random
 import re
 import time
@@ -188,11 +187,26 @@ def _check_shortest(task: Task, shortest: int) -> None:
             task.prepare(cell)
 
 
+# The most tokens (by the cells' lengths) in a batch, whose prompts are all built before the first is
+# sent and kept until the last is answered: 2^24 tokens are 64 MiB of ids, and as much again as text.
+BATCH_TOKENS = 1 << 24
+
+
 def _batches(cells: Iterable[Cell], size: int) -> Iterator[list[Cell]]:
-    """Cells in groups of ``size``: a backend that batches or overlaps requests gets 16 at a
-    time; one that runs them one by one sets ``requests_per_call = 1``."""
-    iterator = iter(cells)
-    while batch := list(itertools.islice(iterator, size)):
+    """Cells in batches of at most ``size`` (16, or a BatchSized backend's) and BATCH_TOKENS (a longer
+    cell alone). A backend that takes longer runs orders each itself (openai): the controls that open
+    the run go apart, so that it still answers them first, as the progress expects."""
+    batch: list[Cell] = []
+    tokens, opening = 0, size > BATCH_SIZE
+    for cell in cells:
+        full = len(batch) == size or tokens + cell.length > BATCH_TOKENS
+        if batch and (full or (opening and not cell.control)):
+            yield batch
+            batch, tokens = [], 0
+        batch.append(cell)
+        tokens += cell.length
+        opening = opening and cell.control
+    if batch:
         yield batch
 
 
