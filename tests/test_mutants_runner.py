@@ -17,7 +17,7 @@ from fathom.backends.sim import SimulatedBackend
 from fathom.prompts.builder import Insertion, Prompt
 from fathom.prompts.tokenizers import CharTokenizer
 from fathom.records import Cell, SampleRecord, cap_answer
-from fathom.run.runner import _BackendClock, default_run_dir, needle_context
+from fathom.run.runner import BackendClock, default_run_dir, needle_context
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 from fathom.tasks.base import Document
@@ -81,7 +81,7 @@ class _SlowScorer(SimulatedBackend):
 
 def test_the_clock_adds_up_the_time_inside_each_score_call_and_scores_from_the_second_token() -> None:
     backend = _SlowScorer()
-    clock = _BackendClock(backend)
+    clock = BackendClock(backend)
     documents = [
         Document(Cell("perplexity", 8, None, i), np.arange(10 + i, 18 + i, dtype=np.int32), "prose", i)
         for i in range(2)

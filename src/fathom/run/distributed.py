@@ -1,7 +1,7 @@
 """A sweep on a Ray cluster: one actor per model replica, one process writing the run folder.
 
 Each replica (``Replica``, a Ray actor) builds its backend and task once, with the local runner's own
-``prepare``, and answers shards of cells with the runner's own ``_run_batch``: its records are the
+``prepare``, and answers shards of cells with the runner's own ``run_batch``: its records are the
 ones a local run writes, prompt for prompt and answer for answer. This process (the driver) loads no
 model. It takes the manifest from the replicas, holds the run folder's lock, skips the finished
 samples as ``run`` does, and appends each record as it arrives; so the folder, its resume and its
@@ -38,7 +38,7 @@ from fathom.records import AnyRecord, Cell
 from fathom.registry import check_spec
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
-from fathom.run.runner import BATCH_SIZE, RunResult, Write, _BackendClock, _batches, _run_batch, prepare
+from fathom.run.runner import BATCH_SIZE, BackendClock, RunResult, Write, cell_batches, prepare, run_batch
 from fathom.run.store import RunFolder, is_final
 from fathom.spec import RunSpec
 from fathom.tasks import control
@@ -196,7 +196,7 @@ class Replica:
             self.problem: str | None = str(exc)
             return
         self.problem = None
-        self.clock = _BackendClock(backend)
+        self.clock = BackendClock(backend)
 
     def ready(self) -> Manifest | str:
         """The manifest this replica would write, or why it cannot run."""
@@ -215,9 +215,9 @@ class Replica:
             raise FathomError(self.problem)
         backend = self.clock.backend
         size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
-        for batch in _batches(cells, size):
+        for batch in cell_batches(cells, size):
             records: list[AnyRecord] = []
-            _run_batch(self.spec, self.clock, self.task, batch, records.append)
+            run_batch(self.spec, self.clock, self.task, batch, records.append)
             yield records
 
     def seconds(self) -> float:

@@ -100,11 +100,11 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
             written.update(records=1, errors=int(record.error is not None))
             progress.record_done(record)
 
-        clock = _BackendClock(backend)
+        clock = BackendClock(backend)
         try:
             size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
-            for batch in _batches(cells, size):
-                _run_batch(spec, clock, task, batch, write)
+            for batch in cell_batches(cells, size):
+                run_batch(spec, clock, task, batch, write)
         finally:
             progress.close()
         failed = [r for r in folder.latest() if r.error is not None]
@@ -139,7 +139,7 @@ def prepare(spec: RunSpec, order: str = "prefix", say: bool = False) -> tuple[Ba
     return backend, task, loading
 
 
-class _BackendClock:
+class BackendClock:
     """The backend, with the time spent inside generate and score added up."""
 
     def __init__(self, backend: Backend) -> None:
@@ -192,7 +192,7 @@ def _check_shortest(task: Task, shortest: int) -> None:
 BATCH_TOKENS = 1 << 24
 
 
-def _batches(cells: Iterable[Cell], size: int) -> Iterator[list[Cell]]:
+def cell_batches(cells: Iterable[Cell], size: int) -> Iterator[list[Cell]]:
     """Cells in batches of at most ``size`` (16, or a BatchSized backend's) and BATCH_TOKENS (a longer
     cell alone). A backend that takes longer runs orders each itself (openai): the controls that open
     the run go apart, so that it still answers them first, as the progress expects."""
@@ -210,7 +210,7 @@ def _batches(cells: Iterable[Cell], size: int) -> Iterator[list[Cell]]:
         yield batch
 
 
-def _run_batch(spec: RunSpec, clock: _BackendClock, task: Task, cells: Sequence[Cell], write: Write) -> None:
+def run_batch(spec: RunSpec, clock: BackendClock, task: Task, cells: Sequence[Cell], write: Write) -> None:
     """Generate the batch's samples and score its documents, writing each record as it is done."""
     prepared = [_prepare(task, cell) for cell in cells]
     _generate(spec, clock, [item for item in prepared if isinstance(item, Sample)], write)
@@ -227,7 +227,7 @@ def _prepare(task: Task, cell: Cell) -> Sample | Document:
     return control.without_context(sample, cell)
 
 
-def _generate(spec: RunSpec, clock: _BackendClock, samples: Sequence[Sample], write: Write) -> None:
+def _generate(spec: RunSpec, clock: BackendClock, samples: Sequence[Sample], write: Write) -> None:
     backend = clock.backend
     to_send: list[tuple[Sample, int, Request]] = []
     for sample in samples:
@@ -242,7 +242,7 @@ def _generate(spec: RunSpec, clock: _BackendClock, samples: Sequence[Sample], wr
             write(_record(spec, backend, sample, actual, completion))
 
 
-def _score(spec: RunSpec, clock: _BackendClock, documents: Sequence[Document]) -> list[PerplexityRecord]:
+def _score(spec: RunSpec, clock: BackendClock, documents: Sequence[Document]) -> list[PerplexityRecord]:
     backend = clock.backend
     limit, window = backend.max_prompt_tokens, backend.trained_window
     refusals = {
