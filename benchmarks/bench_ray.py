@@ -26,8 +26,9 @@ import ray
 
 from fathom.manifest import Manifest
 from fathom.run import distributed
-from fathom.run.runner import RunResult, run
+from fathom.run.runner import run
 from fathom.run.store import RunFolder
+from fathom.run.writer import RunResult
 from fathom.spec import RunSpec, parse_depths, parse_lengths
 
 TIMES = ("latency_s", "prefill_s", "decode_s")

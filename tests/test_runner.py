@@ -20,8 +20,9 @@ from fathom.backends.sim import SimulatedBackend
 from fathom.prompts.tokenizers import CharTokenizer, load_tokenizer
 from fathom.records import ANSWER_BYTES, SampleRecord
 from fathom.run.manifest import source_revision
-from fathom.run.runner import RunResult, run
+from fathom.run.runner import run
 from fathom.run.store import RunFolder
+from fathom.run.writer import RunResult
 from fathom.spec import RunSpec
 
 

@@ -25,8 +25,8 @@ from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell, Completion, Needle, PerplexityRecord, SampleRecord, Score
 from fathom.report.compare import compare_runs
 from fathom.report.derive import derive, run_spec
-from fathom.run.runner import RunResult
 from fathom.run.store import RunFolder
+from fathom.run.writer import RunResult
 from fathom.scoring import ScoringEntry
 from fathom.spec import RunSpec
 from fathom.tasks.base import Document, Sample, Task, TaskEntry, TaskFactory

@@ -23,8 +23,9 @@ from fathom.report.plots import plot_depth_profile, plot_heatmap, plot_task_grid
 from fathom.report.trap_plot import plot_trap
 from fathom.run.distributed import run_distributed
 from fathom.run.judgements import read_judgements
-from fathom.run.runner import RunResult, run
+from fathom.run.runner import run
 from fathom.run.store import RunFolder
+from fathom.run.writer import RunResult
 from fathom.spec import RunSpec
 
 

@@ -24,7 +24,7 @@ import os
 import random
 import socket
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +38,16 @@ from fathom.records import AnyRecord, Cell
 from fathom.registry import check_spec
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
-from fathom.run.runner import BATCH_SIZE, BackendClock, RunResult, Write, cell_batches, prepare, run_batch
-from fathom.run.store import RunFolder, is_final
+from fathom.run.runner import (
+    BATCH_SIZE,
+    BackendClock,
+    Write,
+    cell_batches,
+    prepare,
+    run_batch,
+)
+from fathom.run.store import RunFolder
+from fathom.run.writer import RecordWriter, RunResult
 from fathom.spec import RunSpec
 from fathom.tasks import control
 
@@ -284,29 +292,13 @@ def _sweep(
         if order == "shuffled":
             random.Random(spec.seed).shuffle(todo)  # as ``run`` shuffles: the naive order, to compare
         progress = RunProgress(f"{spec.task} {spec.model}", todo, enabled=show_progress)
-        written = Counter[str]()  # counts only: a long run's records are not kept in memory
-
-        def write(record: AnyRecord) -> None:
-            folder.append(record)
-            written.update(records=1, errors=int(record.error is not None))
-            progress.record_done(record)
+        write = RecordWriter(folder, progress)
 
         try:
             _dispatch(ray, slots, deque(shards(todo, len(slots))), write)
         finally:
             progress.close()
-        failed = [r for r in folder.latest() if r.error is not None]
-    retryable = sum(not is_final(r) for r in failed)
-    return RunResult(
-        run_dir,
-        written["records"],
-        len(done),
-        written["errors"],
-        time.perf_counter() - started,
-        _replica_seconds(ray, slots),
-        retryable,
-        len(failed) - retryable,
-    )
+        return write.result(len(done), time.perf_counter() - started, _replica_seconds(ray, slots))
 
 
 def _ready(ray: ModuleType, slots: list[_Slot]) -> Manifest:

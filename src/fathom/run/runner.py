@@ -12,9 +12,7 @@ import hashlib
 import random
 import re
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,34 +26,14 @@ from fathom.records import AnyRecord, Cell, Completion, ErrorKind, PerplexityRec
 from fathom.registry import check_backend, check_spec, create_backend, create_task, score
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
-from fathom.run.store import RunFolder, is_final
+from fathom.run.store import RunFolder
+from fathom.run.writer import RecordWriter, RunResult
 from fathom.scoring import found_in
 from fathom.spec import RunSpec
 from fathom.tasks import control
 from fathom.tasks.base import Document, Sample, Task
 
 Write = Callable[[AnyRecord], None]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """What a run did: the samples it wrote, those it found done, its errors, and where its time went."""
-
-    folder: Path
-    written: int
-    skipped: int
-    errors: int  # records this run wrote with an error
-    seconds: float  # wall time of the run
-    backend_seconds: float  # of which the model's own work: loading it, and inside generate
-    # Samples whose latest record is an error, after this run: those a resume retries (the server
-    # failed), and those it cannot help (a prompt too long for the backend, say).
-    retryable: int = 0
-    unretryable: int = 0
-
-    @property
-    def harness_share(self) -> float:
-        """The part of the run that was fathom's, not the model's."""
-        return 1.0 - self.backend_seconds / self.seconds if self.seconds > 0 else 0.0
 
 
 def default_run_dir(spec: RunSpec, root: Path) -> Path:
@@ -93,13 +71,7 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
             random.Random(spec.seed).shuffle(shuffled)
             cells = shuffled
         progress = RunProgress(f"{spec.task} {spec.model}", todo(), enabled=show_progress)
-        written = Counter[str]()  # counts only: a long run's records are not kept in memory
-
-        def write(record: AnyRecord) -> None:
-            folder.append(record)
-            written.update(records=1, errors=int(record.error is not None))
-            progress.record_done(record)
-
+        write = RecordWriter(folder, progress)
         clock = BackendClock(backend)
         try:
             size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
@@ -107,19 +79,7 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
                 run_batch(spec, clock, task, batch, write)
         finally:
             progress.close()
-        failed = [r for r in folder.latest() if r.error is not None]
-    seconds = time.perf_counter() - started
-    retryable = sum(not is_final(r) for r in failed)
-    return RunResult(
-        run_dir,
-        written["records"],
-        len(done),
-        written["errors"],
-        seconds,
-        loading + clock.seconds,
-        retryable,
-        len(failed) - retryable,
-    )
+        return write.result(len(done), time.perf_counter() - started, loading + clock.seconds)
 
 
 def prepare(spec: RunSpec, order: str = "prefix", say: bool = False) -> tuple[Backend, Task, float]:
