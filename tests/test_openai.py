@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from http_faults import KEY, FaultServer, request, word_logprob
 
-from fathom.backends import jsonhttp
+from fathom.backends import jsonhttp, openai
 from fathom.backends.base import Request, ScoreRequest, score_request
 from fathom.backends.openai import MISALIGNED_LOGPROBS, NO_PROMPT_LOGPROBS, OpenAIBackend
 from fathom.cli import SAMPLE_ERRORS, main
@@ -437,3 +437,28 @@ def test_the_prompt_loses_its_bos_text_since_the_server_adds_bos_itself(server: 
     assert backend._without_bos("<s>Hello") == "<s>Hello"  # cl100k_base adds no BOS
     backend.tokenizer.bos_token, backend.tokenizer.bos_id = "<s>", 1
     assert backend._without_bos("<s>Hello") == "Hello"
+
+
+@pytest.mark.parametrize(
+    ("timings", "expected"),
+    [
+        ({"prompt_ms": 1250.5, "predicted_ms": 80, "prompt_n": 4096}, (1.2505, 0.08)),
+        ({"prompt_ms": 12.0}, (0.012, None)),
+        ({"prompt_ms": "fast", "predicted_ms": -1, "prompt_n": 5}, (None, None)),
+        ({"prompt_ms": True, "predicted_ms": 3}, (None, 0.003)),
+        ([1, 2], (None, None)),
+        (None, (None, None)),
+    ],
+)
+def test_a_servers_own_prefill_and_decode_times_are_read_where_it_gives_them(
+    timings: object, expected: tuple[float | None, float | None]
+) -> None:
+    # llama.cpp's server adds "timings" to its replies; vLLM and OpenAI give none, and anything that is
+    # not a number of milliseconds is no time.
+    reply = {
+        "choices": [{"text": "7", "finish_reason": "stop"}],
+        **({} if timings is None else {"timings": timings}),
+    }
+    text, finish, _, read = openai._parse(reply, chat=False)
+    assert (text, finish) == ("7", "stop")
+    assert read == expected  # milliseconds / 1000, correctly rounded: equal to the literals

@@ -185,12 +185,17 @@ class OpenAIBackend:
         path = "/chat/completions" if chat else "/completions"
         try:
             read = functools.partial(_parse, chat=chat)
-            (text, finish, usage), latency = await self.api.post(client, path, self._body(request), read)
+            (text, finish, usage, timings), latency = await self.api.post(
+                client, path, self._body(request), read
+            )
         except Failed as failed:
             return Completion("", len(request.ids), 0, "error", failed.seconds, error=failed.error)
         prompt_tokens = _count(usage, "prompt_tokens", len(request.ids))
         completion_tokens = _count(usage, "completion_tokens", len(self.tokenizer.encode(text)))
-        return Completion(text, prompt_tokens, completion_tokens, finish, latency)
+        prefill, decode = timings
+        return Completion(
+            text, prompt_tokens, completion_tokens, finish, latency, prefill_s=prefill, decode_s=decode
+        )
 
     async def _score(self, client: httpx.AsyncClient, request: ScoreRequest) -> TokenScores:
         """The server's tokens from ``text_start`` on, from the prompt echoed with log-probabilities."""
@@ -270,8 +275,12 @@ def _target(target: str) -> tuple[str, str]:
     return match["model"], url
 
 
-def _parse(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any]]:
-    """Text, finish reason and usage of a reply; a reply without them is worth another try."""
+Timings = tuple[float | None, float | None]
+
+
+def _parse(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any], Timings]:
+    """Text, finish reason, usage and the server's prefill and decode seconds of a reply; a reply
+    without the first two is worth another try."""
     try:
         choice = reply["choices"][0]
         text = choice["message"]["content"] if chat else choice["text"]
@@ -282,7 +291,22 @@ def _parse(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any]]:
     if not isinstance(text, str):
         raise Transient("the reply's text is not a string")
     usage = reply.get("usage")
-    return text, str(choice.get("finish_reason") or "unknown"), usage if isinstance(usage, dict) else {}
+    finish = str(choice.get("finish_reason") or "unknown")
+    return text, finish, usage if isinstance(usage, dict) else {}, _timings(reply)
+
+
+def _timings(reply: dict[str, Any]) -> Timings:
+    """The server's own prefill and decode time, where it reports them: llama.cpp's server adds
+    ``timings`` (``prompt_ms``, ``predicted_ms``) to its replies; others say nothing (None)."""
+    timings = reply.get("timings")
+    if not isinstance(timings, dict):
+        return None, None
+    seconds = [timings.get(key) for key in ("prompt_ms", "predicted_ms")]
+    prefill, decode = (
+        v / 1000 if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 else None
+        for v in seconds
+    )
+    return prefill, decode
 
 
 def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:
