@@ -109,38 +109,40 @@ def judge_sections(
     """summary.json's ``judges``: one section per rubric the run was judged under. A verdict counts
     only for the answer it judged (a sample answered again after it was judged is not judged yet)."""
     answered = {r.sample_id: r for r in samples if not r.control and r.error is None}
+    # What each sample's current answer is judged under, hashed once for every judge and rubric.
+    current = {i: (r.prompt_sha256, answer_sha256(r.output)) for i, r in answered.items()}
     by_rubric: defaultdict[str, list[JudgeIdentity]] = defaultdict(list)
     for judge in judges:
         by_rubric[judge.rubric_sha256].append(judge)
     return [
-        _section(answered, judgements, sorted(group, key=lambda j: j.role)) for group in by_rubric.values()
+        _section(answered, current, judgements, sorted(group, key=lambda j: j.role))
+        for group in by_rubric.values()
     ]
 
 
 def _verdicts(
-    answered: dict[str, SampleRecord], judgements: Sequence[JudgementRecord], judge: JudgeIdentity
+    current: dict[str, tuple[str, str]], judgements: Sequence[JudgementRecord], judge: JudgeIdentity
 ) -> tuple[dict[str, Scored], int]:
     """The judge's latest verdict per sample, on the sample's current answer; and how many of its
     current judgements are errors."""
     latest: dict[str, JudgementRecord] = {}
     for record in judgements:
-        sample = answered.get(record.sample_id)
-        current = sample is not None and (record.prompt_sha256, record.answer_sha256) == (
-            sample.prompt_sha256,
-            answer_sha256(sample.output),
-        )
-        if current and (record.judge_identity, record.rubric_sha256) == (judge.identity, judge.rubric_sha256):
+        judged = (record.prompt_sha256, record.answer_sha256) == current.get(record.sample_id)
+        if judged and (record.judge_identity, record.rubric_sha256) == (judge.identity, judge.rubric_sha256):
             latest[record.sample_id] = record
     errors = sum(1 for r in latest.values() if r.error is not None)
     return {k: Scored(r.score, r.reason) for k, r in latest.items() if r.score is not None}, errors
 
 
 def _section(
-    answered: dict[str, SampleRecord], judgements: Sequence[JudgementRecord], judges: Sequence[JudgeIdentity]
+    answered: dict[str, SampleRecord],
+    current: dict[str, tuple[str, str]],
+    judgements: Sequence[JudgementRecord],
+    judges: Sequence[JudgeIdentity],
 ) -> dict[str, Any]:
     first = judges[0]
     scale, passing, weighted = list(first.scale), first.passing, first.rubric_kind == "ordinal"
-    verdicts = [_verdicts(answered, judgements, judge) for judge in judges]
+    verdicts = [_verdicts(current, judgements, judge) for judge in judges]
     rows = []
     for judge, (mine, errors) in zip(judges, verdicts, strict=True):
         ids = sorted(mine)

@@ -252,7 +252,7 @@ class SimulatedBackend:
         return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def _visible_text(request: Request, tokenizer: Tokenizer) -> str:
+def visible_text(request: Request, tokenizer: Tokenizer) -> str:
     """What the model reads: the chat messages, the text, or the decoded ids."""
     if request.chat is not None:
         return "\n".join([request.chat.system or "", request.chat.user, request.chat.prefill])
@@ -270,7 +270,7 @@ def _context(request: Request, tokenizer: Tokenizer) -> str:
     if request.context is not None:
         begin, end = request.context
         return tokenizer.decode(request.ids[begin:end].tolist())
-    text = _visible_text(request, tokenizer)
+    text = visible_text(request, tokenizer)
     return text[: max((text.rfind(key) for key in request.query_keys if key), default=0)]
 
 

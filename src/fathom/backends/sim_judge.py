@@ -23,6 +23,7 @@ from typing import Any
 
 from fathom.backends.base import InputKind, Request, split_options
 from fathom.backends.settings import choice, number, parse_settings, whole
+from fathom.backends.sim import visible_text
 from fathom.errors import SpecError
 from fathom.prompts.judging import VERDICT_PREFIX, read_blocks
 from fathom.prompts.latent import content_words
@@ -69,7 +70,7 @@ class SimulatedJudge:
 
     def _reply(self, request: Request) -> Completion:
         started = time.perf_counter()
-        text = self._visible(request)
+        text = visible_text(request, self.tokenizer)
         opened = text.rstrip().endswith(VERDICT_PREFIX)
         reply = self._verdict(text)
         if self._draw(text, "malformed") < self.malformed and (_RETRY not in text or self.malformed >= 1):
@@ -79,13 +80,6 @@ class SimulatedJudge:
         return Completion(
             reply, len(request.ids), len(self.tokenizer.encode(reply)), "stop", time.perf_counter() - started
         )
-
-    def _visible(self, request: Request) -> str:
-        if request.chat is not None:
-            return "\n".join([request.chat.system or "", request.chat.user, request.chat.prefill])
-        if request.text is not None:
-            return request.text
-        return self.tokenizer.decode(request.ids.tolist())
 
     def _verdict(self, prompt: str) -> str:
         blocks, outside = read_blocks(prompt)

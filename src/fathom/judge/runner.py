@@ -33,7 +33,7 @@ from fathom.prompts.judging import (
     load_rubric,
     retry_note,
 )
-from fathom.prompts.templates import resolve_template
+from fathom.prompts.templates import ChatTemplate, resolve_template
 from fathom.records import SampleRecord, cap_answer
 from fathom.registry import BACKEND, create_backend
 from fathom.run.judgements import JudgementWriter
@@ -57,6 +57,7 @@ class JudgingResult:
 class _Judge:
     identity: JudgeIdentity
     backend: Backend
+    template: ChatTemplate  # the judge's own (its tokenizer's, where it has one), resolved once
 
 
 def check_judges(judges: Sequence[str], rubric_name: str) -> None:
@@ -142,7 +143,7 @@ def _make_judge(role: str, spec: str, manifest: Manifest, rubric: Rubric) -> _Ju
         scale=rubric.scale,
         passing=rubric.passing,
     )
-    return _Judge(identity, backend)
+    return _Judge(identity, backend, resolve_template("auto", backend.tokenizer))
 
 
 def _judge_all(
@@ -184,8 +185,7 @@ def _judge_batch(
     pending = list(samples)
     for attempt in range(1, retries + 2):
         requests = [
-            _request(judge.backend, s.sample_id, prompts[s.sample_id] + notes.get(s.sample_id, ""))
-            for s in pending
+            _request(judge, s.sample_id, prompts[s.sample_id] + notes.get(s.sample_id, "")) for s in pending
         ]
         started = time.perf_counter()
         completions = judge.backend.generate(requests)
@@ -224,12 +224,11 @@ def _judge_batch(
     return [results[s.sample_id] for s in samples]
 
 
-def _request(backend: Backend, sample_id: str, text: str) -> Request:
-    """The judge's prompt in the judge's own chat template (its tokenizer's, where it has one), its
-    reply opened with the verdict's first key."""
-    tokenizer = backend.tokenizer
-    template = resolve_template("auto", tokenizer)
-    head, tail = frame(tokenizer, template, PromptText(text, "", VERDICT_PREFIX), "")
+def _request(judge: _Judge, sample_id: str, text: str) -> Request:
+    """The judge's prompt in the judge's own chat template, its reply opened with the verdict's
+    first key."""
+    backend, tokenizer = judge.backend, judge.backend.tokenizer
+    head, tail = frame(tokenizer, judge.template, PromptText(text, "", VERDICT_PREFIX), "")
     ids = np.concatenate([head, tail])
     chat = ChatPrompt(None, text, VERDICT_PREFIX) if backend.input == "chat" else None
     decoded = tokenizer.decode(ids.tolist()) if backend.input == "text" else None
