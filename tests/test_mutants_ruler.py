@@ -196,34 +196,28 @@ def test_an_example_too_long_for_its_tokens_grows_to_hold_its_chain_without_nois
     assert "The grass is green." not in example
 
 
-def test_fwe_just_long_enough_for_its_top_three_words_is_built_and_one_token_less_is_refused() -> None:
-    family = FrequentWords(ALL_VARIANTS["fwe"], setting())
-    with pytest.raises(TooShort) as short:
-        family.draft(150, random.Random(0))
-    overhead = short.value.overhead
-    assert str(short.value) == (
-        f"length 150 is below this prompt's fixed overhead of {overhead} tokens (template and a text "
-        f"whose top three words stand out); use lengths of at least {overhead}"
+@pytest.mark.parametrize(
+    ("variant", "family_type", "short", "what"),
+    [
+        ("fwe", FrequentWords, 150, "template and a text whose top three words stand out"),
+        ("cwe", CommonWords, 10, "template, example and the 10 common words"),
+    ],
+)
+def test_a_word_task_just_long_enough_is_built_and_one_token_less_is_refused(
+    variant: str, family_type: type[FrequentWords] | type[CommonWords], short: int, what: str
+) -> None:
+    family = family_type(ALL_VARIANTS[variant], setting())
+    with pytest.raises(TooShort) as refused:
+        family.draft(short, random.Random(0))
+    overhead = refused.value.overhead
+    assert str(refused.value) == (
+        f"length {short} is below this prompt's fixed overhead of {overhead} tokens ({what}); "
+        f"use lengths of at least {overhead}"
     )
     assert len(family.draft(overhead, random.Random(0)).prompt.ids) == overhead
-    with pytest.raises(TooShort) as short:
+    with pytest.raises(TooShort) as refused:
         family.draft(overhead - 1, random.Random(0))
-    assert (short.value.length, short.value.overhead) == (overhead - 1, overhead)
-
-
-def test_cwe_just_long_enough_for_its_common_words_is_built_and_one_token_less_is_refused() -> None:
-    family = CommonWords(ALL_VARIANTS["cwe"], setting())
-    with pytest.raises(TooShort) as short:
-        family.draft(10, random.Random(0))
-    overhead = short.value.overhead
-    assert str(short.value) == (
-        f"length 10 is below this prompt's fixed overhead of {overhead} tokens (template, example and the "
-        f"10 common words); use lengths of at least {overhead}"
-    )
-    assert len(family.draft(overhead, random.Random(0)).prompt.ids) == overhead
-    with pytest.raises(TooShort) as short:
-        family.draft(overhead - 1, random.Random(0))
-    assert (short.value.length, short.value.overhead) == (overhead - 1, overhead)
+    assert (refused.value.length, refused.value.overhead) == (overhead - 1, overhead)
 
 
 def test_cwe_past_its_word_lists_falls_short_by_half_the_tolerance_at_most() -> None:
