@@ -322,6 +322,7 @@ def test_learned_positions_cap_the_prompt_and_the_runner_refuses_longer(gpt2_dir
     [completion] = backend.generate([request(list(range(10, 30)), max_new_tokens=3)])
     assert completion.error is None and completion.completion_tokens >= 1
     argv = ["run", "niah", "--model", f"hf:{gpt2_dir}", "--lengths", "1k", "--depths", "0.5"]
+    argv += ["--keep-too-long"]
     # Refused as too long: a final error, so the run exits 3.
     assert main([*argv, "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 3
     control, record = [json.loads(line) for line in (runs / "samples.jsonl").read_text().splitlines()]

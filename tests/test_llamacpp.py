@@ -306,6 +306,7 @@ def test_a_prompt_over_n_ctx_is_refused_without_evaluating_anything(
         "--depths",
         "1",
         "--no-control",
+        "--keep-too-long",
     ]
     # Refused as too long: a final error, so the run exits 3.
     assert main([*args, "--samples", "1", "--run-dir", str(tmp_path), "--no-progress"]) == 3

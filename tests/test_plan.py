@@ -390,7 +390,14 @@ def test_a_run_on_a_real_backend_says_its_plan_and_refuses_what_memory_cannot_ho
     from fathom.run.runner import prepare
 
     spec = RunSpec("niah", "llamacpp:smollm2?n_ctx=2k&threads=1", "auto", (1024, 4096), (0.5,), 2)
-    prepare(spec, say=True)
+    with pytest.raises(SpecError) as refused:
+        prepare(spec)
+    assert str(refused.value) == (
+        "2 of 8 prompts exceed the backend's context of 2048 tokens (the longest: 4096 prompt tokens + 32 "
+        "new, at length 4096): raise the backend's context (?n_ctx=...), keep the lengths that fit "
+        "(--lengths 1024), or pass --keep-too-long to record them as too_long, unanswered"
+    )
+    prepare(spec, say=True, keep_too_long=True)
     line = capsys.readouterr().err.strip()
     assert line.startswith("plan: 2 x 1 x 2 prompts + 4 controls, ")
     assert "2 exceed the backend's 2048 tokens and will be recorded as too_long" in line

@@ -352,9 +352,17 @@ def test_the_registry_reaches_the_backend(fake: FakeVllm, model_dir: Path) -> No
     assert [engine["seed"] for engine in fake.engines] == [3]
 
 
-def test_a_run_through_the_cli_records_the_engine(fake: FakeVllm, model_dir: Path, runs: Path) -> None:
+def test_a_run_through_the_cli_records_the_engine(
+    fake: FakeVllm, model_dir: Path, runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = ["run", "niah", "--model", f"vllm:{model_dir}?max_model_len=2k", "--lengths", "1k,4k"]
-    # Refused as too long: a final error, so the run exits 3.
+    # Without --keep-too-long the sweep is refused before its folder is made, with what fits.
+    assert main([*argv, "--depths", "0.5", "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 2
+    refusal = capsys.readouterr().err
+    assert "1 of 4 prompts exceed the backend's context of 2048 tokens" in refusal
+    assert "(?max_model_len=...)" in refusal and "(--lengths 1024)" in refusal and not runs.exists()
+    argv.append("--keep-too-long")
+    # Recorded as too long: a final error, so the run exits 3.
     assert main([*argv, "--depths", "0.5", "--samples", "1", "--run-dir", str(runs), "--no-progress"]) == 3
     found = list(map(json.loads, (runs / "samples.jsonl").read_text().splitlines()))
     records = {r["length"]: r for r in found if not r.get("control")}

@@ -68,7 +68,7 @@ def _run(args: argparse.Namespace) -> int:
     check_judges(judges, args.rubric)  # a misnamed judge or rubric is found before the run, not after
     replicas, address = _executor(args)
     progress = not args.no_progress
-    result = run_spec(spec, run_dir, progress, args.order, replicas=replicas, address=address)
+    result = run_spec(spec, run_dir, progress, args.order, replicas, address, args.keep_too_long)
     judge_errors = _judge_folder(result.folder, judges, args) if judges else 0
     print(f"run folder: {result.folder}")
     print(f"samples written: {result.written}, already done: {result.skipped}, errors: {result.errors}")

@@ -113,6 +113,12 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="with --executor ray: the Ray cluster's HOST:PORT, auto or ray://...; by default RAY_ADDRESS, "
         "else a local Ray started for the run",
     )
+    run.add_argument(
+        "--keep-too-long",
+        action="store_true",
+        help="run a sweep whose longest prompts exceed the backend's context, recording those as too_long "
+        "(by default such a sweep is refused, with the lengths that fit)",
+    )
     run.add_argument("--no-progress", action="store_true")
 
 

@@ -4,9 +4,12 @@ has (host RAM for llama.cpp, which fathom runs on the CPU; the GPU's for hf and 
 
 The architecture is read from the loaded model itself (llama.cpp's GGUF metadata, transformers'
 config, the vllm model folder's config.json); where it cannot be (an openai server, a config this
-arithmetic does not read) the line says so and nothing is refused. A prompt longer than the
-backend's context is not refused here: the runner already records each one as ``too_long`` without
-sending it, and the line counts them.
+arithmetic does not read) the line says so and nothing is refused.
+
+A sweep with prompts longer than the backend's context is refused too, with the lengths that fit:
+each such sample would only be recorded as ``too_long``, unanswered. ``keep_too_long`` runs it all
+the same (a grid kept the shape of another model's, say), and the runner records them so; it also
+does for a text-input backend's prompt that re-encodes past the limit, which no plan can foresee.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +25,7 @@ from fathom.backends.base import Backend
 from fathom.errors import SpecError
 from fathom.plan.arch import DTYPE_BYTES, Architecture
 from fathom.plan.costs import USABLE
-from fathom.plan.prompts import sweep_prompts
+from fathom.plan.prompts import PromptCost, sweep_prompts
 from fathom.plan.readers import from_config, from_llama, load_architecture
 from fathom.plan.text import gib, sweep_line
 from fathom.spec import RunSpec
@@ -30,6 +33,8 @@ from fathom.tasks.base import Task
 
 # The backends that run a real model (a plugin's may be anything: it is left alone).
 REAL = ("llamacpp", "hf", "vllm", "openai")
+# The setting that raises each backend's context, named in the refusal of a prompt longer than it.
+_CONTEXT_SETTING = {"llamacpp": "n_ctx", "vllm": "max_model_len", "openai": "max_prompt"}
 # The config attributes the arithmetic reads, asked of the config object so that a family's own
 # names for them (GPT-2's n_layer, say) are found through transformers' attribute map.
 _CONFIG_KEYS = (
@@ -51,24 +56,29 @@ class Capacity:
     where: str
 
 
-def check_run(spec: RunSpec, task: Task, backend: Backend, say: bool = False) -> str | None:
+def check_run(
+    spec: RunSpec, task: Task, backend: Backend, say: bool = False, keep_too_long: bool = False
+) -> str | None:
     """The plan's line for a run on a real backend (None for a simulated one), printed to stderr
     with ``say`` (beside the run's progress), or a SpecError with the numbers if its longest
-    prompt's KV cache and the weights cannot fit."""
+    prompt's KV cache and the weights cannot fit, or (unless ``keep_too_long``) some prompt and its
+    new tokens exceed the backend's context."""
     kind = backend.name.partition(":")[0]
     if kind not in REAL:
         return None
-    line = _line(spec, task, backend, kind)
+    line = _line(spec, task, backend, kind, keep_too_long)
     if say:
         print(line, file=sys.stderr)
     return line
 
 
-def _line(spec: RunSpec, task: Task, backend: Backend, kind: str) -> str:
+def _line(spec: RunSpec, task: Task, backend: Backend, kind: str, keep_too_long: bool) -> str:
     prompts = sweep_prompts(spec, task, "prefix", build=False).prompts
     line = f"plan: {sweep_line(spec, prompts)}"
     spans, limit = [p.tokens + p.new_tokens for p in prompts], backend.max_prompt_tokens
     if limit is not None and max(spans) > limit:
+        if not keep_too_long:
+            raise SpecError(_too_long(prompts, limit, kind))
         line += f"; {sum(n > limit for n in spans)} exceed the backend's {limit} tokens and will be "
         line += "recorded as too_long"
         spans = [n for n in spans if n <= limit] or [0]  # the refused ones never reach the cache
@@ -89,6 +99,24 @@ def _line(spec: RunSpec, task: Task, backend: Backend, kind: str) -> str:
             "(fathom plan estimates what a sweep needs)"
         )
     return f"{line} ({held} of {gib(capacity.memory)} {capacity.where}); fits"
+
+
+def _too_long(prompts: Sequence[PromptCost], limit: int, kind: str) -> str:
+    """The refusal of a sweep with prompts past the backend's context: how many, the longest, the
+    lengths that fit, and the ways out."""
+    over = [p for p in prompts if p.tokens + p.new_tokens > limit]
+    longest = max(over, key=lambda p: p.tokens + p.new_tokens)
+    lengths = sorted({p.cell.length for p in prompts})
+    fit = [n for n in lengths if all(p.tokens + p.new_tokens <= limit for p in prompts if p.cell.length == n)]
+    setting = _CONTEXT_SETTING.get(kind)
+    raise_it = f"raise the backend's context (?{setting}=...), " if setting else ""
+    keep = f"--lengths {','.join(map(str, fit))}" if fit else "shorter --lengths"
+    return (
+        f"{len(over)} of {len(prompts)} prompts exceed the backend's context of {limit} tokens (the "
+        f"longest: {longest.tokens} prompt tokens + {longest.new_tokens} new, at length "
+        f"{longest.cell.length}): {raise_it}keep the lengths that fit ({keep}), or pass --keep-too-long "
+        "to record them as too_long, unanswered"
+    )
 
 
 def _capacity(kind: str, backend: Backend) -> Capacity | None:

@@ -36,15 +36,16 @@ def run_spec(
     order: str = "prefix",
     replicas: int | None = None,
     address: str | None = None,
+    keep_too_long: bool = False,
 ) -> RunResult:
     """Run (or resume) ``spec`` into ``run_dir`` (``fathom.run.runner.run``, or with ``replicas`` on a
     Ray cluster, ``fathom.run.distributed.run_distributed``), then derive its files: what ``fathom
     run`` does. The result's wall time includes the deriving."""
     started = time.perf_counter()
     if replicas is None:
-        result = run(spec, run_dir, show_progress=show_progress, order=order)
+        result = run(spec, run_dir, show_progress, order, keep_too_long)
     else:
-        result = run_distributed(spec, run_dir, replicas, address, show_progress, order)
+        result = run_distributed(spec, run_dir, replicas, address, show_progress, order, keep_too_long)
     derive(RunFolder(run_dir))
     return dataclasses.replace(result, seconds=time.perf_counter() - started)
 

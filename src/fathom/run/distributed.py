@@ -73,6 +73,7 @@ def run_distributed(
     address: str | None = None,
     show_progress: bool = True,
     order: str = "prefix",
+    keep_too_long: bool = False,
 ) -> RunResult:
     """Run (or resume) ``spec`` into ``run_dir`` on ``replicas`` Ray actors, on the cluster at
     ``address`` (``HOST:PORT``, ``auto``, ``ray://...``; ``RAY_ADDRESS`` when None) or on a local one
@@ -91,7 +92,7 @@ def run_distributed(
         need = replica_resources(spec.model, cluster.get("GPU", 0.0))
         _check_room(cluster, replicas, need)
         actor = ray.remote(Replica).options(**need, max_restarts=RESTARTS, max_task_retries=0)
-        slots = [_Slot(index, actor.remote(spec, order)) for index in range(replicas)]
+        slots = [_Slot(index, actor.remote(spec, order, keep_too_long)) for index in range(replicas)]
         try:
             return _sweep(ray, spec, run_dir, slots, order, show_progress, started)
         finally:
@@ -194,10 +195,10 @@ class Replica:
     """One model replica, run as a Ray actor: the backend and task built once, as ``run`` builds
     them, so every shard it answers reuses the model it loaded and the prefix cache it keeps."""
 
-    def __init__(self, spec: RunSpec, order: str) -> None:
+    def __init__(self, spec: RunSpec, order: str, keep_too_long: bool = False) -> None:
         self.spec = spec
         try:
-            backend, self.task, self.loading = prepare(spec, order)
+            backend, self.task, self.loading = prepare(spec, order, keep_too_long=keep_too_long)
         except FathomError as exc:
             # Kept to be told, not raised: raised here it would reach the driver as the actor's death,
             # a traceback where a local run prints one line.

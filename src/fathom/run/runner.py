@@ -46,12 +46,19 @@ ORDERS = ("prefix", "shuffled")
 BATCH_SIZE = 16
 
 
-def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "prefix") -> RunResult:
+def run(
+    spec: RunSpec,
+    run_dir: Path,
+    show_progress: bool = True,
+    order: str = "prefix",
+    keep_too_long: bool = False,
+) -> RunResult:
     """Run (or resume) a spec into ``run_dir``. ``order`` "prefix" sends prompts that share the
     longest prefixes one after another, so a backend's prefix cache can reuse them; "shuffled" is
-    the naive order, for measuring what that saves. Neither changes any answer."""
+    the naive order, for measuring what that saves. Neither changes any answer. ``keep_too_long``
+    records prompts longer than the backend's context as ``too_long`` where the sweep is refused."""
     started = time.perf_counter()
-    backend, task, loading = prepare(spec, order, say=show_progress)
+    backend, task, loading = prepare(spec, order, say=show_progress, keep_too_long=keep_too_long)
     tokenizer = backend.tokenizer
 
     def planned() -> Iterator[Cell]:
@@ -82,10 +89,13 @@ def run(spec: RunSpec, run_dir: Path, show_progress: bool = True, order: str = "
         return write.result(len(done), time.perf_counter() - started, loading + clock.seconds)
 
 
-def prepare(spec: RunSpec, order: str = "prefix", say: bool = False) -> tuple[Backend, Task, float]:
+def prepare(
+    spec: RunSpec, order: str = "prefix", say: bool = False, keep_too_long: bool = False
+) -> tuple[Backend, Task, float]:
     """The run's backend and task, and the seconds loading the model took, with everything checked
     that can be before the run folder is touched: a bad name, setting or length, or a sweep whose
-    KV cache cannot fit (``fathom.plan.check``; ``say`` prints its line), leaves no folder behind."""
+    KV cache or prompts cannot fit (``fathom.plan.check``; ``say`` prints its line), leaves no folder
+    behind."""
     if order not in ORDERS:
         raise SpecError(f"unknown order '{order}': use one of {', '.join(ORDERS)}")
     check_spec(spec)
@@ -95,7 +105,7 @@ def prepare(spec: RunSpec, order: str = "prefix", say: bool = False) -> tuple[Ba
     task = create_task(spec, backend.tokenizer)
     check_backend(spec, backend)
     _check_shortest(task, min(spec.lengths))
-    check_run(spec, task, backend, say)
+    check_run(spec, task, backend, say, keep_too_long)
     return backend, task, loading
 
 
