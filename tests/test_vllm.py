@@ -94,6 +94,7 @@ class FakeVllm:
     fail_load: Exception | None = None  # raised by LLM()
     has_model_config: bool = True
     delay_s: float = 0.0  # how long generate takes
+    metrics: list[Any] = field(default_factory=list)  # each output's RequestOutput.metrics, in order
 
 
 def fake_outputs(prompts: Sequence[FakeTokensPrompt], params: Sequence[dict[str, Any]]) -> list[Any]:
@@ -146,7 +147,10 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVllm]:
             time.sleep(record.delay_s)
             if record.fail is not None:
                 raise record.fail
-            return fake_outputs(prompts, params)
+            outputs = fake_outputs(prompts, params)
+            for output, metrics in zip(outputs, record.metrics, strict=False):
+                output.metrics = metrics
+            return outputs
 
     class SamplingParams:
         def __init__(self, **kwargs: Any) -> None:
@@ -178,7 +182,7 @@ def test_the_engine_gets_the_options_with_prefix_caching_on(fake: FakeVllm, mode
     backend(f"{model_dir}?prefix_caching=0")
     chosen, default, uncached = fake.engines
     path = str(model_dir)
-    common = {"model": path, "tokenizer": path, "enable_prefix_caching": True}
+    common = {"model": path, "tokenizer": path, "enable_prefix_caching": True, "disable_log_stats": False}
     assert chosen == {
         **common,
         "max_model_len": 2048,
@@ -249,6 +253,25 @@ def test_one_generate_call_gets_the_exact_ids_and_greedy_params(fake: FakeVllm, 
     # Each prompt's latency is its share of the batch's wall time: 0.3 s over three prompts.
     assert len({c.latency_s for c in completions}) == 1 and 0.1 <= completions[0].latency_s < 0.3
     assert vllm_backend.generate([]) == [] and len(fake.calls) == 1
+
+
+def test_the_engines_own_clock_gives_each_answers_prefill_and_decode_seconds(
+    fake: FakeVllm, model_dir: Path
+) -> None:
+    v1, v0 = types.SimpleNamespace, types.SimpleNamespace
+    fake.metrics = [
+        # vLLM V1's RequestStateStats: scheduled at 10 s, first token at 12.5, last at 13.25.
+        v1(queued_ts=9.0, scheduled_ts=10.0, first_token_ts=12.5, last_token_ts=13.25),
+        # V0's RequestMetrics, on the wall clock.
+        v0(arrival_time=99.0, first_scheduled_time=100.0, first_token_time=100.75, last_token_time=101.0),
+        None,  # log stats off: no metrics
+        v1(scheduled_ts=0.0, first_token_ts=0.0, last_token_ts=0.0),  # stats kept, but never set
+        v1(scheduled_ts=5.0, first_token_ts=4.0, last_token_ts=6.0),  # out of order: no times
+        v1(scheduled_ts=True, first_token_ts=2.0, last_token_ts=3.0),  # not a number
+    ]
+    completions = backend(str(model_dir)).generate([request([5, 6, 7])] * 6)
+    got = [(c.prefill_s, c.decode_s) for c in completions]
+    assert got == [(2.5, 0.75), (0.75, 0.25), (None, None), (None, None), (None, None), (None, None)]
 
 
 def test_a_failing_generate_fails_each_sample_of_the_batch(fake: FakeVllm, model_dir: Path) -> None:

@@ -113,6 +113,9 @@ class VLLMBackend:
                 seed=o.seed,
                 gpu_memory_utilization=o.gpu_memory_utilization,
                 enforce_eager=o.enforce_eager,
+                # Keeps each request's own clock (RequestOutput.metrics), read into prefill_s and
+                # decode_s; it also logs the engine's throughput every few seconds.
+                disable_log_stats=False,
             )
         except (OSError, ValueError, TypeError, RuntimeError) as exc:
             raise FathomError(f"vllm cannot load '{self.path}': {_reason(exc)}") from None
@@ -190,7 +193,33 @@ def _completion(out: Any, latency: float) -> Completion:
     answer = out.outputs[0]
     # finish_reason is "stop" (EOS or a stop string, which the text leaves out) or "length".
     reason = answer.finish_reason or "stop"
-    return Completion(answer.text, len(out.prompt_token_ids), len(answer.token_ids), reason, latency)
+    prefill, decode = request_seconds(getattr(out, "metrics", None))
+    return Completion(
+        answer.text, len(out.prompt_token_ids), len(answer.token_ids), reason, latency,
+        prefill_s=prefill, decode_s=decode,
+    )  # fmt: skip
+
+
+# A request's marks on the engine's clock, scheduled -> first token -> last token: vLLM V1's
+# RequestStateStats (monotonic) and V0's RequestMetrics (wall clock) name them differently.
+_CLOCKS = (
+    ("scheduled_ts", "first_token_ts", "last_token_ts"),
+    ("first_scheduled_time", "first_token_time", "last_token_time"),
+)
+
+
+def request_seconds(metrics: Any) -> tuple[float | None, float | None]:
+    """The seconds of a request's prefill (from its first scheduling to its first token: what the
+    engine spent on its prompt, sharing steps with the requests batched beside it) and of its
+    decode (first to last token), from the engine's own marks; (None, None) where it kept none
+    (log stats off, an engine of other fields) or they are out of order."""
+    for names in _CLOCKS:
+        marks = [getattr(metrics, name, None) for name in names]
+        if all(isinstance(m, int | float) and not isinstance(m, bool) and m > 0 for m in marks):
+            scheduled, first, last = (float(m) for m in marks if m is not None)
+            if scheduled <= first <= last:
+                return first - scheduled, last - first
+    return None, None
 
 
 def _reason(exc: BaseException) -> str:
