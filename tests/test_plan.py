@@ -320,7 +320,9 @@ def test_a_model_no_node_holds_gets_no_wall_time(capsys: pytest.CaptureFixture[s
     assert "no wall time or cost: one replica needs more than one node, --gpus gives 16" in text
     # In fp8 it fits 8 H100s: two replicas of 8.
     assert main([*argv, "--gpus", "16", "--price", "2", "--weights-dtype", "fp8"]) == 0
-    assert "fits: tensor parallelism over 8 GPUs holds" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "fits: tensor parallelism over 8 GPUs holds" in out
+    assert "run it with vllm:...?tp=8, or hf:...?device_map=auto over 8 visible GPUs" in out
 
 
 def test_a_large_sweep_is_estimated_and_the_estimate_matches_the_built_prompts(

@@ -138,7 +138,10 @@ def _fit_line(plan: Plan) -> str:
             f"{plan.arch.heads} query heads holds {need} ({NODE_GPUS} GPUs: {gib(NODE_GPUS * usable)} usable)"
         )
     where = "one GPU holds" if plan.tp == 1 else f"tensor parallelism over {plan.tp} GPUs holds"
-    return f"fits: {where} {need} ({gib(plan.tp * usable)} usable: {USABLE:.0%} of the memory)"
+    line = f"fits: {where} {need} ({gib(plan.tp * usable)} usable: {USABLE:.0%} of the memory)"
+    if plan.tp > 1:  # how fathom's own backends shard a model over that many
+        line += f"; run it with vllm:...?tp={plan.tp}, or hf:...?device_map=auto over {plan.tp} visible GPUs"
+    return line
 
 
 def _time_line(plan: Plan) -> str:
