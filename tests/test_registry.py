@@ -87,6 +87,11 @@ def test_a_backends_status_names_what_to_install() -> None:
             "drop --scoring$",
         ),
         (
+            {"task": "niah", "truncate": False},
+            r"^--no-truncate goes with longbench, longbench-e, longbench-v2 and \d+ more runs, not 'niah': "
+            "drop --no-truncate$",
+        ),
+        (
             {"scoring": "exat"},
             r"^unknown scoring 'exat' \(did you mean 'exact'\?\): use one of contains, exact, all, any$",
         ),

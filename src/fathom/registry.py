@@ -284,6 +284,8 @@ def _close(name: str, names: Sequence[str]) -> str:
 EVERY_TASK = frozenset({"task", "model", "tokenizer", "lengths", "samples", "seed", "control"})
 _DEFAULTS = {field.name: field.default for field in dataclasses.fields(RunSpec)}
 KNOBS = tuple(name for name in _DEFAULTS if name not in EVERY_TASK and name != "depths")
+# A knob whose option is not its field's name with dashes: one that is on unless turned off.
+_FLAGS = {"truncate": "--no-truncate"}
 
 
 def check_spec(spec: RunSpec) -> None:
@@ -310,7 +312,7 @@ def _check_options(spec: RunSpec, entry: TaskEntry) -> None:
         raise SpecError(f"'{spec.task}' {placed}; drop --depths (it applies to {_takers('depths')})")
     for knob in KNOBS:
         if knob not in entry.knobs and getattr(spec, knob) != _DEFAULTS[knob]:
-            flag = "--" + knob.replace("_", "-")
+            flag = _FLAGS.get(knob, "--" + knob.replace("_", "-"))
             alone = f" (for {knob} alone: fathom run {knob})" if knob in TASKS else ""
             raise SpecError(f"{flag} goes with {_takers(knob)} runs, not '{spec.task}': drop {flag}{alone}")
 
