@@ -278,8 +278,18 @@ def test_comparison_json_has_exactly_the_agreed_shape(cliff_pair: tuple[Path, Pa
     data = compare_runs(*cliff_pair, alpha=0.02).to_json()
     assert set(data) == {
         "base", "new", "alpha", "correction", "test", "pairs", "left_out", "overall", "cells",
-        "machine_differences", "effective_length", "regressions", "improvements", "failures",
+        "machine_differences", "effective_length", "regressions", "improvements", "failures", "controls",
     }  # fmt: skip
+    # Neither simulated model finds a needle that is not there: 0 of 90 controls each, no pair differs.
+    controls = data["controls"]
+    none_answered = {"graded": 90, "answered": 0}
+    assert controls["base"] == controls["new"] == none_answered
+    assert controls["overall"] == {
+        "pairs": 90, "base_mean": 0.0, "new_mean": 0.0, "worse": 0, "better": 0, "p_value": 1.0,
+        "difference": 0.0, "difference_ci_low": 0.0, "difference_ci_high": 0.0,
+    }  # fmt: skip
+    assert [(t["task"], t["items"], t["verdict"]) for t in controls["tasks"]] == [("niah", 90, "unchanged")]
+    assert controls["flagged"] == [] and controls["left_out"] == {"errors": 0, "unpaired": 0}
     # Every failure kind, counted in both runs over the 90 samples they share: the cliff's 30 past
     # its 4k window fail there, and inside it the one miss (of 98% accuracy) says it found nothing.
     assert list(data["failures"]) == list(FAILURE_KINDS)
@@ -599,8 +609,9 @@ def test_runs_lists_complete_partial_old_and_broken_runs(
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 6
     assert lines[0].split() == ["2026-11-01", "10:00", "base", "sim:perfect", "niah", "1k-16k", "k=10",
-                                "complete", "effective", "16k"]  # fmt: skip
-    assert lines[1].split()[3] == CLIFF and lines[1].split()[-3:] == ["complete", "effective", "4k"]
+                                "complete", "ctl", "0/90", "effective", "16k"]  # fmt: skip
+    cliff = lines[1].split()
+    assert cliff[3] == CLIFF and cliff[-5:] == ["complete", "ctl", "0/90", "effective", "4k"]
     assert "partial 130/180, 2 errors" in lines[2]
     assert lines[4].startswith("—") and "broken" in lines[4] and "unreadable: " in lines[4]
     assert "damaged" in lines[5] and "not UTF-8 text" in lines[5]

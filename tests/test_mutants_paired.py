@@ -18,12 +18,9 @@ from fathom.analysis.paired import (
     PairedTest,
     RunRecords,
     RunRef,
-    _by_id,
-    _check_same_hashes,
     _check_same_prompts,
     _compare_cells,
     _short,
-    _verdict,
     failure_changes,
     holm_adjust,
     machine_differences,
@@ -31,6 +28,7 @@ from fathom.analysis.paired import (
     run_effective_length,
     sign_test,
 )
+from fathom.analysis.pairing import _by_id, _check_same_hashes, _verdict
 from fathom.errors import RunFolderError
 from fathom.manifest import Environment, Identity, Manifest
 

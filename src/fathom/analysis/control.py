@@ -1,14 +1,32 @@
-"""The no-context control's numbers: its score, the questions answered without the context, and how
-much the context raised the gold answer's log-probability (see ``fathom.tasks.control``)."""
+"""The no-context control's numbers: its score, the questions answered without the context, how
+much the context raised the gold answer's log-probability (see ``fathom.tasks.control``), and two
+runs' controls compared question by question (``fathom compare``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
-from fathom.analysis.stats import group_stats
+from fathom.analysis.pairing import (
+    CORRECTION,
+    TEST,
+    PairedTest,
+    RunRecords,
+    TaskComparison,
+    compare_tasks,
+    differences,
+    graded_pairs,
+    item_pairs,
+    paired_test,
+    twins,
+)
+from fathom.analysis.stats import bootstrap_interval, group_stats
+from fathom.analysis.suites import is_suite_run, item_key
 from fathom.records import CONTROL, SampleRecord
 
 # Control answers listed in the report and summary, the highest-scoring first.
@@ -22,14 +40,40 @@ def control_summary(controls: Sequence[SampleRecord], samples: Sequence[SampleRe
     by_task: dict[str, list[SampleRecord]] = defaultdict(list)
     for record in controls:
         by_task[record.task].append(record)
-    answered = sorted((r for r in scored if r.score > 0), key=lambda r: (-r.score, r.sample_id))
+    found = answered(controls)
     return {
         **group_stats(controls),
-        "answered": len(answered),
+        "answered": len(found),
         "by_task": {task: group_stats(group) for task, group in sorted(by_task.items())},
-        "examples": [_example(r) for r in answered[:EXAMPLES]],
+        "examples": [_example(r) for r in found[:EXAMPLES]],
         "answer_logprob_gain": _gain(scored, samples),
     }
+
+
+def answered(controls: Sequence[SampleRecord]) -> list[SampleRecord]:
+    """The controls graded without an error that scored above 0 (found an answer, or part of one,
+    without the context), the highest-scoring first."""
+    found = (r for r in controls if r.error is None and r.score > 0)
+    return sorted(found, key=lambda r: (-r.score, r.sample_id))
+
+
+@dataclass(frozen=True)
+class ControlCount:
+    """A run's no-context controls in two numbers: those graded, and those of them ``answered``."""
+
+    graded: int
+    answered: int
+
+    def to_json(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+def control_count(controls: Sequence[SampleRecord]) -> ControlCount | None:
+    """The run's controls counted; None for a run without any (made with --no-control, or before
+    fathom asked controls), which is not a run whose controls all failed."""
+    if not controls:
+        return None
+    return ControlCount(sum(1 for r in controls if r.error is None), len(answered(controls)))
 
 
 def _example(record: SampleRecord) -> dict[str, Any]:
@@ -56,3 +100,79 @@ def _gain(controls: Sequence[SampleRecord], samples: Sequence[SampleRecord]) -> 
         {"length": length, "pairs": len(gains), "mean_nats": math.fsum(gains) / len(gains)}
         for length, gains in sorted(by_length.items())
     ]
+
+
+# compare.json's names for a control task's verdicts: "improved" would read as good news, where a
+# checkpoint answering more questions without their context has memorised them or trained on them.
+CONTROL_VERDICTS = {"improved": "higher", "regressed": "lower", "unchanged": "unchanged"}
+
+
+@dataclass(frozen=True)
+class ControlComparison:
+    """Two runs' no-context controls compared question by question, as a suite's tasks are
+    (``fathom.analysis.pairing.compare_tasks``): per task the exact sign test, Holm's correction
+    over the tasks (a family of its own, apart from the cells': the controls ask whether the model
+    knows the answers without the context, not whether it finds them in it), and the paired
+    difference with a 95% bootstrap interval; pooled over all questions beside, reported only.
+
+    ``base`` or ``new`` is None for a run without controls; nothing is compared then (``overall``
+    is None), nor where the runs share no control that both graded."""
+
+    base: ControlCount | None = None
+    new: ControlCount | None = None
+    left_out_errors: int = 0  # control pairs with an error in either run
+    left_out_unpaired: int = 0  # controls in one run only, or of another item under one id
+    overall: PairedTest | None = None  # over the questions, each one pair
+    ci_low: float = 0.0  # of the mean of new minus base over the questions
+    ci_high: float = 0.0
+    tasks: tuple[TaskComparison, ...] = ()
+
+    @property
+    def flagged(self) -> list[TaskComparison]:
+        """The tasks whose questions the new run answers significantly more often without their
+        context than the base run: a sign that it memorised them, or that they leaked into its
+        training data, so its scores on them are no evidence of using the context."""
+        return [task for task in self.tasks if task.verdict == "improved"]
+
+    def to_json(self) -> dict[str, Any]:
+        overall = None
+        if self.overall is not None:
+            overall = {
+                **self.overall.to_json(),
+                "difference_ci_low": self.ci_low,
+                "difference_ci_high": self.ci_high,
+            }
+        return {
+            "base": None if self.base is None else self.base.to_json(),
+            "new": None if self.new is None else self.new.to_json(),
+            "test": TEST,
+            "correction": CORRECTION,
+            "left_out": {"errors": self.left_out_errors, "unpaired": self.left_out_unpaired},
+            "overall": overall,
+            "tasks": [{**task.to_json(), "verdict": CONTROL_VERDICTS[task.verdict]} for task in self.tasks],
+            "flagged": [task.task for task in self.flagged],
+        }
+
+
+def compare_controls(base: RunRecords, new: RunRecords, alpha: float) -> ControlComparison:
+    """The runs' controls paired by sample id (``twins``: refused where twins' prompts differ) and
+    compared; counted alone where either run has none."""
+    counts = control_count(base.controls), control_count(new.controls)
+    if not (base.controls and new.controls):
+        return ControlComparison(*counts)
+    pairs, other_items, unpaired = twins(
+        dataclasses.replace(base, samples=base.controls), dataclasses.replace(new, samples=new.controls)
+    )
+    graded = graded_pairs(pairs)
+    left_out = len(pairs) - len(graded), unpaired + other_items
+    if not graded:
+        return ControlComparison(*counts, *left_out)
+    # A suite's item asked at several length limits is one control prompt at each (the context, which
+    # the limit cuts, is what the control leaves out): one question, so one pair. Elsewhere every
+    # sample asks a question of its own.
+    item = item_key if is_suite_run(base.samples) else attrgetter("sample_id")
+    questions = [pair for task_pairs in item_pairs(graded, item).values() for pair in task_pairs]
+    low, high = bootstrap_interval(differences(questions))
+    return ControlComparison(
+        *counts, *left_out, paired_test(questions), low, high, compare_tasks(graded, alpha, item)
+    )

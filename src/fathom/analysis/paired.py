@@ -1,36 +1,46 @@
 """Did a new checkpoint regress against its baseline? Paired exact tests over the samples two runs share.
 
-Two runs of one spec that differ only in the model build byte-identical prompts (same seeds, tokenizer
-and task identity), so every sample of the new run has a twin in the base run that asked the very same
-question. Comparing twins removes the variation between needles, which unpaired tests would have to
-average away: the exact McNemar test (a sign test on the paired scores) per cell, Holm's correction
-over the cells, and a pooled test over all pairs.
+Each sample of the new run is paired with its twin in the base run, which asked the very same question
+(``fathom.analysis.pairing``): the exact McNemar test (a sign test on the paired scores) per cell,
+Holm's correction over the cells, and a pooled test over all pairs. The runs' no-context controls are
+compared beside (``fathom.analysis.control``), as a family of their own that no verdict reads.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Protocol
 
+from fathom.analysis.control import ControlComparison, compare_controls
 from fathom.analysis.effective import EffectiveLength, run_effective_length
 from fathom.analysis.failures import FAILURE_KINDS, failure_counts
+from fathom.analysis.pairing import (
+    CORRECTION,
+    TEST,
+    Pair,
+    PairedTest,
+    RunRecords,
+    Verdict,
+    graded_pairs,
+    paired_test,
+    tested_groups,
+    twins,
+)
+
+# Re-exported: the comparison's statistics, which hard.py and the tests read from here.
+from fathom.analysis.pairing import holm_adjust as holm_adjust
+from fathom.analysis.pairing import sign_test as sign_test
 from fathom.analysis.ruler import task_order
 from fathom.analysis.suites import is_suite_run
 from fathom.errors import RunFolderError
 from fathom.manifest import Identity, Manifest
 from fathom.records import SampleRecord
 
-TEST = "exact McNemar (sign test on paired scores)"
-CORRECTION = "holm"
-
-Verdict = Literal["regressed", "improved", "unchanged"]
-Pair = tuple[SampleRecord, SampleRecord]  # (base, new), the same sample id and prompt
 # NIAH cells sit at fixed depths: (None, length, depth), or (task, length, depth) in a run of several
 # variants (haystack domains, literal twins), whose cells at one length and depth are not one cell.
 # RULER draws depths per sample, so its cells are tasks: (task, length, None).
@@ -38,6 +48,9 @@ CellKey = tuple[str | None, int, float | None]
 # What a real suite's runs may differ in and still have asked the same questions: the folder and the
 # files its items were read from. Each pair must then be of one item (``twins``) with one prompt.
 SUITE_INPUTS = ("spec.data", "task.files")
+# What any two runs may differ in and still have asked the same questions: whether each was also asked
+# without its context (--no-control), which adds records and changes none of the samples' prompts.
+RUN_OPTIONS = ("spec.control",)
 
 
 @dataclass(frozen=True)
@@ -47,26 +60,6 @@ class RunRef:
 
     def to_json(self) -> dict[str, str]:
         return {"path": str(self.path), "model": self.model}
-
-
-@dataclass(frozen=True)
-class PairedTest:
-    """The exact sign test over some pairs: ``worse`` pairs scored lower in the new run, ``better``
-    higher; ties carry no evidence of a change either way and are left out of the test."""
-
-    pairs: int
-    base_mean: float
-    new_mean: float
-    worse: int
-    better: int
-    p_value: float
-
-    @property
-    def difference(self) -> float:
-        return self.new_mean - self.base_mean
-
-    def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "difference": self.difference}
 
 
 @dataclass(frozen=True)
@@ -120,6 +113,10 @@ class Comparison:
     # Each failure kind's count among the samples both runs hold (errored ones too), in FAILURE_KINDS'
     # order: the pairs plus those left out for an error.
     failures: tuple[FailureChange, ...] = ()
+    # The no-context controls compared: flagged where the new run answers more of them. Reported
+    # beside the verdicts, never among them: knowing an answer without the context is no regression
+    # in using it.
+    controls: ControlComparison = dataclasses.field(default_factory=ControlComparison)
 
     @property
     def regressed(self) -> Sequence[Tested]:
@@ -155,99 +152,8 @@ class Comparison:
             },
             "regressions": len(self.regressed),
             "improvements": len(self.improved),
+            "controls": self.controls.to_json(),
         }
-
-
-def sign_test(worse: int, better: int) -> float:
-    """The two-sided exact sign test: min(1, 2 P(X <= min(worse, better))) with X ~ Binomial(n, 1/2),
-    n = worse + better. On 0/1 scores this is the exact McNemar test.
-
-    Exact in integers with one division at the end, which Python rounds correctly for integers of any
-    size, so it neither overflows nor loses precision for n in the thousands. Each binomial coefficient
-    is the one before times (n - i) / (i + 1), exactly: summing math.comb(n, i) afresh for every i
-    takes seconds at n = 5000, this takes milliseconds.
-    """
-    if worse < 0 or better < 0:
-        raise ValueError(f"counts must be >= 0, got worse={worse}, better={better}")
-    n = worse + better
-    if n == 0:
-        return 1.0
-    tail, coefficient = 0, 1  # coefficient = math.comb(n, i)
-    for i in range(min(worse, better) + 1):
-        tail += coefficient
-        coefficient = coefficient * (n - i) // (i + 1)
-    return min(1.0, 2 * tail / (1 << n))
-
-
-def holm_adjust(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in the input's order: the i-th smallest (from 0) times
-    (m - i), kept non-decreasing and capped at 1. Rejecting where the adjusted p is below alpha keeps
-    the chance of any false rejection at most alpha, whatever the dependence between the tests."""
-    m = len(p_values)
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
-        running = max(running, min(1.0, (m - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
-
-
-def paired_test(pairs: Sequence[Pair]) -> PairedTest:
-    """The sign test on the per-pair differences of scores; fractional scores count by their sign."""
-    if not pairs:
-        raise ValueError("no pairs to test")
-    worse = sum(1 for base, new in pairs if new.score < base.score)
-    better = sum(1 for base, new in pairs if new.score > base.score)
-    return PairedTest(
-        pairs=len(pairs),
-        base_mean=math.fsum(base.score for base, _ in pairs) / len(pairs),
-        new_mean=math.fsum(new.score for _, new in pairs) / len(pairs),
-        worse=worse,
-        better=better,
-        p_value=sign_test(worse, better),
-    )
-
-
-@dataclass(frozen=True)
-class RunRecords:
-    """A run as a comparison reads it: its folder, its manifest and its graded samples (no controls)."""
-
-    path: Path
-    manifest: Manifest
-    samples: Sequence[SampleRecord]
-
-
-class Twins(NamedTuple):
-    """The samples two runs share, as ``pairs`` of one sample id and one item (errored ones too); and
-    those left out: ids whose item differs between the runs, ids in one run only."""
-
-    pairs: list[Pair]
-    other_items: int
-    unpaired: int
-
-
-def twins(base: RunRecords, new: RunRecords) -> Twins:
-    """Pair the runs' samples; refuse runs that share ids but no item, or whose twins' prompts differ."""
-    base_samples, new_samples = _by_id(base), _by_id(new)
-    shared = sorted(base_samples.keys() & new_samples.keys())
-    # A real suite's sample id is a place in its data file: runs that read different files can hold
-    # different items there, which asked different questions.
-    same = [i for i in shared if base_samples[i].item_id == new_samples[i].item_id]
-    if shared and not same:
-        first = shared[0]
-        raise RunFolderError(
-            f"'{base.path}' and '{new.path}' hold different items under all {len(shared)} sample ids they "
-            f"share (first: {first}, item {base_samples[first].item_id} against "
-            f"{new_samples[first].item_id}): they read different data files; compare runs of one --data"
-        )
-    _check_same_hashes({i: base_samples[i] for i in same}, new_samples)
-    unpaired = len(base_samples.keys() ^ new_samples.keys())
-    return Twins([(base_samples[i], new_samples[i]) for i in same], len(shared) - len(same), unpaired)
-
-
-def graded_pairs(pairs: Sequence[Pair]) -> list[Pair]:
-    """The pairs that both runs graded: an error in either leaves no grade to compare."""
-    return [(b, n) for b, n in pairs if b.error is None and n.error is None]
 
 
 def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> Comparison:
@@ -255,7 +161,8 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
     if not 0.0 < alpha < 1.0:
         raise RunFolderError(f"alpha must lie strictly between 0 and 1, got {alpha}: pass e.g. --alpha 0.05")
     base_identity, new_identity = base.manifest.identity, new.manifest.identity
-    _check_same_prompts(base_identity, new_identity, SUITE_INPUTS if is_suite_run(base.samples) else ())
+    may_differ = RUN_OPTIONS + (SUITE_INPUTS if is_suite_run(base.samples) else ())
+    _check_same_prompts(base_identity, new_identity, may_differ)
     pairs, _, unpaired = twins(base, new)
     graded = graded_pairs(pairs)
     if not graded:
@@ -275,6 +182,7 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
         new_effective_length=run_effective_length([n for _, n in graded]),
         machine_differences=tuple(machine_differences(base.manifest, new.manifest)),
         failures=failure_changes(pairs),
+        controls=compare_controls(base, new, alpha),
     )
 
 
@@ -282,15 +190,6 @@ def failure_changes(pairs: Sequence[Pair]) -> tuple[FailureChange, ...]:
     """Each failure kind's count in the base run and in the new, over the same samples."""
     base, new = failure_counts(b for b, _ in pairs), failure_counts(n for _, n in pairs)
     return tuple(FailureChange(kind, base[kind], new[kind]) for kind in FAILURE_KINDS)
-
-
-def _by_id(run: RunRecords) -> dict[str, SampleRecord]:
-    if not run.samples:
-        raise RunFolderError(
-            f"run folder '{run.path}' has no graded samples to compare (it has not run yet, or it holds "
-            "perplexity documents only): run it first"
-        )
-    return {record.sample_id: record for record in run.samples}
 
 
 def _check_same_prompts(base: Identity, new: Identity, may_differ: Collection[str] = ()) -> None:
@@ -320,19 +219,6 @@ def _check_same_prompts(base: Identity, new: Identity, may_differ: Collection[st
         )
 
 
-def _check_same_hashes(base: dict[str, SampleRecord], new: dict[str, SampleRecord]) -> None:
-    """Equal manifests should give equal prompts; a differing hash means the prompt builder changed
-    between the runs (a fathom upgrade, an edited corpus file), and twins that are not twins would
-    make the test meaningless."""
-    differing = sorted(i for i in base.keys() & new.keys() if base[i].prompt_sha256 != new[i].prompt_sha256)
-    if differing:
-        raise RunFolderError(
-            f"{len(differing)} paired samples have different prompts (first: {differing[0]}) although the "
-            "manifests match: the prompt builder changed between the runs; re-run both with one fathom "
-            "version"
-        )
-
-
 def _cell_key(record: SampleRecord, variants: bool) -> CellKey:
     if record.depth is None:
         return record.task, record.length, None
@@ -355,26 +241,6 @@ def _compare_cells(pairs: Sequence[Pair], alpha: float) -> tuple[CellComparison,
             keys, tested_groups([groups[k] for k in keys], alpha), strict=True
         )
     )
-
-
-def tested_groups(groups: Sequence[Sequence[Pair]], alpha: float) -> list[tuple[PairedTest, float, Verdict]]:
-    """Each group's sign test, its p adjusted by Holm's method over the groups, and its verdict."""
-    tests = [paired_test(group) for group in groups]
-    adjusted = holm_adjust([t.p_value for t in tests])
-    return [(t, p, _verdict(t, p, alpha)) for t, p in zip(tests, adjusted, strict=True)]
-
-
-def _verdict(test: PairedTest, p_adjusted: float, alpha: float) -> Verdict:
-    """Significant after Holm, in the direction of the mean. The signs must point the same way: with
-    fractional scores a few large drops can outweigh many small gains, and then the test's evidence
-    (the gains) and the mean disagree about the direction, which is no verdict."""
-    if p_adjusted >= alpha:
-        return "unchanged"
-    if test.difference < 0 and test.worse > test.better:
-        return "regressed"
-    if test.difference > 0 and test.better > test.worse:
-        return "improved"
-    return "unchanged"
 
 
 def machine_differences(base: Manifest, new: Manifest) -> list[str]:

@@ -174,7 +174,8 @@ def _compare(args: argparse.Namespace) -> int:
     data, figure = write_comparison(comparison, out)
     print("\n".join(comparison_text(comparison)))
     print(f"wrote {data}, {figure} and {data.with_name(COMPARISON_HTML)}")
-    # 1 on a regression, so a training pipeline can gate a checkpoint on this command.
+    # 1 on a regression, so a training pipeline can gate a checkpoint on this command; flagged
+    # controls only warn (COMPARE_DESCRIPTION in arguments.py says why).
     return 1 if comparison.regressed else 0
 
 

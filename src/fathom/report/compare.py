@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fathom.analysis.paired import Comparison, RunRecords, compare_records
-from fathom.analysis.select import split_records
+from fathom.analysis.paired import Comparison, compare_records
+from fathom.analysis.pairing import RunRecords
+from fathom.analysis.select import control_records, split_records
 from fathom.analysis.suite_pairs import compare_suites
 from fathom.analysis.suites import is_suite_run
 from fathom.report.files import COMPARISON_HTML, COMPARISON_JSON, COMPARISON_PNG, read_summary
@@ -18,7 +19,8 @@ from fathom.run.store import RunFolder
 
 def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
     """Compare two run folders of one spec that differ only in the model; refuse runs whose prompts
-    differ. Two runs of a real suite are compared task by task as well (``SuiteComparison``)."""
+    differ. Two runs of a real suite are compared task by task as well (``SuiteComparison``), and the
+    runs' no-context controls beside (``Comparison.controls``)."""
     base_run, new_run = _read(base), _read(new)
     compare = compare_suites if is_suite_run(base_run.samples) else compare_records
     return compare(base_run, new_run, alpha)
@@ -26,7 +28,9 @@ def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
 
 def _read(path: Path) -> RunRecords:
     folder = RunFolder(path)
-    return RunRecords(path, folder.read_manifest(), split_records(folder.latest())[0])
+    manifest = folder.read_manifest()  # first: a folder that is no run is refused for that
+    records = folder.latest()
+    return RunRecords(path, manifest, split_records(records)[0], control_records(records))
 
 
 def write_comparison(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]:

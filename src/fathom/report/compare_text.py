@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from fathom.analysis.control import CONTROL_VERDICTS, ControlComparison, ControlCount
 from fathom.analysis.paired import CellComparison, Comparison
-from fathom.analysis.suite_pairs import SuiteComparison, TaskComparison
+from fathom.analysis.pairing import PairedTest, TaskComparison
+from fathom.analysis.suite_pairs import SuiteComparison
 from fathom.report.text import length_or_none
 from fathom.units import format_count
+
+# A control's pairs each way: the new run answering a question without its context that the base did
+# not is "higher", a sign of memorisation, not "better".
+CONTROL_WORDS = ("lower", "higher")
 
 
 def _cell_name(cell: CellComparison) -> str:
@@ -30,13 +36,24 @@ def _cell_line(cell: CellComparison) -> str:
     )
 
 
-def _task_line(task: TaskComparison) -> str:
-    test = task.test
+def _change(test: PairedTest, interval: tuple[float, float], unit: str, down: str, up: str) -> str:
+    """A paired change: both means, the difference with its 95% interval, the pairs each way, and p."""
+    low, high = interval
     return (
-        f"  {task.task}: {test.base_mean:.1%} → {test.new_mean:.1%} ({100 * test.difference:+.1f} points, "
-        f"95% interval {100 * task.ci_low:+.1f} to {100 * task.ci_high:+.1f}; {test.pairs} items: "
-        f"{test.worse} worse, {test.better} better), p = {test.p_value:.3g}, "
-        f"adjusted p = {task.p_adjusted:.3g}" + ("" if task.verdict == "unchanged" else f": {task.verdict}")
+        f"{test.base_mean:.1%} → {test.new_mean:.1%} ({100 * test.difference:+.1f} points, "
+        f"95% interval {100 * low:+.1f} to {100 * high:+.1f}; {test.pairs} {unit}: "
+        f"{test.worse} {down}, {test.better} {up}), p = {test.p_value:.3g}"
+    )
+
+
+def _task_line(
+    task: TaskComparison, unit: str = "items", words: tuple[str, str] = ("worse", "better")
+) -> str:
+    """A task's change; a control task's (``words`` lower, higher) with its verdict in those words."""
+    change = _change(task.test, (task.ci_low, task.ci_high), unit, *words)
+    verdict = task.verdict if words == ("worse", "better") else CONTROL_VERDICTS[task.verdict]
+    return f"  {task.task}: {change}, adjusted p = {task.p_adjusted:.3g}" + (
+        "" if verdict == "unchanged" else f": {verdict}"
     )
 
 
@@ -101,9 +118,59 @@ def comparison_text(comparison: Comparison) -> list[str]:
         failures_line(comparison),
     ]
     lines += _cells_text(comparison) if suite is None else suite_comparison_text(suite)
+    lines += control_comparison_text(comparison.controls)
     if comparison.machine_differences:
         lines.append(
             f"warning: the runs differ in {'; '.join(comparison.machine_differences)}: a real model's greedy "
             "answers can change with these alone, so part of any difference may be the machine's"
+        )
+    return lines
+
+
+def _counted(count: ControlCount) -> str:
+    return f"{count.answered} of {count.graded} answered without the context"
+
+
+def control_comparison_text(controls: ControlComparison) -> list[str]:
+    """The no-context controls compared, or why they are not (nothing where neither run has any); a
+    warning where the new run answers more of them (reported, not gated on: see ``fathom compare
+    --help``) or where controls were left out."""
+    held = [
+        (name, count) for name, count in (("base", controls.base), ("new", controls.new)) if count is not None
+    ]
+    if not held:
+        return []  # both made with --no-control (or before controls): nothing to say, as before them
+    if len(held) == 1:
+        name, count = held[0]
+        return [f"no-context controls: only the {name} run has them ({_counted(count)}): not compared"]
+    lines = []
+    if controls.overall is None:
+        lines.append("no-context controls: the runs share none that both graded: not compared")
+    else:
+        tasks = controls.tasks
+        interval = controls.ci_low, controls.ci_high
+        change = _change(controls.overall, interval, "questions", *CONTROL_WORDS)
+        lines.append(
+            f"no-context controls (every question asked again without its context; exact sign test per "
+            f"task, Holm-adjusted over {len(tasks)} task{'s' * (len(tasks) != 1)}): {change}"
+        )
+        if len(tasks) > 1:
+            lines += [_task_line(task, "questions", CONTROL_WORDS) for task in tasks]
+    if controls.flagged:
+        found = "; ".join(
+            f"{t.task}: {t.test.base_mean:.1%} → {t.test.new_mean:.1%}, adjusted p = {t.p_adjusted:.3g}"
+            for t in controls.flagged
+        )
+        lines.append(
+            f"warning: the new checkpoint answers more questions without their context than the base "
+            f"({found}): a sign that it memorised them or that they leaked into its training data, so its "
+            "scores on them are no evidence of using the context. No retrieval regression: the exit "
+            "status does not count it (compare.json lists it under controls.flagged)"
+        )
+    if controls.left_out_errors or controls.left_out_unpaired:
+        lines.append(
+            f"warning: no-context controls left out: {controls.left_out_errors} with an error in either "
+            f"run, {controls.left_out_unpaired} in one run only (the runs asked different controls; "
+            "those both asked are compared)"
         )
     return lines

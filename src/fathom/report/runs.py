@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fathom.analysis.control import ControlCount, control_count
 from fathom.analysis.effective import run_effective_length
-from fathom.analysis.select import split_records
+from fathom.analysis.select import control_records, split_records
 from fathom.analysis.suites import TaskMean, is_suite_run, mean_over_tasks
 from fathom.errors import FathomError, RunFolderError
 from fathom.run.store import MANIFEST, RunFolder, is_final
@@ -31,6 +32,7 @@ class RunEntry:
     errors: int = 0
     effective_length: int | None = None  # on the mean; None for perplexity-only runs and suites'
     task_mean: TaskMean | None = None  # a real suite's run: its mean score over tasks, in its stead
+    controls: ControlCount | None = None  # its no-context controls; None for a run without any
     problem: str | None = None
 
     @property
@@ -100,4 +102,5 @@ def _entry(path: Path) -> RunEntry:
         errors=sum(1 for r in records if r.error is not None),
         effective_length=None if suite else run_effective_length(samples).mean,
         task_mean=mean_over_tasks(samples) if suite else None,
+        controls=control_count(control_records(records)),
     )

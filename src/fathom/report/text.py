@@ -287,8 +287,15 @@ def _columns(entry: RunEntry) -> list[str]:
         _lengths(entry.lengths),
         NONE if entry.samples is None else f"k={entry.samples}",
         entry.status,
+        _controls(entry),
         _found(entry),
     ]
+
+
+def _controls(entry: RunEntry) -> str:
+    """Its no-context controls answered without the context, of those graded: "ctl 2/24"."""
+    count = entry.controls
+    return "ctl " + (NONE if count is None else f"{count.answered}/{count.graded}")
 
 
 def _found(entry: RunEntry) -> str:
@@ -300,8 +307,9 @@ def _found(entry: RunEntry) -> str:
 
 
 def runs_text(entries: Sequence[RunEntry]) -> list[str]:
-    """One line per run: created, folder, model, task, lengths, k, status and effective length (a
-    suite's mean over tasks), in aligned columns; an unreadable folder's line gives the reason instead."""
+    """One line per run: created, folder, model, task, lengths, k, status, the no-context controls
+    answered and effective length (a suite's mean over tasks), in aligned columns; an unreadable
+    folder's line gives the reason instead."""
     rows = [_columns(entry) for entry in entries]
     # The last column is never padded, so a long reason does not widen the columns of the others.
     widths: defaultdict[int, int] = defaultdict(int)
