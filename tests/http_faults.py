@@ -55,6 +55,10 @@ class FaultServer(ThreadingHTTPServer):
         self.dripped = 0  # bytes sent by drips
         self.held, self.release = threading.Event(), threading.Event()
         self.lock = threading.Lock()
+        # Its model's first choice is to end: it answers nothing unless min_tokens forces a token,
+        # which the server "honours", "refuses" (HTTP 400, as OpenAI's API does) or "ignores".
+        self.ends_at_once = False
+        self.min_tokens = "honours"
 
     @property
     def url(self) -> str:
@@ -108,11 +112,11 @@ def echoed(prompt: str, action: str) -> dict[str, Any]:
     }
 
 
-def answer(text: str, chat: bool, finish: str = "stop") -> bytes:
+def answer(text: str, chat: bool, finish: str = "stop", tokens: int = 12) -> bytes:
     choice = {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
     reply = {
         "choices": [{**choice, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 1000, "completion_tokens": 12},
+        "usage": {"prompt_tokens": 1000, "completion_tokens": tokens},
     }
     return json.dumps(reply).encode()
 
@@ -165,6 +169,11 @@ class FaultHandler(BaseHTTPRequestHandler):
             return self._raw(answer(" " + "x" * (jsonhttp.MAX_REPLY_BYTES + 1), chat))
         elif action == "missing":
             return self._send(200, {"id": "cmpl-1", "object": "text_completion"})
+        if "min_tokens" in body and self.server.min_tokens == "refuses":
+            message = "Unrecognized request argument supplied: min_tokens"
+            return self._send(400, {"error": {"message": message, "type": "invalid_request_error"}})
+        if self.server.ends_at_once and not ("min_tokens" in body and self.server.min_tokens == "honours"):
+            return self._raw(answer("", chat, tokens=1))  # its one token: the end
         if body.get("echo"):
             return self._send(200, echoed(body["prompt"], action))
         found = NEEDLE.search(prompt)

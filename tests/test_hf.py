@@ -321,6 +321,7 @@ def test_learned_positions_cap_the_prompt_and_the_runner_refuses_longer(gpt2_dir
     assert len(backend.settings()["folder_sha256"]) == 64
     [completion] = backend.generate([request(list(range(10, 30)), max_new_tokens=3)])
     assert completion.error is None and completion.completion_tokens >= 1
+    assert completion.first_token == "forced"  # min_new_tokens=1
     argv = ["run", "niah", "--model", f"hf:{gpt2_dir}", "--lengths", "1k", "--depths", "0.5"]
     argv += ["--keep-too-long"]
     # Refused as too long: a final error, so the run exits 3.

@@ -206,6 +206,33 @@ def test_markup_in_model_output_and_questions_is_shown_as_text(
     assert problems == []
 
 
+def test_a_card_shows_what_exact_compared_and_the_other_values_named(
+    niah_run: Path, open_page: Callable[[Path], tuple[Page, list[str]]]
+) -> None:
+    """One answer graded on its extract, listing another key's value too and counted right (as
+    RULER's multi-key answers are): the hedged list holds it, and its card says both."""
+    folder = niah_run.parent / "flagged"
+    shutil.copytree(niah_run, folder)
+    first = next(SampleRecord.from_json(r) for r in lines(folder) if not r.get("control"))
+    (answer,) = first.answers
+    flagged = dataclasses.replace(
+        first, output=f"**Answer:** {answer}, or 7654321.", extracted="<b>graded</b>", lured=("7654321",),
+        score=1.0, matched=first.answers,
+    )  # fmt: skip
+    with (folder / "samples.jsonl").open("a") as handle:
+        handle.write(json.dumps(flagged.to_json()) + "\n")
+    assert cli("report", folder) == 0
+    tab, problems = open_page(folder / REPORT)
+    hedged = tab.locator('details[data-kind="hedged-right"]')
+    hedged.locator(":scope > summary").click()
+    card = hedged.locator(".sample")
+    card.first.wait_for()
+    assert card.count() == 1
+    text = card.inner_text()
+    assert "graded as\n<b>graded</b>" in text and "also named\n7654321" in text
+    assert problems == []
+
+
 @pytest.mark.slow
 def test_a_ruler_report_has_one_cell_per_task_and_length(
     runs: Path, open_page: Callable[[Path], tuple[Page, list[str]]]
@@ -325,6 +352,7 @@ FAILURES = [
     (record(error="backend_error: HTTP 503", beyond_window=True, output="", **WRONG), "error"),
     (record(beyond_window=True, output="It is 7654321.", **WRONG), "beyond_window"),
     (record(beyond_window=True), None),  # right beyond the window is right
+    (record(output="", first_token="end", **WRONG), "stopped"),
     (record(output=" \n", **WRONG), "empty"),
     (record(output="It is 1234567 or 7654321.", score=0.0, lured=("7654321",)), "hedged"),
     (record(output="It is 7654321.", lured=("7654321",), **WRONG), "distractor"),

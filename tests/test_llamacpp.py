@@ -9,6 +9,7 @@ import mmap
 import re
 import shutil
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +24,13 @@ from fathom.prompts.haystack import load_corpus, tokenize_corpus
 from fathom.prompts.haystack.corpora import Corpus
 from fathom.prompts.needles import make_needle, needle_rng
 from fathom.prompts.templates import resolve_template
+from fathom.records import FirstToken
 from fathom.tasks.niah import NIAH_TEXT
 from fathom.tasks.ruler.catalogue import SUITE
 
 llama_cpp = pytest.importorskip("llama_cpp")
-from fathom.backends.llamacpp import (  # noqa: E402
-    LlamaCppBackend,
+from fathom.backends.llamacpp import LlamaCppBackend  # noqa: E402
+from fathom.backends.llamacpp_vocab import (  # noqa: E402
     LlamaCppTokenizer,
     load_llama,
     tokenizer_digest,
@@ -197,6 +199,7 @@ def test_smollm2_finds_the_needle_at_1k_through_the_cli(tmp_path: Path) -> None:
         "max_prompt_tokens": 8192,  # n_ctx defaults to the trained context
     }
     assert manifest["identity"]["backend"]["settings"]["decoding"] == "greedy"
+    assert {r["first_token"] for r in _records(tmp_path)} == {"forced"}
     assert manifest["identity"]["tokenizer"]["name"].startswith("llamacpp:")
     # The build that decides the arithmetic is recorded beside the run, outside its identity.
     build = manifest["environment"]["backend_build"]
@@ -258,12 +261,14 @@ def test_a_shared_prefix_is_evaluated_once_and_gives_the_same_logits(
     assert np.allclose(_last_logits(gemma), cached, rtol=0, atol=1e-4)
 
 
+CHAT = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+
+
 def test_generation_ends_at_the_token_limit_at_a_stop_string_or_at_the_end_of_turn(
     smol: LlamaCppBackend,
 ) -> None:
     tokenizer = smol.tokenizer
-    chat = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
-    ids = tokenizer.encode_with_specials(chat)
+    ids = tokenizer.encode_with_specials(CHAT)
     free = smol.generate([_request(ids, 24)])[0]
     assert free.finish_reason == "stop" and free.completion_tokens < 24  # the model's <|im_end|>
     assert free.prompt_tokens == len(ids) and free.error is None and "<|im_end|>" not in free.text
@@ -274,6 +279,62 @@ def test_generation_ends_at_the_token_limit_at_a_stop_string_or_at_the_end_of_tu
     stopped = smol.generate([_request(ids, 24, stop=(word, "never"))])[0]
     assert stopped.finish_reason == "stop"
     assert stopped.text == free.text[: free.text.index(word)]
+
+
+def _answered(smol: LlamaCppBackend) -> list[int]:
+    """A prompt that SmolLM2 would answer by ending its turn at once: its own whole answer to CHAT."""
+    ids = smol.tokenizer.encode_with_specials(CHAT)
+    [free] = smol.generate([_request(ids, 24)])
+    assert free.finish_reason == "stop" and free.completion_tokens < 24
+    return [int(i) for i in smol.llm.input_ids[: smol.llm.n_tokens]]  # the prompt and answer, no end
+
+
+def test_a_model_whose_first_choice_is_the_end_answers_with_its_best_other_token(
+    smol: LlamaCppBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _answered(smol)
+    smol.llm.reset()  # type: ignore[no-untyped-call]
+    smol.llm.eval(ids)
+    logits = _last_logits(smol)
+    order = [int(t) for t in np.argsort(-logits, kind="stable")]
+    assert smol.tokenizer.is_end(order[0])  # unforced, the answer would be empty
+    best = next(t for t in order if not smol.tokenizer.is_end(t))
+    evaluated = count_evaluated(smol, monkeypatch)
+    [answer] = smol.generate([_request(ids, 6)])
+    assert answer.error is None and answer.first_token == FirstToken.FORCED
+    assert smol.llm.input_ids[len(ids)] == best and answer.text.startswith(smol.tokenizer.decode([best]))
+    assert answer.text.strip() and answer.completion_tokens >= 1
+    assert max(evaluated) == 1  # the prompt's cache was kept: one token at a time after it
+    assert smol.settings()["first_token"] == "forced"
+
+
+def test_an_end_offered_first_is_replaced_by_the_models_own_best_token(
+    smol: LlamaCppBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in model that offers its end of turn first, the true logits untouched: forcing must
+    give the answer the model gives anyway, through one more call that starts from the token."""
+    ids = smol.tokenizer.encode_with_specials(CHAT)
+    [plain] = smol.generate([_request(ids, 8)])
+    end = smol.tokenizer.encode_with_specials("<|im_end|>")[0]
+    real, calls = smol.llm.generate, []
+
+    def ending_first(tokens: list[int], **options: object) -> Iterator[int]:
+        calls.append(list(tokens))
+        stream = real(tokens, **options)  # type: ignore[arg-type]
+        if len(calls) == 1:
+            next(stream)  # its real first token, whose logits stay for the backend to read
+            yield end
+        yield from stream
+
+    monkeypatch.setattr(smol.llm, "generate", ending_first)
+    [forced] = smol.generate([_request(ids, 8)])
+    assert (forced.text, forced.completion_tokens, forced.first_token) == (plain.text, 8, FirstToken.FORCED)
+    assert [len(c) for c in calls] == [len(ids), len(ids) + 1] and calls[1][:-1] == ids
+    # Were the end offered again (forcing gone wrong), the record would say the model stopped at once.
+    calls.clear()
+    monkeypatch.setattr(smol, "_best_not_end", lambda: end)
+    [stopped] = smol.generate([_request(ids, 8)])
+    assert (stopped.text, stopped.completion_tokens, stopped.first_token) == ("", 1, FirstToken.END)
 
 
 def test_prefill_and_decode_times_add_up_to_the_latency(smol: LlamaCppBackend) -> None:
@@ -337,8 +398,9 @@ def test_gemma_reads_its_single_bos_and_reports_its_settings(capsys: pytest.Capt
     assert (backend.trained_window, backend.max_prompt_tokens) == (32768, 1024)
     settings = backend.settings()
     assert settings["model_sha256"] == hashlib.sha256(backend.path.read_bytes()).hexdigest()
-    keys = ("n_ctx", "threads", "batch", "seed", "decoding", "swa_full", "flash_attn")
+    keys = ("n_ctx", "threads", "batch", "seed", "decoding", "swa_full", "flash_attn", "first_token")
     assert {k: settings[k] for k in keys} == {
+        "first_token": "forced",
         "flash_attn": True,
         "n_ctx": 1024,
         "threads": 1,

@@ -142,6 +142,7 @@ def test_failures_are_counted_by_kind_with_the_fully_right_under_none() -> None:
         None: 1,
         "error": 0,
         "beyond_window": 0,
+        "stopped": 0,
         "empty": 1,
         "hedged": 0,
         "distractor": 0,

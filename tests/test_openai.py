@@ -25,6 +25,7 @@ from fathom.backends.base import Request, ScoreRequest, score_request
 from fathom.backends.openai import MISALIGNED_LOGPROBS, NO_PROMPT_LOGPROBS, OpenAIBackend
 from fathom.cli import SAMPLE_ERRORS, main
 from fathom.errors import FathomError, SpecError
+from fathom.records import FirstToken
 
 # The scripted server, and a fast backoff with an API key in the environment, for every test here.
 pytestmark = pytest.mark.usefixtures("fast_and_keyed")
@@ -386,6 +387,7 @@ def test_a_real_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
     done, controls = [r for r in found if not r.get("control")], [r for r in found if r.get("control")]
     assert len(done) == 3 and all(r["error"] is None for r in done)
     assert any(r["score"] == 1.0 for r in done)
+    assert {r["first_token"] for r in found} == {"forced"}  # llama-cpp-python's server takes min_tokens
     # The questions without their haystacks, as text through the server: none can be answered.
     assert len(controls) == 3 and all(c["error"] is None and c["score"] == 0.0 for c in controls)
 
@@ -394,6 +396,20 @@ def test_a_real_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
     assert run_cli(model, tmp_path / "chat", *sweep, "--no-control") == 0
     (answer,) = records(tmp_path / "chat")
     assert answer["error"] is None and answer["output"].strip()
+
+
+@pytest.mark.slow
+def test_a_real_llama_cpp_server_makes_a_model_that_would_end_at_once_answer(llama_server: str) -> None:
+    # SmolLM2's own whole answer to the question: its next choice is to end its turn.
+    said = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+    said += "The capital of France is Paris."
+    backend = OpenAIBackend(f"smollm2@{llama_server}?timeout=300", "cl100k_base")
+    ask = Request("s", np.zeros(1, dtype=np.int32), 8, text=said)
+    (forced,) = backend.generate([ask])
+    backend.min_tokens = False  # as after a refusal: asked without it
+    (free,) = backend.generate([ask])
+    assert (free.text, free.first_token) == ("", FirstToken.END)
+    assert forced.text.strip() and forced.first_token == FirstToken.FORCED
 
 
 @pytest.mark.slow

@@ -17,6 +17,11 @@ that commit (so git_sha is null):
 - v6, the commit that added the real suites: ``fathom run longbench --suite-tasks hotpotqa --data DIR
   --model sim:perfect --tokenizer char --lengths 1k,8k --samples 2``, DIR written by
   ``tests/test_suites.py``'s ``write_suites`` (items, splits, truncation: 1k cuts every prompt)
+- v7, dfda978's tree: ``fathom run niah --model 'sim:cliff?window=1k&delay=0.01' --tokenizer char
+  --lengths 1k,2k --depths 0,1 --samples 2`` (the backend's prefill and decode seconds)
+- v8, the tree that added it: ``fathom run niah --model 'llamacpp:smollm2?threads=2' --lengths 1k
+  --depths 0,1 --samples 2 --scoring exact`` (what came first of each answer, forced; the answer
+  ``exact`` compared where it is not the output)
 
 A new record schema adds its fixture here, written by the fathom that introduces it.
 """

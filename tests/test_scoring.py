@@ -2,6 +2,7 @@ import pytest
 
 from fathom.errors import SpecError
 from fathom.registry import score
+from fathom.scoring import extract_answer
 
 
 def test_contains_is_case_insensitive_and_needs_every_reference() -> None:
@@ -84,3 +85,58 @@ def test_unknown_method_and_missing_references_are_errors() -> None:
         score("fuzzy", "x", ["x"])
     with pytest.raises(ValueError, match="reference"):
         score("contains", "x", [])
+
+
+@pytest.mark.parametrize(
+    ("output", "extracted"),
+    [
+        ("Thundmere", "Thundmere"),
+        ("  Thundmere\n", "Thundmere"),
+        ("Thundmere.", "Thundmere"),
+        ("The answer is Thundmere.", "Thundmere"),
+        ("the answer is: Thundmere", "Thundmere"),
+        ("The final answer is - Thundmere", "Thundmere"),
+        ("My answer: Thundmere", "Thundmere"),
+        ("Answer: Thundmere", "Thundmere"),
+        ("**Thundmere**", "Thundmere"),
+        ("*Thundmere*.", "Thundmere"),
+        ("_Thundmere_", "Thundmere"),
+        ("`Thundmere`", "Thundmere"),
+        ('"Thundmere"', "Thundmere"),
+        ("\u201cThundmere.\u201d", "Thundmere"),
+        ("**Answer:** Thundmere", "Thundmere"),
+        ("The answer is **Thundmere**.", "Thundmere"),
+        ("Answer: `4883028`", "4883028"),
+        ("The answer is **Answer Island**.", "Answer Island"),  # the prefix is taken once
+        ("It is Thundmere.", "It is Thundmere"),  # not an answer prefix: kept, and graded 0
+        ("Thundmere is wrong", "Thundmere is wrong"),
+        ("**Thundmere** or Elmvale", "Thundmere** or Elmvale"),  # wrapping inside stays
+    ],
+)
+def test_extract_answer_takes_off_prefix_emphasis_quotes_and_end_stop(output: str, extracted: str) -> None:
+    assert extract_answer(output) == extracted
+
+
+@pytest.mark.parametrize(
+    ("output", "value", "extracted"),
+    [
+        ("Thundmere", 1.0, None),  # the output itself: nothing more to record
+        (" Thundmere\n", 1.0, None),  # whitespace changes no grade
+        ("The answer is **Thundmere**.", 1.0, "Thundmere"),
+        ("**Answer Island**", 0.0, "Island"),  # no match: the extract, as compared
+        ("It is Thundmere.", 0.0, "It is Thundmere"),
+        ("Thundmere is wrong", 0.0, None),
+        ("48830281", 0.0, None),
+    ],
+)
+def test_exact_records_the_text_it_compared_where_it_is_not_the_output(
+    output: str, value: float, extracted: str | None
+) -> None:
+    graded = score("exact", output, ["Thundmere"])
+    assert (graded.value, graded.extracted) == (value, extracted)
+
+
+def test_a_reference_that_begins_like_the_prefix_is_recorded_as_matched() -> None:
+    graded = score("exact", "**Answer Island**", ["Answer Island"])
+    assert (graded.value, graded.extracted) == (1.0, "Answer Island")
+    assert score("contains", "**Thundmere**", ["Thundmere"]).extracted is None  # only exact extracts

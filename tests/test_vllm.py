@@ -250,6 +250,7 @@ def test_one_generate_call_gets_the_exact_ids_and_greedy_params(fake: FakeVllm, 
         ("read 1000", 1000, 2, "length", None),
         ("read 1", 1, 3, "length", None),
     ]
+    assert {c.first_token for c in completions} == {"forced"}  # min_tokens=1
     # Each prompt's latency is its share of the batch's wall time: 0.3 s over three prompts.
     assert len({c.latency_s for c in completions}) == 1 and 0.1 <= completions[0].latency_s < 0.3
     assert vllm_backend.generate([]) == [] and len(fake.calls) == 1

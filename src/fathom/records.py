@@ -40,10 +40,13 @@ _OPTIONAL = (
     "truncated",
     "prefill_s",
     "decode_s",
+    "first_token",
+    "extracted",
 )
 _SCHEMA_5 = _OPTIONAL[2:10]
 _SCHEMA_6 = _OPTIONAL[10:14]
-_SCHEMA_7 = _OPTIONAL[14:]
+_SCHEMA_7 = _OPTIONAL[14:16]
+_SCHEMA_8 = _OPTIONAL[16:]
 
 
 class ErrorKind(enum.StrEnum):
@@ -67,6 +70,23 @@ class ErrorKind(enum.StrEnum):
 
 
 RETRIED = frozenset(kind.value for kind in ErrorKind if kind.retried)
+
+
+class FirstToken(enum.StrEnum):
+    """What came first of an answer (a record's ``first_token``): a model whose first choice is to end
+    its turn fails otherwise than one that answers wrong, or blank (``fathom.analysis.failures``)."""
+
+    FORCED = "forced"  # the backend kept end-of-generation tokens from coming first
+    UNFORCED = "unforced"  # nothing kept them (a server that refused min_tokens), and none came first
+    END = "end"  # one came first: the model stopped before any token of an answer
+
+    @classmethod
+    def of(cls, forced: bool, ended_at_once: bool) -> FirstToken:
+        """An answer's first token as seen: the end, whatever was asked of the backend (a server can
+        take min_tokens and ignore it), else forced or not."""
+        if ended_at_once:
+            return cls.END
+        return cls.FORCED if forced else cls.UNFORCED
 
 
 def error_kind(error: str) -> str:
@@ -134,15 +154,18 @@ class Completion:
     # prefill, with what its cache spared) and those of the rest of the answer.
     prefill_s: float | None = None
     decode_s: float | None = None
+    first_token: FirstToken | None = None  # what came first of the answer; None: the backend does not say
 
 
 @dataclass(frozen=True)
 class Score:
-    """A deterministic grade in [0, 1] and the references it found in the output."""
+    """A deterministic grade in [0, 1] and the references it found in the output; ``extracted``: what
+    ``exact`` took out of a chatty output and compared, where that is not the output, stripped."""
 
     value: float
     matched: tuple[str, ...]
     method: str
+    extracted: str | None = None
 
 
 @dataclass(frozen=True)
@@ -192,7 +215,8 @@ class SampleRecord:
     # NIAH's needles (schema 5), in the order of needle_depths: each one's role (GOLD_ROLE,
     # PART_ROLE or one of DISTRACTOR_ROLES) and the value it states; and the distractors' values the
     # answer holds, any of which makes the score 0 (an answer that also names a look-alike's value
-    # is hedged, not right).
+    # is hedged, not right). RULER's multi-key tasks (schema 8): the other keys' values it names too,
+    # flagged only: the score stays RULER's metric's, comparable with RULER's published scores.
     needle_roles: tuple[str, ...] = ()
     needle_values: tuple[str, ...] = ()
     lured: tuple[str, ...] = ()
@@ -217,6 +241,11 @@ class SampleRecord:
     # a sample far slower per token than its length's others is listed (``fathom.analysis.slow``).
     prefill_s: float | None = None
     decode_s: float | None = None
+    # Schema 8: what came first of the answer (a ``FirstToken``: "end" is a model that stopped before
+    # any token, not one that answered blank), None where the backend does not say; and the answer
+    # ``exact`` took out of a chatty output and compared, where it differs (``Score.extracted``).
+    first_token: str | None = None
+    extracted: str | None = None
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
@@ -307,6 +336,15 @@ def record_from_json(data: dict[str, Any]) -> AnyRecord:
     return SampleRecord.from_json(data)
 
 
+def _refuse_newer(data: dict[str, Any], names: tuple[str, ...], schema: int) -> None:
+    """A record of the schema before ``schema`` that holds a field ``schema`` added is no record of
+    either: refused, not misread."""
+    found = [name for name in names if name in data]
+    if found:
+        newer = f"a field of schema {schema}, in a record of schema {schema - 1}"
+        raise TypeError(f"unknown field '{found[0]}' ({newer})")
+
+
 # Each step turns a record of one schema into the next; perplexity records began in schema 3.
 
 
@@ -333,9 +371,7 @@ def v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 5 added the needles' roles and values and what NIAH's hard needles record; a record of
     schema 4 had one plain needle (or RULER's), with no distractor, redraw or offset: the defaults.
     One of schema 4 that holds a field of schema 5 is no record of either."""
-    for name in _SCHEMA_5:
-        if name in data:
-            raise TypeError(f"unknown field '{name}' (a field of schema 5, in a record of schema 4)")
+    _refuse_newer(data, _SCHEMA_5, 5)
     return data
 
 
@@ -343,19 +379,24 @@ def v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 6 added a real suite's item, splits and truncation; a record of schema 5 is of a task
     that builds its prompts to length, none of which it has. One of schema 5 that holds a field of
     schema 6 is no record of either."""
-    for name in _SCHEMA_6:
-        if name in data:
-            raise TypeError(f"unknown field '{name}' (a field of schema 6, in a record of schema 5)")
+    _refuse_newer(data, _SCHEMA_6, 6)
     return data
 
 
 def v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 7 added the backend's prefill and decode seconds; a record of schema 6 has neither (its
     backend's latency is all it knows). One of schema 6 that holds them is no record of either."""
-    for name in _SCHEMA_7:
-        if name in data:
-            raise TypeError(f"unknown field '{name}' (a field of schema 7, in a record of schema 6)")
+    _refuse_newer(data, _SCHEMA_7, 7)
     return data
 
 
-RECORDS = Versions("record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7))
+def v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 8 added what came first of the answer and what ``exact`` compared; a record of schema 7
+    has neither (None). One of schema 7 that holds them is no record of either."""
+    _refuse_newer(data, _SCHEMA_8, 8)
+    return data
+
+
+RECORDS = Versions(
+    "record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7, v7_to_v8)
+)

@@ -32,7 +32,9 @@ from fathom.errors import NewerSchemaError
 # values an answer holds, the haystack's offset, redraws, and the needles' similarity and overlap.
 # 6: real suites' samples: the item's id and splits, the prompt's tokens before the suite's middle
 # truncation and whether it was cut. 7: the backend's prefill and decode seconds, where it reports them.
-RECORD_SCHEMA = 7
+# 8: what came first of the answer (forced, unforced, or the end: stopped before any token), the answer
+# ``exact`` took out of a chatty output, and RULER's multi-key answers' other keys' values (``lured``).
+RECORD_SCHEMA = 8
 # 1: the manifest as written since the first run (sections added since read as absent). 2: the
 # corpora the prompts are cut from, with their source, licence, size in tokens and hash. 3: the LLM
 # judges of the run's answers, with their rubrics.

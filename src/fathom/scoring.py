@@ -2,8 +2,9 @@
 with plugins'). All compare case-insensitively and record which references matched.
 
 - ``contains``: 1 if every reference occurs in the output, else 0 (the needle test's grader).
-- ``exact``: 1 if the output, with or without an answer prefix ("The answer is"), stripped of quotes
-  and end punctuation, equals a reference; a longer output that merely starts or ends with it is 0.
+- ``exact``: 1 if the output, with or without an answer prefix ("The answer is", "Answer:"), stripped
+  of markdown emphasis, quotes and end punctuation (``extract_answer``), equals a reference; a longer
+  output that merely starts or ends with it is 0.
 - ``all``: the fraction of references that occur (RULER's string_match_all).
 - ``any``: 1 if any reference occurs (RULER's string_match_part).
 """
@@ -17,8 +18,14 @@ from typing import Protocol
 
 from fathom.records import Score
 
-_PREFIX = re.compile(r"^\s*(?:the\s+)?answer\b\s*(?:is\b)?\s*[:\-]?\s*", re.IGNORECASE)
-_EDGES = " \t\n\"'`.,;:!?"
+# An answer prefix: "The answer is", "Answer:", "The final answer is -", "My answer:".
+_PREFIX = re.compile(
+    r"^\s*(?:(?:the|my)\s+)?(?:final\s+)?answer\b\s*(?:is\b)?\s*[:\-\u2013]?\s*", re.IGNORECASE
+)
+# What a chatty answer wraps its answer in, on either side: whitespace, quotes (typographic ones
+# too), markdown emphasis and code (**x**, *x*, _x_, `x`) and end punctuation. Taken off one by
+# one, not as pairs, so an emphasis that also covers the prefix ("**Answer:** x") goes as well.
+_EDGES = " \t\r\n\"'`*_.,;:!?\u201c\u201d\u2018\u2019\u00ab\u00bb"
 
 
 def found_in(output: str, phrases: Sequence[str]) -> tuple[str, ...]:
@@ -32,12 +39,25 @@ def _contains(output: str, references: Sequence[str]) -> Score:
     return Score(float(len(found) == len(references)), found, "contains")
 
 
+def extract_answer(output: str) -> str:
+    """The answer a chatty output gives: without its wrapping (``_EDGES``), a leading answer prefix
+    (taken once: "Answer: Answer Island" is "Answer Island"), and the wrapping inside that prefix."""
+    return _PREFIX.sub("", output.strip(_EDGES), count=1).strip(_EDGES)
+
+
 def _exact(output: str, references: Sequence[str]) -> Score:
-    # The whole output too: a reference may itself start with "answer" ("Answer Island"), which the
-    # prefix would eat.
-    answers = {text.strip(_EDGES).lower() for text in (output, _PREFIX.sub("", output))}
-    found = tuple(ref for ref in references if ref.strip(_EDGES).lower() in answers)
-    return Score(float(bool(found)), found, "exact")
+    # The output unwrapped but with its prefix too: a reference may itself start with "answer"
+    # ("Answer Island"), which the prefix would eat.
+    candidates = (output.strip(_EDGES), extract_answer(output))
+    said = [candidate.lower() for candidate in candidates]
+    keys = {ref: ref.strip(_EDGES).lower() for ref in references}
+    found = tuple(ref for ref in references if keys[ref] in said)
+    # The text compared, for the record: the one that matched (the unwrapped output first), else the
+    # extracted answer; None where that is just the output, so plain answers record nothing more.
+    matched = {keys[ref] for ref in found}
+    compared = next((c for c, low in zip(candidates, said, strict=True) if low in matched), candidates[1])
+    extracted = None if compared == output.strip() else compared
+    return Score(float(bool(found)), found, "exact", extracted)
 
 
 def _all(output: str, references: Sequence[str]) -> Score:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from fathom.records import SampleRecord, error_kind
+from fathom.records import FirstToken, SampleRecord, error_kind
 
 
 def error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
@@ -18,6 +18,7 @@ def error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
 FAILURE_KINDS = (
     "error",
     "beyond_window",
+    "stopped",
     "empty",
     "hedged",
     "distractor",
@@ -46,7 +47,10 @@ def failure_kind(record: SampleRecord) -> str | None:
     """Why a sample failed, as one of ``FAILURE_KINDS``; None when it is fully right.
 
     "error": never graded (``error`` set). "beyond_window": wrong on a prompt longer than the trained
-    window, where failing is what the window predicts. "empty": a blank output. "hedged": every
+    window, where failing is what the window predicts. "stopped": no answer at all, its first token
+    the end of generation (``FirstToken.END``: nothing forced a first token, or a server ignored
+    min_tokens); a model that would answer if made to start, not one that answered blank. "empty": a
+    blank output (whitespace; or nothing, in records that do not say why). "hedged": every
     answer and a distractor's value too (not right). "distractor": a distractor's value and not every
     answer (it answered a look-alike). "partial": some but
     not all references found (RULER's fractional "all" metric), a different miss from finding none.
@@ -59,7 +63,7 @@ def failure_kind(record: SampleRecord) -> str | None:
     if record.beyond_window:
         return "beyond_window"
     if not record.output.strip():
-        return "empty"
+        return "stopped" if record.first_token == FirstToken.END else "empty"
     if record.lured:
         return "hedged" if set(record.matched) >= set(record.answers) else "distractor"
     if record.score > 0.0:
@@ -75,3 +79,11 @@ def failure_counts(records: Iterable[SampleRecord]) -> dict[str | None, int]:
     many are fully right."""
     counts = Counter(failure_kind(r) for r in records)
     return {kind: counts[kind] for kind in (None, *FAILURE_KINDS)}
+
+
+def hedged_right(record: SampleRecord) -> bool:
+    """Right by its task's metric though it also names a look-alike's value (``lured``): RULER's
+    multi-key answers that list other keys' values beside the asked one. RULER scores by containment
+    and counts them right, and so does fathom, to stay comparable with RULER's published scores (NIAH's
+    own distractors score such an answer 0: "hedged"); they are flagged beside the failures instead."""
+    return record.error is None and record.score >= 1.0 and bool(record.lured)

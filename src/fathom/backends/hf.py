@@ -30,7 +30,7 @@ from fathom.backends.base import (
 from fathom.backends.local_models import resolve_model_path
 from fathom.backends.settings import choice, or_auto, parse_settings, text, unless_auto, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
-from fathom.records import Completion, ErrorKind
+from fathom.records import Completion, ErrorKind, FirstToken
 
 try:
     import torch
@@ -208,7 +208,8 @@ class TransformersBackend:
         if cut is not None:
             count = next(k for k in range(1, len(kept) + 1) if _stop_at(self._text(kept[:k]), request.stop))
             text, reason = text[:cut], "stop"
-        return Completion(text, len(request.ids), count, reason, latency)
+        # min_new_tokens=1 keeps end-of-sequence from coming first.
+        return Completion(text, len(request.ids), count, reason, latency, first_token=FirstToken.FORCED)
 
     def _text(self, ids: list[int]) -> str:
         decode = self.tokenizer.hf.decode

@@ -1,4 +1,5 @@
-"""llama.cpp in process: a GGUF model reads the exact prompt ids and answers greedily.
+"""llama.cpp in process: a GGUF model reads the exact prompt ids and answers greedily, with at least
+one token: where its first choice is to end (EOS, end of turn), the best other token comes first.
 
 Consecutive prompts of a sweep share long prefixes (the same haystack up to the earlier needle);
 llama-cpp-python's ``Llama.generate`` keeps the KV cache of the longest prefix shared with the
@@ -7,19 +8,14 @@ previous prompt and evaluates only the rest, so the runner's prefix order pays o
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import hashlib
-import io
 import itertools
-import mmap
 import os
-import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,149 +28,20 @@ from fathom.backends.base import (
     split_options,
     with_continuation,
 )
+from fathom.backends.llamacpp_vocab import LlamaCppTokenizer, load_llama
 from fathom.backends.local_models import resolve_model_path
 from fathom.backends.settings import count, flag, parse_settings, whole
-from fathom.errors import MissingExtraError, SpecError, TokenizerError
-from fathom.records import Completion, ErrorKind
+from fathom.errors import MissingExtraError, SpecError
+from fathom.records import Completion, ErrorKind, FirstToken
 
 try:
     import llama_cpp
 except ImportError:
     raise MissingExtraError("llama-cpp-python", "llamacpp") from None
 
-# GGUF value types of fixed size, by type code; 8 is a string and 9 an array.
-_GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
-
-
-def _skip_value(data: mmap.mmap, offset: int, kind: int) -> int:
-    """The offset just past a GGUF value of type ``kind`` that starts at ``offset``."""
-    if kind in _GGUF_SIZES:
-        return offset + _GGUF_SIZES[kind]
-    if kind == _GGUF_STRING:
-        return offset + 8 + int(struct.unpack_from("<Q", data, offset)[0])
-    if kind == _GGUF_ARRAY:
-        item_kind, count = struct.unpack_from("<IQ", data, offset)
-        offset += 12
-        if item_kind in _GGUF_SIZES:
-            return int(offset + count * _GGUF_SIZES[item_kind])
-        for _ in range(count):
-            offset = _skip_value(data, offset, item_kind)
-        return offset
-    raise ValueError(f"unknown GGUF value type {kind}")
-
-
-def tokenizer_digest(path: Path) -> str:
-    """sha256 over the GGUF's ``tokenizer.*`` entries (tokens, merges, token types, pre-tokenizer,
-    chat template, BOS/EOS and add_bos), as stored: the quantisations of one model share it.
-
-    llama.cpp's own metadata API leaves out arrays (the vocabulary itself), so the header is read
-    here. The llama.cpp version and ``load_llama``'s override change ids too, and are included.
-    """
-    entries = []
-    try:
-        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            magic, version, _tensors, count = struct.unpack_from("<4sIQQ", data, 0)
-            if magic != b"GGUF" or version < 2:
-                raise ValueError("not a GGUF file of version 2 or later")
-            offset = 24
-            for _ in range(count):
-                start, key_size = offset, struct.unpack_from("<Q", data, offset)[0]
-                key = data[offset + 8 : offset + 8 + key_size]
-                (kind,) = struct.unpack_from("<I", data, offset + 8 + key_size)
-                offset = _skip_value(data, offset + 12 + key_size, kind)
-                if key.startswith(b"tokenizer."):
-                    entries.append(data[start:offset])
-    except (OSError, ValueError, struct.error) as exc:
-        raise TokenizerError(f"cannot read the tokenizer of '{path}' ({exc}); give a GGUF file") from None
-    digest = hashlib.sha256(f"llamacpp-tokenizer|{llama_cpp.__version__}|no-space-prefix|".encode())
-    for entry in sorted(entries):
-        digest.update(len(entry).to_bytes(8, "big") + entry)
-    return digest.hexdigest()
-
-
-class LlamaCppTokenizer:
-    """The model's own tokenizer, through llama.cpp, from a ``Llama`` that ``load_llama`` loaded
-    (``vocab_only=True`` loads no weights).
-
-    Ids go through the C API directly: llama-cpp-python's ``detokenize`` drops every piece longer
-    than 32 bytes (whitespace runs, long words in Gemma's vocabulary), which would break decoding.
-    """
-
-    def __init__(self, llm: llama_cpp.Llama) -> None:
-        self._llm = llm  # owns the vocabulary that the pointer below refers to
-        self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
-        self._size = llama_cpp.llama_vocab_n_tokens(self._vocab)
-        path = Path(llm.model_path)
-        self.name = f"llamacpp:{path}"
-        self.chat_template: str | None = llm.metadata.get("tokenizer.chat_template")
-        bos, eos = llama_cpp.llama_vocab_bos(self._vocab), llama_cpp.llama_vocab_eos(self._vocab)
-        self.bos_token = self._text(bos)
-        self.eos_token = self._text(eos)
-        adds_bos = llama_cpp.llama_vocab_get_add_bos(self._vocab)
-        self.bos_id: int | None = bos if adds_bos and bos >= 0 else None
-        self._identity = tokenizer_digest(path)
-
-    def _text(self, token: int) -> str | None:
-        """A special token's string, or None where the vocabulary has no such token (id -1)."""
-        return self.decode([token]) if token >= 0 else None
-
-    @property
-    def identity(self) -> str:
-        return self._identity
-
-    def is_end(self, token: int) -> bool:
-        """Whether ``token`` ends generation (EOS, end of turn, ...)."""
-        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
-
-    def encode(self, text: str) -> list[int]:
-        return self._tokenize(text, special=False)
-
-    def encode_with_specials(self, text: str) -> list[int]:
-        return self._tokenize(text, special=True)
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [self.encode(text) for text in texts]
-
-    def decode(self, ids: Sequence[int]) -> str:
-        if ids and not 0 <= min(ids) <= max(ids) < self._size:  # llama.cpp aborts the process
-            raise TokenizerError(f"ids outside the vocabulary of {self._size} tokens of {self.name}")
-        tokens = (llama_cpp.llama_token * len(ids))(*ids)
-        size = 8 * len(ids) + 16
-        for _ in range(2):  # a negative result is the size needed: grow once
-            text = ctypes.create_string_buffer(size)
-            # Specials are rendered as text and nothing is stripped, so decode inverts encode.
-            n = llama_cpp.llama_detokenize(self._vocab, tokens, len(ids), text, size, False, True)
-            if n >= 0:
-                return text.raw[:n].decode("utf-8", errors="replace")
-            size = -n
-        raise TokenizerError(f"llama.cpp could not decode {len(ids)} tokens with {self.name}")
-
-    def _tokenize(self, text: str, special: bool) -> list[int]:
-        data = text.encode("utf-8")
-        size = len(data) + 2  # no more tokens than bytes, plus a prefix space some vocabularies add
-        for _ in range(2):
-            tokens = (llama_cpp.llama_token * size)()
-            n = llama_cpp.llama_tokenize(self._vocab, data, len(data), tokens, size, False, special)
-            if n >= 0:
-                return list(tokens[:n])
-            size = -n
-        raise TokenizerError(f"llama.cpp could not tokenize {len(data)} bytes with {self.name}")
-
-
-def load_llama(path: Path, **params: Any) -> llama_cpp.Llama:
-    """A quiet ``Llama`` whose tokenizer adds no space before text.
-
-    Some SentencePiece vocabularies (Llama 2, Mistral) make llama.cpp put a space before every
-    piece of text it encodes; spliced prompts would then hold spaces that their decoded text does
-    not, so the ids could not survive a round trip. llama-cpp-python maps ggml's log levels one
-    off: despite verbose=False it prints warnings (and hides errors), so its output is dropped.
-    """
-    overrides: dict[str, bool | int | float | str] = {"tokenizer.ggml.add_space_prefix": False}
-    with contextlib.redirect_stderr(io.StringIO()):
-        return llama_cpp.Llama(str(path), kv_overrides=overrides, verbose=False, **params)
-
-
+# Greedy decoding as llama-cpp-python's generate takes it; reset=True reuses the cache of the longest
+# prefix shared with the previous prompt and evaluates the rest.
+_GREEDY: dict[str, Any] = {"top_k": 1, "temp": 0.0, "repeat_penalty": 1.0, "reset": True}
 _SETTINGS = {
     "n_ctx": count(0, example="16k"),  # 0, when not given: the context the model was trained for
     "threads": whole(os.cpu_count() or 1, least=1, most=4096, unit="threads"),
@@ -197,6 +64,17 @@ def _model_file(target: str) -> Path:
     if magic != b"GGUF":
         raise SpecError(f"'{path}' is not a GGUF file: llamacpp needs a .gguf model file")
     return path
+
+
+class _Answer(NamedTuple):
+    """What greedy decoding gave: the text, the tokens generated (the end's too), why it ended, when
+    the first token came (``time.perf_counter``; None if none did), and what that token was."""
+
+    text: str
+    tokens: int
+    finish: str
+    first_at: float | None
+    first: FirstToken
 
 
 class LlamaCppBackend:
@@ -269,6 +147,9 @@ class LlamaCppBackend:
             "ubatch": params.n_ubatch,
             "seed": self.seed,
             "decoding": "greedy",
+            # End-of-generation tokens cannot come first. Part of the identity, as it changes answers:
+            # a run from before it resumes only with the fathom that began it.
+            "first_token": FirstToken.FORCED.value,
             "flash_attn": params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
             "kv_types": [params.type_k, params.type_v],
             "swa_full": True,
@@ -292,7 +173,7 @@ class LlamaCppBackend:
             )
             return Completion("", len(ids), 0, "error", 0.0, error=reason)
         try:
-            text, count, finish, first = self._greedy(ids, request)
+            answer = self._greedy(ids, request)
         except Exception as exc:  # one failed request is recorded as such; the run goes on
             self.llm.reset()  # type: ignore[no-untyped-call]  # drop a half-evaluated prompt
             elapsed = time.perf_counter() - started
@@ -301,15 +182,16 @@ class LlamaCppBackend:
             )
         ended = time.perf_counter()
         # The first token comes once the prompt is evaluated (less the prefix its cache kept).
-        prefill = (first if first is not None else ended) - started
+        prefill = (answer.first_at if answer.first_at is not None else ended) - started
         completion = Completion(
-            text,
+            answer.text,
             len(ids),
-            count,
-            finish,
+            answer.tokens,
+            answer.finish,
             ended - started,
             prefill_s=prefill,
             decode_s=ended - started - prefill,
+            first_token=answer.first,
         )
         if request.continuation is None:
             return completion
@@ -376,21 +258,42 @@ class LlamaCppBackend:
             position += len(batch)
         return out
 
-    def _greedy(self, ids: list[int], request: Request) -> tuple[str, int, str, float | None]:
-        """The answer, the number of tokens generated, why generation ended, and when the first
-        token came (``time.perf_counter``; None if none did)."""
-        # reset=True reuses the cache of the longest prefix shared with the previous prompt and
-        # evaluates the rest; the ids already hold the BOS where the model wants one.
-        stream = self.llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0, reset=True)
+    def _greedy(self, ids: list[int], request: Request) -> _Answer:
+        """The greedy answer to ``ids`` (which hold the BOS where the model wants one), up to the
+        request's new tokens or stop strings."""
         generated: list[int] = []
-        first = None
-        for token in itertools.islice(stream, request.max_new_tokens):
-            first = time.perf_counter() if first is None else first
+        first_at, first = None, FirstToken.FORCED
+        for token in itertools.islice(self._tokens(ids), request.max_new_tokens):
+            first_at = time.perf_counter() if first_at is None else first_at
             if self.tokenizer.is_end(token):
-                return self.tokenizer.decode(generated), len(generated) + 1, "stop", first
+                # An end first would be forcing gone wrong: said so, not passed off as forced.
+                first = FirstToken.END if not generated else first
+                return _Answer(self.tokenizer.decode(generated), len(generated) + 1, "stop", first_at, first)
             generated.append(token)
             text = self.tokenizer.decode(generated)
             stops = [at for stop in request.stop if (at := text.find(stop)) >= 0]
             if stops:
-                return text[: min(stops)], len(generated), "stop", first
-        return self.tokenizer.decode(generated), len(generated), "length", first
+                return _Answer(text[: min(stops)], len(generated), "stop", first_at, first)
+        return _Answer(self.tokenizer.decode(generated), len(generated), "length", first_at, first)
+
+    def _tokens(self, ids: list[int]) -> Iterator[int]:
+        """Greedy tokens after ``ids``, the first never an end of generation: where the model's first
+        choice is to end, the best token that is not an end comes first, and decoding goes on from it.
+        Greedy picks the same first token as suppressing the end tokens would (vLLM's and transformers'
+        min tokens), at no cost to any other answer: only the one token is evaluated again."""
+        stream = self.llm.generate(ids, **_GREEDY)
+        first = next(stream, None)
+        if first is not None and self.tokenizer.is_end(first):
+            stream.close()
+            first = self._best_not_end()
+            stream = self.llm.generate([*ids, first], **_GREEDY)  # the prompt's cache is kept
+        if first is not None:
+            yield first
+            yield from stream
+
+    def _best_not_end(self) -> int:
+        """The most likely token after the last one evaluated that does not end generation."""
+        row = llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
+        logits = np.ctypeslib.as_array(row, shape=(self.llm.n_vocab(),))
+        # Best first; the ends are a handful of tokens, so the first few of the order hold the answer.
+        return int(next(t for t in np.argsort(-logits, kind="stable") if not self.tokenizer.is_end(int(t))))

@@ -7,13 +7,15 @@ Qwen, say) since cl100k_base ships none. The chat endpoint gets messages that th
 itself, so its lengths are never exact. Scoring (log-probabilities of given text) always goes to
 the completions endpoint, which echoes the prompt with each token's log-probability. ``jsonhttp``
 speaks HTTP: every attempt has a deadline, every failure is classified (retried, refused for one
-sample, or fatal), and the API key is scrubbed from every answer and error.
+sample, or fatal), and the API key is scrubbed from every answer and error. Answers are asked for
+at least one token (``min_tokens``), where the server takes it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
@@ -37,13 +39,20 @@ from fathom.backends.schedule import Plan, prefix_plan
 from fathom.backends.settings import choice, count, number, parse_settings, refusal, text, whole
 from fathom.errors import FathomError, SpecError
 from fathom.prompts.tokenizers import load_tokenizer
-from fathom.records import Completion, ErrorKind
+from fathom.records import Completion, ErrorKind, FirstToken, error_kind
+
+log = logging.getLogger(__name__)
 
 APPROXIMATE = "cl100k_base"
 # The most requests the runner hands over at once (it also bounds their tokens): a long run lets the
 # schedule group the prompts that share a prefix and keep the window full up to the run's end.
 RUN_REQUESTS = 4096
 GREEDY = {"temperature": 0, "top_p": 1}
+# At least one new token, so that an end of generation cannot come first (transformers' min_new_tokens,
+# vLLM's min_tokens in process): vLLM's and llama.cpp's servers take min_tokens, OpenAI's own API
+# refuses it. A server that refuses it is asked without it from then on, and says so (``_refused``).
+MIN_TOKENS = "min_tokens"
+FIRST_TOKEN = f"forced by {MIN_TOKENS}=1, unless the server refuses it (each record's first_token says)"
 _TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
 _SETTINGS = {
     "endpoint": choice("completions", "chat"),
@@ -64,7 +73,7 @@ Result = TypeVar("Result")
 # log-probability (OpenAI's legacy shape, which vLLM and llama.cpp's servers speak), then one new
 # token, the fewest that all accept; min_tokens (theirs, not OpenAI's) keeps it from being EOS,
 # which some echo leaves out, so the echo ends with an entry for it that marks the prompt's end.
-ECHO = {"max_tokens": 1, "min_tokens": 1, "echo": True, "logprobs": 1, **GREEDY}
+ECHO = {"max_tokens": 1, MIN_TOKENS: 1, "echo": True, "logprobs": 1, **GREEDY}
 NO_PROMPT_LOGPROBS = (
     "the server returned no log-probabilities of the prompt's tokens (choices[0].logprobs with "
     "token_logprobs and text_offset, which echo asks for): score with a server that returns them, such "
@@ -118,6 +127,7 @@ class OpenAIBackend:
             retries=options["retries"],
             max_wait=options["max_wait"],
         )
+        self.min_tokens = True  # until the server refuses the field
         self._probe()
 
     def settings(self) -> dict[str, Any]:
@@ -129,6 +139,9 @@ class OpenAIBackend:
             "prefill": self.prefill if self.input == "chat" else "in prompt",
             "counted_by": self.counted_by,
             "decoding": GREEDY,
+            # Part of the identity, as it changes answers: a run from before it resumes only with
+            # the fathom that began it.
+            "first_token": FIRST_TOKEN,
             "concurrency": self.concurrency,
             "timeout_s": self.api.timeout,
             "retries": self.api.retries,
@@ -183,19 +196,44 @@ class OpenAIBackend:
     async def _complete(self, client: httpx.AsyncClient, request: Request) -> Completion:
         chat = self.input == "chat"
         path = "/chat/completions" if chat else "/completions"
+        body = self._body(request)
         try:
             read = functools.partial(_parse, chat=chat)
-            (text, finish, usage, timings), latency = await self.api.post(
-                client, path, self._body(request), read
-            )
+            (text, finish, usage, timings), latency = await self.api.post(client, path, body, read)
         except Failed as failed:
+            if MIN_TOKENS in body and _refused(failed.error):
+                self._drop_min_tokens(failed.error)
+                return await self._complete(client, request)
             return Completion("", len(request.ids), 0, "error", failed.seconds, error=failed.error)
         prompt_tokens = _count(usage, "prompt_tokens", len(request.ids))
         completion_tokens = _count(usage, "completion_tokens", len(self.tokenizer.encode(text)))
         prefill, decode = timings
+        # Nothing, stopped, in one token at most (servers differ in counting the end): the end came
+        # first, whatever was asked (a server may take min_tokens and ignore it).
+        ended = text == "" and finish == "stop" and completion_tokens <= 1
         return Completion(
-            text, prompt_tokens, completion_tokens, finish, latency, prefill_s=prefill, decode_s=decode
+            text,
+            prompt_tokens,
+            completion_tokens,
+            finish,
+            latency,
+            prefill_s=prefill,
+            decode_s=decode,
+            first_token=FirstToken.of(MIN_TOKENS in body, ended),
         )
+
+    def _drop_min_tokens(self, error: str) -> None:
+        """Ask without min_tokens from now on, and say so once (the requests in flight may each
+        have been refused)."""
+        if self.min_tokens:
+            self.min_tokens = False
+            log.warning(
+                "the server at %s refused %s (%s): first tokens are not forced; a model that stops at "
+                "once is counted as stopped before any token",
+                self.base_url,
+                MIN_TOKENS,
+                error,
+            )
 
     async def _score(self, client: httpx.AsyncClient, request: ScoreRequest) -> TokenScores:
         """The server's tokens from ``text_start`` on, from the prompt echoed with log-probabilities."""
@@ -230,6 +268,8 @@ class OpenAIBackend:
 
     def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": max(1, request.max_new_tokens), **GREEDY}
+        if self.min_tokens:
+            body[MIN_TOKENS] = 1
         if request.stop:
             body["stop"] = list(request.stop)
         if self.input == "text":
@@ -327,6 +367,12 @@ def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:
     ):
         raise FathomError(NO_PROMPT_LOGPROBS)
     return offsets, values, str(finish)
+
+
+def _refused(error: str) -> bool:
+    """Whether a request's error is the server refusing min_tokens (OpenAI: HTTP 400 "Unrecognized
+    request argument supplied: min_tokens"; a strict server: 422, naming the field)."""
+    return error_kind(error) == ErrorKind.REJECTED and MIN_TOKENS in error
 
 
 def _in_order(done: Iterator[tuple[int, Result]], count: int) -> list[Result]:

@@ -29,7 +29,7 @@ from fathom.backends.base import (
 from fathom.backends.local_models import resolve_model_path
 from fathom.backends.settings import choice, count, flag, number, parse_settings, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
-from fathom.records import Completion, ErrorKind
+from fathom.records import Completion, ErrorKind, FirstToken
 
 try:
     import vllm
@@ -196,7 +196,7 @@ def _completion(out: Any, latency: float) -> Completion:
     prefill, decode = request_seconds(getattr(out, "metrics", None))
     return Completion(
         answer.text, len(out.prompt_token_ids), len(answer.token_ids), reason, latency,
-        prefill_s=prefill, decode_s=decode,
+        prefill_s=prefill, decode_s=decode, first_token=FirstToken.FORCED,  # by min_tokens=1
     )  # fmt: skip
 
 

@@ -304,6 +304,8 @@ def _record(
     # A control's prompt holds no needles, so it records none of their roles.
     needles = sample.needles if sample.needles is not None and prompt.needles else None
     lured = found_in(completion.text, needles.lures) if needles is not None else ()
+    # RULER's other keys' values are flagged, not scored: its own metric stays comparable with RULER's.
+    flagged = found_in(completion.text, sample.look_alikes) if prompt.needles else ()
     overlap = needles.overlap if needles is not None else None
     source = sample.source
     return SampleRecord(
@@ -330,6 +332,8 @@ def _record(
         latency_s=round(completion.latency_s, 6),
         prefill_s=None if completion.prefill_s is None else round(completion.prefill_s, 6),
         decode_s=None if completion.decode_s is None else round(completion.decode_s, 6),
+        first_token=completion.first_token,
+        extracted=graded.extracted and cap_answer(graded.extracted)[0],
         beyond_window=window is not None and actual > window,
         max_new_tokens=sample.max_new_tokens,
         error=completion.error,
@@ -339,7 +343,7 @@ def _record(
         control=cell.control,
         needle_roles=() if needles is None else tuple(p.role for p in needles.placements),
         needle_values=() if needles is None else tuple(p.value for p in needles.placements),
-        lured=lured,
+        lured=lured or flagged,
         haystack_offset=sample.haystack_offset,
         redraws=sample.redraws,
         haystack_similarity=sample.similarity,

@@ -57,6 +57,10 @@ class Sample:
     # reads its task's classes); None grades with the scoring method named ``scoring``.
     grader: Grader | None = None
     source: SourceFacts | None = None  # a real suite's item and truncation
+    # The values of keys the question does not ask about (RULER's multi-key tasks): an answer that
+    # names one too is flagged in its record's ``lured``, its score left as the metric gives it
+    # (unlike NIAH's distractors, in ``needles``, whose values make the score 0).
+    look_alikes: tuple[str, ...] = ()
 
     @classmethod
     def of_needles(

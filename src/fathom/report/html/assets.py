@@ -118,6 +118,8 @@ SCRIPT = """
     field(facts, "expected", s.answers.join(" | "));
     const blank = make("span", "empty-output", "empty output");
     field(facts, "answer", s.output === "" ? blank : make("pre", "output", s.output));
+    if (s.extracted !== null) field(facts, "graded as", make("pre", "output", s.extracted));
+    if (s.lured.length) field(facts, "also named", s.lured.join(" | "));
     field(facts, "score", s.score + " (" + s.scoring + ")");
     field(facts, "matched", s.matched.length ? s.matched.join(" | ") : "none");
     const beyond = s.beyond ? ", beyond the trained window" : "";

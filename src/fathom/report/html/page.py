@@ -37,7 +37,8 @@ DATA_ID = "fathom-data"
 FAILURE_LABELS = {
     "error": "error: never graded (the backend failed, or the prompt missed its length or limit)",
     "beyond_window": "wrong, on a prompt beyond the model's trained window",
-    "empty": "empty output",
+    "stopped": "stopped before any token: its first token was the end (none was forced)",
+    "empty": "answered empty: a blank output",
     "hedged": "hedged: the answer, and a distractor's value too",
     "distractor": "answered a distractor: a look-alike's value, not the answer",
     "partial": "partly right: some of the expected answers, not all",

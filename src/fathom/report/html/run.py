@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fathom.analysis.failures import FAILURE_KINDS, error_kinds, failure_counts, failure_kind
+from fathom.analysis.failures import failure_kind, hedged_right
 from fathom.analysis.select import is_literal_twin, split_records
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.manifest import Environment, Manifest
 from fathom.records import SampleRecord, error_kind
 from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
 from fathom.report.html.compare import comparison_section
+from fathom.report.html.failures import HEDGED_RIGHT, failures_section
 from fathom.report.html.hard import hard_section, variants_section
 from fathom.report.html.judges import judges_section
 from fathom.report.html.page import (
@@ -234,37 +235,6 @@ def _control_section(control: Mapping[str, Any]) -> str:
     return "".join(parts) + "</section>"
 
 
-def _failures_section(records: Sequence[SampleRecord]) -> str:
-    """Counts of each kind of failure, and each kind's samples in a collapsed list (filled by the
-    script when opened); errors in sub-lists by their kind."""
-    kinds = failure_counts(records)
-    rows = [(kind, FAILURE_LABELS[kind], kinds[kind]) for kind in FAILURE_KINDS]
-    lists = []
-    for kind in FAILURE_KINDS:
-        if not kinds[kind]:
-            continue
-        summary = f"<summary>{esc(FAILURE_LABELS[kind])}: {kinds[kind]}</summary>"
-        if kind == "error":
-            by_kind = error_kinds(records)
-            inner = "".join(
-                f'<details data-samples="error {esc(name)}"><summary>{esc(name)}: {count}</summary>'
-                '<div class="samples"></div></details>'
-                for name, count in by_kind.items()
-            )
-            lists.append(f'<details class="failure" data-kind="error">{summary}{inner}</details>')
-        else:
-            lists.append(
-                f'<details class="failure" data-kind="{kind}" data-samples="failure {kind}">{summary}'
-                '<div class="samples"></div></details>'
-            )
-    right = kinds[None]
-    return (
-        f'<section id="failures"><h2>Failures</h2><p>{right} of {len(records)} samples fully right. '
-        "Each failed sample is counted once, under the first kind that applies, in this order.</p>"
-        f"{table(('kind', 'what it means', 'samples'), rows)}{''.join(lists)}</section>"
-    )
-
-
 def sample_json(record: SampleRecord) -> dict[str, Any]:
     """What the page shows of a sample (the fields the panel lists)."""
     return {
@@ -284,6 +254,8 @@ def sample_json(record: SampleRecord) -> dict[str, Any]:
         "error": record.error,
         "context": None if record.needle_context is None else list(record.needle_context),
         "failure": failure_kind(record),
+        "extracted": record.extracted,
+        "lured": list(record.lured),
     }
 
 
@@ -308,6 +280,8 @@ def page_data(records: Sequence[SampleRecord]) -> dict[str, Any]:
         if kind is not None:
             reason = f"error {error_kind(record.error)}" if record.error is not None else f"failure {kind}"
             lists[reason].append(index)
+        if hedged_right(record):
+            lists[HEDGED_RIGHT].append(index)
     return {"samples": [sample_json(r) for r in records], "lists": lists, "labels": FAILURE_LABELS}
 
 
@@ -376,7 +350,7 @@ def write_report(folder: RunFolder, summary: Summary, comparison: Mapping[str, A
     if isinstance(summary.sweep, NiahGrid):
         body.append(hard_section(summary.sweep.hard))
     if samples:
-        body.append(_failures_section(samples))
+        body.append(failures_section(samples))
     if summary.control is not None:
         body.append(_control_section(summary.control))
     if summary.perplexity is not None:
