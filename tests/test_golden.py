@@ -77,6 +77,33 @@ def current_ruler() -> dict[str, Any]:
     return {"ruler_version": RULER_VERSION, "samples": samples}
 
 
+# RULER's layouts (issue #21) under RULER's own `base` template at its first two lengths: each sample
+# keeps, beside its hash, the text where the layout shows (how the context opens, and the seam
+# between its end and the question), so a change reads in the golden file's diff.
+LAYOUT_GOLDEN = Path(__file__).parent / "golden" / "ruler_layout.json"
+LAYOUT_TASKS = ("niah_single_1", "niah_single_2", "niah_multikey_2", "niah_multikey_3", "vt")
+
+
+def current_layout() -> dict[str, Any]:
+    tokenizer = load_tokenizer("cl100k_base")
+    samples = []
+    for name in LAYOUT_TASKS:
+        for length in (4096, 8192):
+            spec = RunSpec(name, "sim:perfect", "cl100k_base", (length,), (), 1, seed=0, template="base")
+            sample = RulerTask(spec, tokenizer).prepare(Cell(name, length, None, 0))
+            prompt = sample.prompt
+            end = prompt.head_tokens + prompt.context_tokens
+            context = tokenizer.decode(prompt.ids[prompt.head_tokens : end].tolist())
+            tail = tokenizer.decode(prompt.ids[end:].tolist())
+            samples.append({
+                "cell": sample.cell.id, "prompt_sha256": prompt.sha256, "tokens": len(prompt.ids),
+                "target": prompt.target_tokens, "context_lines": context.count("\n"),
+                "opens": context[:120], "seam": context[-120:] + tail[:40],
+                "needle_token_offsets": [n.token_offset for n in prompt.needles],
+            })  # fmt: skip
+    return {"ruler_version": RULER_VERSION, "samples": samples}
+
+
 def check(now: dict[str, Any], path: Path, version: str) -> None:
     if os.environ.get("FATHOM_UPDATE_GOLDEN"):
         path.write_text(json.dumps(now, indent=1) + "\n")
@@ -94,3 +121,8 @@ def test_prompts_match_the_golden_samples() -> None:
 @pytest.mark.ruler_data
 def test_ruler_prompts_match_the_golden_samples() -> None:
     check(current_ruler(), RULER_GOLDEN, "ruler_version")
+
+
+@pytest.mark.essays
+def test_ruler_layouts_match_the_golden_samples() -> None:
+    check(current_layout(), LAYOUT_GOLDEN, "ruler_version")

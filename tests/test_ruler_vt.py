@@ -96,16 +96,17 @@ def test_a_solved_example_with_other_names_comes_first_in_the_head() -> None:
     values = resolve(statements)
     assert len(values) == 5 and all(len(name) == 3 for name in values)
     (value,) = set(values.values())
-    # The example ends with its own answer, in chain order, after the answer prefix.
+    # The example ends with its own answer, in chain order, after the answer prefix and the space
+    # RULER adds before it (so two follow "they are:").
     names = " ".join(name for name, _, _ in statements)
     assert example.rstrip().endswith(
-        f"{len(values)} variables are assgined the value {value}, they are: {names}"
+        f"{len(values)} variables are assgined the value {value}, they are:  {names}"
     )
     assert not set(values) & set(sample.answers)
-    # The real question is asked after the context, and the answer prefix names the value.
-    assert sample.text.after.startswith(
-        "\nQuestion: Find all variables that are assigned the value {question}"
-    )
+    # The real question is asked after the context, whose last line ends with the blank line before
+    # it, and the answer prefix names the value.
+    assert sample.text.after.startswith("Question: Find all variables that are assigned the value {question}")
+    assert context_of(sample, tokenizer).endswith("There and back again.\n\n")
     assert sample.text.answer_prefix.endswith(
         f"5 variables are assgined the value {sample.question}, they are: "
     )
@@ -119,8 +120,8 @@ def test_samples_are_seeded() -> None:
 
 
 def test_a_length_too_short_for_the_example_and_the_chain_is_refused() -> None:
-    with pytest.raises(PromptError, match=r"length 512 is below .* of (\d+) tokens") as refused:
-        prepare("cl100k_base", 512)
+    with pytest.raises(PromptError, match=r"length 400 is below .* of (\d+) tokens") as refused:
+        prepare("cl100k_base", 400)
     assert "30 tokens to generate" in str(refused.value)
     # The length it asks for is enough, give or take the draw: each sample draws its own example.
     least = int(re.search(r"at least (\d+)", str(refused.value)).group(1))  # type: ignore[union-attr]

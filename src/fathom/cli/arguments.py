@@ -202,7 +202,9 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         help=f"{_for('haystack_offset')}: start (one haystack: a prefix cache reuses it) or random",
     )
     parser.add_argument(
-        "--template", default="auto", help="auto, tokenizer, none, plain, chatml, llama3, or a file"
+        "--template",
+        default="auto",
+        help="auto, tokenizer, none, base (RULER's), plain, chatml, llama3, or a file",
     )
     parser.add_argument("--system-prompt", default=None)
     parser.add_argument(

@@ -29,6 +29,12 @@ NAMED_TEMPLATES = {
         "{% for m in messages %}{{ m['content'] }}{% if not loop.last %}{{ '\\n\\n' }}{% endif %}"
         "{% endfor %}{% if add_generation_prompt %}{{ '\\n\\n' }}{% endif %}"
     ),
+    # RULER's own `base` template ("{task_template}", then the answer prefix): the prefix follows the
+    # question as written, joined by the space it opens with, where `none` leaves a blank line. A
+    # system prompt (RULER's templates have none) comes first, as under `none`.
+    "base": (
+        "{% for m in messages %}{{ m['content'] }}{% if not loop.last %}{{ '\\n\\n' }}{% endif %}{% endfor %}"
+    ),
     "plain": (
         "{% for m in messages %}{% if m['role'] == 'system' %}{{ m['content'] }}\n\n"
         "{% elif m['role'] == 'user' %}User: {{ m['content'] }}\n\n"
@@ -99,9 +105,10 @@ def resolve_template(name: str, tokenizer: Tokenizer) -> ChatTemplate:
         name = "tokenizer" if tokenizer.chat_template else "none"
     if name == "tokenizer":
         if not tokenizer.chat_template:
+            named = ", ".join(NAMED_TEMPLATES)
             raise SpecError(
-                f"tokenizer '{tokenizer.name}' has no chat template; use --template none, plain, "
-                "chatml or llama3, or a path to a Jinja file"
+                f"tokenizer '{tokenizer.name}' has no chat template; use --template {named}, or a path "
+                "to a Jinja file"
             )
         return ChatTemplate(f"tokenizer:{tokenizer.name}", tokenizer.chat_template)
     if name in NAMED_TEMPLATES:

@@ -1,5 +1,6 @@
-"""What every RULER family shares: the setting it builds in, the draft it returns, and filling a
-token budget with whole units (lines, list entries, documents) to within a few tokens."""
+"""What every RULER family shares: the setting it builds in, the draft it returns, filling a token
+budget with whole units (lines, list entries, documents) to within a few tokens, and RULER's
+haystacks of lines (``Lines``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fathom.errors import CorpusError
+from fathom.errors import CorpusError, PromptError
 from fathom.packages import package_dir
 from fathom.prompts import Prompt, PromptText
 from fathom.prompts.haystack.index import Ids
@@ -42,6 +43,7 @@ class Draft:
     answers: tuple[str, ...]
     kind: str  # what the answers are: numbers, uuids, variables, words, answer
     query_keys: tuple[str, ...]  # where a simulated reader finds the evidence
+    look_alikes: tuple[str, ...] = ()  # the values of the keys not asked about (``Sample.look_alikes``)
 
 
 class Family(Protocol):
@@ -74,11 +76,18 @@ def encode_units(tokenizer: Tokenizer, texts: Sequence[str]) -> list[Ids]:
     return [np.asarray(ids, dtype=np.int32) for ids in tokenizer.encode_batch(list(texts))]
 
 
-def fill(units: Iterable[Ids], budget: int, lookahead: int = 256) -> tuple[list[Ids], list[int]]:
+# A piece of a unit in at most so many tokens, or None: what closes the gap whole units leave.
+Cut = Callable[[Ids, int], Ids | None]
+
+
+def fill(
+    units: Iterable[Ids], budget: int, cut: Cut, lookahead: int = 256
+) -> tuple[list[Ids], list[int], bool]:
     """Whole units in order while they fit ``budget``; then, to close the gap, any of the next
     ``lookahead`` units that still fit, or that fit in place of a shorter chosen one; what is left
-    (units all of one size leave up to a unit) is the head of a passed-over unit, cut to fit.
-    Returns the chosen units, in order, and their indexes in ``units``."""
+    (units all of one size leave up to a unit) is ``cut`` from a passed-over unit, and opens the
+    list (a line's tail: the list never ends inside a unit). Returns the chosen units, in order,
+    their indexes in ``units``, and whether the first is such a piece."""
     chosen: list[Ids] = []
     indexes: list[int] = []
     spare: list[tuple[int, Ids]] = []  # units passed over, candidates for swaps
@@ -93,11 +102,24 @@ def fill(units: Iterable[Ids], budget: int, lookahead: int = 256) -> tuple[list[
         if left == 0 or len(spare) > lookahead:
             break
     chosen, indexes, left = _swap_closer(chosen, indexes, spare, left)
-    if left > 0 and spare:
-        index, ids = spare[0]
-        chosen.append(ids[:left])
-        indexes.append(index)
-    return chosen, indexes
+    piece = cut(spare[0][1], left) if left > 0 and spare else None
+    if piece is None:
+        return chosen, indexes, False
+    return [piece, *chosen], [spare[0][0], *indexes], True
+
+
+def line_tail(tokenizer: Tokenizer) -> Cut:
+    """The longest tail of a line (its ids) in at most so many tokens, without the space a word
+    opens with, so that it can open the context right after a newline; None where no tail with a
+    word is that short (a line of punctuation alone, ".\\n", would read as noise of its own)."""
+
+    def cut(line: Ids, tokens: int) -> Ids | None:
+        tails = [tokenizer.decode(line[-k:].tolist()).lstrip(" ") for k in range(1, len(line) + 1)]
+        worded = [tail for tail in tails if any(c.isalnum() for c in tail)]
+        fits = [ids for ids in encode_units(tokenizer, worded) if len(ids) <= tokens] if worded else []
+        return max(fits, key=len) if fits else None
+
+    return cut
 
 
 def _swap_closer(
@@ -151,3 +173,100 @@ def solved_example(text: PromptText, context: str, question: str, answer: str) -
 def after_example(text: PromptText, example: str, separator: str) -> PromptText:
     """The task text with a worked example before it: it is part of the head, never of the context."""
     return replace(text, before=example + separator + text.before)
+
+
+def lines_close_the_context(text: PromptText) -> PromptText:
+    """The task text for a context of whole lines: the newline RULER writes between the context and
+    the question ends the context's last line instead, so the ids spliced there are those of the
+    whole text (a BPE of cl100k's kind reads ".\\n" as one token, never "." then "\\n")."""
+    if not text.after.startswith("\n"):
+        raise PromptError(f"a context of lines needs a newline before the question, not {text.after[:20]!r}")
+    return replace(text, after=text.after[1:])
+
+
+def line_slots(count: int, needles: int, rng: random.Random) -> list[int]:
+    """Where needles go among ``count`` lines, sorted: before distinct lines drawn uniformly, as RULER
+    draws them (``random.sample(range(count), needles)``: never after the last line); fewer lines
+    than needles share them."""
+    if count >= needles:
+        return sorted(rng.sample(range(count), needles))
+    return sorted(rng.choices(range(max(count, 1)), k=needles))
+
+
+# How an element of a line haystack is written in the context, given whether it opens the context
+# and whether it closes it: RULER joins its elements with a separator, which goes on the side a
+# tokenizer merges it into (a newline ends the line before it, a space opens the word after it).
+Unit = Callable[[str, bool, bool], str]
+
+
+class Lines:
+    """A RULER haystack of lines (niah's noise, vt's noise): ``count`` copies of one noise element
+    with needles (chain statements) inserted before the copies their slots name, as RULER inserts
+    them into its list; a slot of ``count`` or more puts a needle after the last copy (RULER never
+    does: ``line_slots`` draws below ``count``). The noise's units are tokenised once, so a
+    layout's size is known before it is built: ``count`` is what a RULER-style sizing search sets,
+    and ``fit`` sets it (with a lead) to fill a budget exactly."""
+
+    def __init__(self, tokenizer: Tokenizer, noise: str, unit: Unit) -> None:
+        self.tokenizer, self.noise, self.unit = tokenizer, noise, unit
+        self._noise: dict[tuple[bool, bool], Ids] = {}
+        self._leads: dict[int, Ids | None] = {}
+        self._tail = line_tail(tokenizer)
+
+    def noise_ids(self, first: bool = False, last: bool = False) -> Ids:
+        if (first, last) not in self._noise:
+            text = self.unit(self.noise, first, last)
+            self._noise[first, last] = np.asarray(self.tokenizer.encode(text), dtype=np.int32)
+        return self._noise[first, last]
+
+    def size(self, count: int, needles: Sequence[str]) -> int:
+        """The tokens of ``count`` lines and the needles after a lead (no element opens the
+        context); without one, the first element may lose a token (its leading space)."""
+        last = [i == len(needles) - 1 and count == 0 for i in range(len(needles))]
+        units = [self.unit(n, False, closes) for n, closes in zip(needles, last, strict=True)]
+        total = sum(len(ids) for ids in encode_units(self.tokenizer, units)) if units else 0
+        if count:
+            total += (count - 1) * len(self.noise_ids()) + len(self.noise_ids(last=True))
+        return total
+
+    def fit(self, budget: int, needles: Sequence[str]) -> tuple[int, int]:
+        """The most lines that fit ``budget`` with the needles, and the tokens left for a lead
+        (negative where the needles alone overflow it)."""
+        one = self.size(1, needles)
+        if budget < one:
+            return 0, budget - self.size(0, needles)
+        count = 1 + (budget - one) // len(self.noise_ids())
+        return count, budget - self.size(count, needles)
+
+    def parts(
+        self, count: int, needles: Sequence[str], slots: Sequence[int], lead: int = 0
+    ) -> list[tuple[Ids, bool]]:
+        """The context as ``assemble`` takes it: a lead of ``lead`` tokens (a line's tail, so the
+        context never ends mid-sentence), then the lines with the needles (in the order given, at
+        their ``slots``) before theirs."""
+        order = sorted(range(len(needles)), key=lambda i: slots[i])  # stable: a shared slot keeps order
+        elements: list[str | None] = []  # None: a noise line
+        placed = 0
+        for line in range(count):
+            while placed < len(order) and slots[order[placed]] <= line:
+                elements.append(needles[order[placed]])
+                placed += 1
+            elements.append(None)
+        elements += [needles[i] for i in order[placed:]]
+        found = self.lead(lead) if lead > 0 else None
+        parts: list[tuple[Ids, bool]] = [(found, False)] if found is not None else []
+        flags = [(i == 0 and found is None, i == len(elements) - 1) for i in range(len(elements))]
+        units = [self.unit(e, *flag) for e, flag in zip(elements, flags, strict=True) if e is not None]
+        needle_ids = iter(encode_units(self.tokenizer, units) if units else [])
+        for element, (first, last) in zip(elements, flags, strict=True):
+            needle = element is not None
+            parts.append((next(needle_ids) if needle else self.noise_ids(first, last), needle))
+        return parts
+
+    def lead(self, tokens: int) -> Ids | None:
+        """A line's tail of ``tokens`` tokens, or the longest shorter one (``line_tail``): what opens
+        the context where whole lines leave a gap. It ends where a line ends; it may open
+        mid-sentence."""
+        if tokens not in self._leads:
+            self._leads[tokens] = self._tail(self.noise_ids(), tokens)
+        return self._leads[tokens]

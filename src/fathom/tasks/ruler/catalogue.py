@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Bump when a template, a generator or a parameter below changes the prompts.
-RULER_VERSION = 1
+RULER_VERSION = 2
 
 # Effective length thresholds: RULER's absolute one (Llama-2-7B-chat at 4k, in percent) and the
 # relative one (a share of the model's own score at the shortest RULER length).

@@ -1,23 +1,58 @@
 """RULER's eight needle tasks: one generator, parameterised by haystack, key and value types and the
-numbers of keys, values and queries (the catalogue's ``niah`` variants)."""
+numbers of keys, values and queries (the catalogue's ``niah`` variants).
+
+The haystacks are laid out as RULER writes them: the noise paragraph alone on each line, and each
+needle on a line of its own between two of them (niah_single_1); needle lines, every one a
+distractor but the asked one's (niah_multikey_2/3); an essay, needles between its sentences. A
+haystack opens right after the instruction's newline, with no space; in a haystack of lines a
+needle never follows the last line, and the question follows that line after one newline.
+
+Where fathom differs from RULER (docs/ruler.md has them all):
+
+- The length: where whole lines leave tokens of the budget, they open the context as a line's tail
+  (``line_tail``); RULER takes fewer lines (or essay words) and lands below the length. The essay
+  ends at a token, RULER's at a word.
+- An essay needle's depth is the sentence boundary nearest that share of the haystack's tokens;
+  RULER's is the sentence at that share of NLTK's sentences. At depth 100 RULER leaves a space
+  after the needle; here the question's newline follows it.
+"""
 
 from __future__ import annotations
 
 import random
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from fathom.prompts import Prompt, PromptBuilder, PromptText, assemble, frame, too_short
-from fathom.prompts.haystack import load_corpus, tokenize_corpus
-from fathom.prompts.haystack.index import Ids
-from fathom.tasks.ruler.base import Draft, Setting, chunks, fill, task_text, word_list
+from fathom.prompts.haystack import TokenizedCorpus, load_corpus, tokenize_corpus
+from fathom.prompts.haystack.index import Ids, Positions
+from fathom.prompts.tokenizers import Tokenizer
+from fathom.tasks.ruler.base import (
+    Draft,
+    Lines,
+    Setting,
+    chunks,
+    fill,
+    line_slots,
+    line_tail,
+    lines_close_the_context,
+    task_text,
+    word_list,
+)
 from fathom.tasks.ruler.catalogue import Variant
 
 NEEDLE = "One of the special magic {kind} for {key} is: {value}."
 # RULER draws each needle's depth from 40 evenly spaced percentages of the essay.
 DEPTHS = tuple(int(d) for d in np.round(np.linspace(0, 100, num=40, endpoint=True)))
+
+
+def line(element: str, first: bool, last: bool) -> str:
+    """A noise paragraph or needle as RULER's ``"\\n".join`` writes it: ending its own line (the
+    last line's newline is the one before the question)."""
+    return element + "\n"
 
 
 class NeedleFamily:
@@ -31,10 +66,13 @@ class NeedleFamily:
         self.keys = max(params["keys"], params["queries"])  # RULER asks only about keys it placed
         self.values, self.queries = params["values"], params["queries"]
         self.corpus = None
-        if self.haystack in ("essay", "noise"):
-            name = (setting.corpus or "essays") if self.haystack == "essay" else "noise"
-            self.corpus = load_corpus(name)
+        if self.haystack == "essay":
+            self.corpus = load_corpus(setting.corpus or "essays")
             self.tokenized = tokenize_corpus(self.corpus, setting.tokenizer)
+            self.opening = Opening.of(self.tokenized, setting.tokenizer)
+        elif self.haystack == "noise":
+            self.corpus = load_corpus("noise")
+            self.lines = Lines(setting.tokenizer, self.corpus.text, line)
 
     def identity(self) -> dict[str, Any]:
         if self.corpus is None:
@@ -61,19 +99,27 @@ class NeedleFamily:
         queries = [keys[i] for i in asked]
         query = ", ".join(queries[:-1]) + ", and " + queries[-1] if len(queries) > 1 else queries[0]
         answers = tuple(v for i in asked for v in values[i])
+        # Other keys' values, which an answer that lists them too is flagged for (Sample.look_alikes).
+        others = [v for i, vs in enumerate(values) if i not in asked for v in vs]
         text = self._text(query)
         if self.haystack == "needle":
-            prompt = self._among_needles(target, text, query, needles, set(keys), rng)
+            text = lines_close_the_context(text)
+            prompt, placed = self._among_needles(target, text, query, needles, set(keys), rng)
+            others += placed
+        elif self.haystack == "noise":
+            text = lines_close_the_context(text)
+            prompt = self._among_noise(target, text, query, needles, rng)
         else:
-            if self.haystack == "essay":
-                depths = [d / 100 for d in sorted(rng.sample(DEPTHS, len(needles)))]
-            else:  # RULER puts needles between noise lines drawn uniformly
-                depths = sorted(rng.random() for _ in needles)
-            builder = PromptBuilder(self.setting.tokenizer, self.setting.template, text, self.tokenized)
+            depths = [d / 100 for d in sorted(rng.sample(DEPTHS, len(needles)))]
+            # A needle at depth 0 opens the context with its space, as RULER's " ".join writes it,
+            # and the essay after it keeps its own; else the essay opens the context without one.
+            corpus = self.tokenized if 0.0 in depths else self.opening
+            builder = PromptBuilder(self.setting.tokenizer, self.setting.template, text, corpus)
             prompt = builder.place(
                 target, query, [(d, " " + n) for d, n in zip(depths, needles, strict=True)]
             )
-        return Draft(prompt, text, query, answers, self.value_type, tuple(queries))
+        look_alikes = tuple(v for v in others if v not in answers)  # a rare twin of the answer is none
+        return Draft(prompt, text, query, answers, self.value_type, tuple(queries), look_alikes)
 
     def _text(self, query: str) -> PromptText:
         kind = self.value_type
@@ -98,8 +144,8 @@ class NeedleFamily:
         needles: list[str],
         keys: set[str],
         rng: random.Random,
-    ) -> Prompt:
-        """The haystack of niah_multikey_2/3: every line a needle of another key."""
+    ) -> tuple[Prompt, list[str]]:
+        """The haystack of niah_multikey_2/3: every line a needle of another key; and their values."""
         tokenizer = self.setting.tokenizer
         head, tail = frame(tokenizer, self.setting.template, text, query)
         needle_ids = [
@@ -109,20 +155,63 @@ class NeedleFamily:
         if budget < 0:
             raise too_short(target, target - budget, "template, question and needles")
 
+        drawn: list[str] = []  # every distractor's value, in the order of the lines
+
         def distractors(count: int) -> list[str]:
             lines: list[str] = []
             while len(lines) < count:
                 key = self._random(self.key_type, rng)
                 if key not in keys:  # a distractor must never answer the question
-                    lines.append(
-                        NEEDLE.format(kind=self.value_type, key=key, value=self._random(self.value_type, rng))
-                        + "\n"
-                    )
+                    drawn.append(self._random(self.value_type, rng))
+                    lines.append(NEEDLE.format(kind=self.value_type, key=key, value=drawn[-1]) + "\n")
             return lines
 
-        lines, _ = fill(chunks(distractors, tokenizer), budget)
-        slots = sorted(rng.sample(range(len(lines) + 1), len(needle_ids)), reverse=True)
+        lines, used, opened = fill(chunks(distractors, tokenizer), budget, line_tail(tokenizer))
+        # Needles go before whole lines, as RULER inserts them, never before a line's tail.
+        slots = [slot + opened for slot in line_slots(len(lines) - opened, len(needle_ids), rng)]
         parts: list[tuple[Ids, bool]] = [(ids, False) for ids in lines]
-        for slot, ids in zip(slots, needle_ids, strict=True):
+        # From the last slot back, so each insertion leaves the earlier slots' lines where they were.
+        for slot, ids in sorted(zip(slots, needle_ids, strict=True), key=lambda pair: -pair[0]):
             parts.insert(slot, (ids, True))
-        return assemble(head, parts, tail, target)
+        return assemble(head, parts, tail, target), [drawn[i] for i in used]
+
+    def _among_noise(
+        self, target: int, text: PromptText, query: str, needles: list[str], rng: random.Random
+    ) -> Prompt:
+        """The haystack of niah_single_1: RULER's noise paragraph on every line, each needle on a
+        line of its own before a line drawn uniformly; as many lines as fill the budget."""
+        head, tail = frame(self.setting.tokenizer, self.setting.template, text, query)
+        count, lead = self.lines.fit(target - len(head) - len(tail), needles)
+        if lead < 0:
+            raise too_short(target, target - lead, "template, question and needles")
+        slots = line_slots(count, len(needles), rng)
+        return assemble(head, self.lines.parts(count, needles, slots, lead), tail, target)
+
+
+@dataclass(frozen=True, eq=False)
+class Opening(TokenizedCorpus):
+    """A sentence corpus as RULER's essay haystack opens, right after the instruction's newline:
+    each window's first sentence without the space that every sentence is tokenised with (it is
+    re-encoded without it, and the window shifted to keep its length)."""
+
+    tokenizer: Tokenizer | None = None
+
+    @classmethod
+    def of(cls, corpus: TokenizedCorpus, tokenizer: Tokenizer) -> Opening:
+        fields = (corpus.ids, corpus.boundaries, corpus.corpus_sha256, corpus.tokenizer_identity)
+        return cls(*fields, corpus.domains, corpus.domain_of, tokenizer)
+
+    def window(self, n: int, start: int = 0) -> tuple[Ids, Positions]:
+        first = self.unit_start(start)
+        after = int(np.searchsorted(self.boundaries, first, side="right"))
+        end = int(self.boundaries[after]) if after < len(self.boundaries) else len(self.ids)
+        unit = self.ids[first:end]
+        text = self.tokenizer.decode(unit.tolist()) if self.tokenizer else ""
+        if not text.startswith(" ") or self.tokenizer is None:
+            return super().window(n, start)
+        opening = np.asarray(self.tokenizer.encode(text[1:]), dtype=np.int32)
+        shift = len(opening) - len(unit)
+        ids, starts = super().window(n - shift, start)
+        if len(ids) < len(unit):  # the window ends inside its first sentence
+            return opening[:n], starts[:0]
+        return np.concatenate([opening, ids[len(unit) :]]), starts + shift

@@ -93,6 +93,7 @@ class RulerTask:
             draft.query_keys,
             self.spec.scoring or family.metric,
             new_tokens,
+            look_alikes=draft.look_alikes,
         )
 
     def identity(self) -> dict[str, Any]:

@@ -1,6 +1,24 @@
 """RULER's variable tracking (vt): a chain of assignments ("VAR BBBBB = VAR AAAAA") hidden in noise;
 the model names every variable that ends up holding the chain's value. As in RULER, one solved
-instance of the task, with three-letter names and a short haystack, comes before the real one."""
+instance of the task, with three-letter names and a short haystack, comes before the real one.
+
+Laid out as RULER writes it (``" ".join`` of its list of noise lines and statements): the noise
+paragraph on each line, every line after the first opening with the joining space; each statement
+at the start of a line, before the noise, a hop with its trailing space ("VAR B = VAR A  The grass
+is green."); a blank line before the question. The example opens the prompt after a space, holds
+as many noise lines as RULER's rule gives it (five at a time while it fits 500 tokens less 30 to
+generate: about ten), ends with its answer after two spaces, and four newlines part it from the
+real task.
+
+Where fathom differs from RULER (docs/ruler.md has them all):
+
+- The length: where whole lines leave tokens of the budget, they open the context as a noise
+  line's tail (``Lines.lead``); RULER takes fewer lines and lands below the length.
+- The example: each sample draws its own; RULER draws one per run and re-letters its names per
+  sample. Under a chat template RULER also collapses the example's instruction to single spaces;
+  here it reads as under ``base`` whatever the template.
+- A three-letter name that spells ``VAR`` is drawn again.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +27,31 @@ import random
 import string
 from typing import Any
 
+import numpy as np
+
 from fathom.errors import SpecError
-from fathom.prompts import Prompt, PromptBuilder, PromptText
-from fathom.prompts.haystack import load_corpus, tokenize_corpus
+from fathom.prompts import PromptText, assemble, frame, too_short
+from fathom.prompts.haystack import load_corpus
 from fathom.prompts.templates import ChatTemplate
-from fathom.tasks.ruler.base import Draft, Setting, after_example, solved_example, task_text
+from fathom.tasks.ruler.base import (
+    Draft,
+    Lines,
+    Setting,
+    after_example,
+    line_slots,
+    lines_close_the_context,
+    solved_example,
+    task_text,
+)
 from fathom.tasks.ruler.catalogue import Variant
 
-# RULER builds its example at max_seq_length 500, of which 30 are the tokens to generate.
-EXAMPLE_TOKENS = 500 - 30
+# RULER builds its example at max_seq_length 500, of which 30 are the tokens to generate, growing
+# its noise five lines at a time.
+EXAMPLE_LENGTH, EXAMPLE_NEW_TOKENS, EXAMPLE_STEP = 500, 30, 5
 # The example is plain text inside the real prompt's head: sized without any chat markup.
 RAW = ChatTemplate("raw", "{{ messages[-1]['content'] }}")
+# What RULER writes around the example: a space before it, and its own "\n\n" and two more after.
+EXAMPLE_OPENING, EXAMPLE_CLOSING = " ", "\n\n\n\n"
 
 
 def chain(rng: random.Random, hops: int, letters: int) -> tuple[list[str], str, list[str]]:
@@ -36,6 +68,17 @@ def chain(rng: random.Random, hops: int, letters: int) -> tuple[list[str], str, 
     return names, value, [f"VAR {names[0]} = {value}", *links]
 
 
+def written(statements: list[str]) -> list[str]:
+    """The statements as RULER writes them: every hop with a trailing space."""
+    return [statements[0], *(statement + " " for statement in statements[1:])]
+
+
+def unit(element: str, first: bool, last: bool) -> str:
+    """An element of RULER's noise list as it stands in the context: after the joining space unless
+    it opens the context; the last closed by the newline before the question."""
+    return ("" if first else " ") + element + ("\n" if last else "")
+
+
 class VariableTracking:
     """vt: ``hops`` assignments after the first, one chain."""
 
@@ -47,7 +90,8 @@ class VariableTracking:
         self.variant, self.setting = variant, setting
         self.hops: int = variant.params["hops"]
         self.corpus = load_corpus("noise")
-        self.noise = tokenize_corpus(self.corpus, setting.tokenizer)
+        # RULER's vt noise is the paragraph with its newline: a line of its own.
+        self.lines = Lines(setting.tokenizer, self.corpus.text + "\n", unit)
 
     def identity(self) -> dict[str, Any]:
         return {"corpus": self.corpus.name, "corpus_sha256": self.corpus.sha256}
@@ -55,50 +99,38 @@ class VariableTracking:
     def draft(self, target: int, rng: random.Random) -> Draft:
         example = self._example(rng)
         names, value, statements = chain(rng, self.hops, letters=5)
-        text = after_example(self._text(value, len(names)), example, "\n\n")
-        prompt = self._place(target, text, self.setting.template, value, statements, rng)
+        text = after_example(self._text(value, len(names)), EXAMPLE_OPENING + example, EXAMPLE_CLOSING)
+        head, tail = frame(self.setting.tokenizer, self.setting.template, text, value)
+        texts = written(statements)
+        count, lead = self.lines.fit(target - len(head) - len(tail), texts)
+        if lead < 0:
+            raise too_short(target, target - lead, "template, example and chain")
+        parts = self.lines.parts(count, texts, line_slots(count, len(texts), rng), lead)
+        prompt = assemble(head, parts, tail, target)
         return Draft(prompt, text, value, tuple(names), "variables", tuple(names))
 
     def _text(self, value: str, count: int) -> PromptText:
-        return task_text(self.variant, self.setting, {"num_v": str(count)}, value)
+        text = task_text(self.variant, self.setting, {"num_v": str(count)}, value)
+        return lines_close_the_context(text)
 
     def _example(self, rng: random.Random) -> str:
         """A complete small instance with its answer, as RULER's few-shot example."""
         names, value, statements = chain(rng, min(10, self.hops), letters=3)
-        text, answer = self._text(value, len(names)), " ".join(names)
-        # RULER counts the example's answer in its 500 tokens.
-        length = EXAMPLE_TOKENS - len(self.setting.tokenizer.encode(" " + answer))
-        prompt = self._place(length, text, RAW, value, statements, rng, shrink=True)
-        context = prompt.ids[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens]
-        return solved_example(text, self.setting.tokenizer.decode(context.tolist()), value, answer)
+        text, texts = self._text(value, len(names)), written(statements)
+        count = self._example_lines(text, value, texts, names)
+        parts = self.lines.parts(count, texts, line_slots(count, len(texts), rng))
+        context = self.setting.tokenizer.decode(np.concatenate([ids for ids, _ in parts]).tolist())
+        # RULER writes the answer after a space of its own: two follow the prefix's "they are:".
+        return solved_example(text, context, value, " " + " ".join(names))
 
-    def _place(
-        self,
-        length: int,
-        text: PromptText,
-        template: ChatTemplate,
-        value: str,
-        statements: list[str],
-        rng: random.Random,
-        shrink: bool = False,
-    ) -> Prompt:
-        """The statements, in chain order, at distinct sentence starts of the noise, drawn uniformly
-        as RULER draws distinct positions among its noise lines. ``shrink`` lets a prompt that cannot
-        hold them all in ``length`` grow to hold them without noise (the example, for tiny tokens)."""
-        tokenizer = self.setting.tokenizer
-        builder = PromptBuilder(tokenizer, template, text, self.noise)
-        head, tail = builder.frame(value)
-        texts = [" " + s for s in statements]
-        budget = length - len(head) - len(tail) - sum(len(ids) for ids in tokenizer.encode_batch(texts))
-        if shrink and budget < 0:
-            length, budget = length - budget, 0
-        depths = self._depths(budget, len(texts), rng)
-        return builder.place(length, value, list(zip(depths, texts, strict=True)))
-
-    def _depths(self, budget: int, count: int, rng: random.Random) -> list[float]:
-        if budget <= 0:  # nothing to spread them over (or too short: place says so)
-            return [0.0] * count
-        _, starts = self.noise.window(budget)
-        slots = [0, *starts.tolist()]
-        picks = rng.sample(slots, count) if len(slots) >= count else rng.choices(slots, k=count)
-        return [slot / budget for slot in sorted(picks)]
+    def _example_lines(self, text: PromptText, value: str, statements: list[str], names: list[str]) -> int:
+        """RULER's noise lines for its example: five at a time, the most with which the example and
+        its answer (written as Python writes a list, as RULER counts it) leave the tokens to
+        generate free of 500; none where even five do not (the chain alone then)."""
+        head, tail = frame(self.setting.tokenizer, RAW, text, value)
+        fixed = len(head) + len(tail) + len(self.setting.tokenizer.encode(f" {names}"))
+        room = EXAMPLE_LENGTH - EXAMPLE_NEW_TOKENS - fixed
+        count = 0
+        while self.lines.size(count + EXAMPLE_STEP, statements) <= room:
+            count += EXAMPLE_STEP
+        return count
