@@ -194,6 +194,10 @@ def test_a_checkpoint_answering_without_the_context_is_flagged_but_passes_the_ga
     assert data["regressions"] == 0 and data["controls"]["flagged"] == ["niah"]
     assert data["controls"]["overall"]["p_value"] == pytest.approx(2 / 2**15)
     assert data["controls"]["left_out"] == {"errors": 0, "unpaired": 0}
+    page = (tmp_path / "out" / "compare.html").read_text()
+    assert "<h3>No-context controls</h3><p><strong>The new checkpoint answers significantly more" in page
+    row = "<td>niah</td><td>0.0%</td><td>75.0%</td><td>+75.0</td>"
+    assert row in page and "<td>higher</td>" in page.split(row)[1].split("</tr>")[0]
 
     # Both at once: the regression still fails the gate, the flag still shows.
     rewrite_samples_scores(new, 0.0)
@@ -219,6 +223,9 @@ def test_equal_controls_are_compared_and_not_flagged(
     assert FLAG not in out and "left out" not in out.split("no-context controls")[1]
     data = json.loads((tmp_path / "out" / "compare.json").read_text())["controls"]
     assert data["flagged"] == [] and data["tasks"][0]["verdict"] == "unchanged"
+    page = (tmp_path / "out" / "compare.html").read_text()
+    assert "<h3>No-context controls</h3><p>Every question asked again" in page
+    assert "significantly more" not in page
 
 
 @pytest.mark.parametrize("order", ["bare new", "bare base"])
@@ -240,6 +247,8 @@ def test_one_run_without_controls_is_said_and_compared_otherwise(
     assert data[which] == {"graded": 20, "answered": 2}
     assert data["new" if which == "base" else "base"] is None
     assert (data["overall"], data["tasks"], data["flagged"]) == (None, [], [])
+    page = (tmp_path / "out" / "compare.html").read_text()
+    assert f"Only the {which} run asked its questions without their context (2 of 20 answered)" in page
 
 
 def test_neither_run_with_controls_says_nothing_of_them(
@@ -249,6 +258,7 @@ def test_neither_run_with_controls_says_nothing_of_them(
     assert "no-context control" not in capsys.readouterr().out
     data = json.loads((tmp_path / "out" / "compare.json").read_text())["controls"]
     assert (data["base"], data["new"], data["overall"], data["flagged"]) == (None, None, None, [])
+    assert "No-context controls" not in (tmp_path / "out" / "compare.html").read_text()
 
 
 def test_mismatched_controls_pair_what_matches_and_warn_on_the_rest(

@@ -3,7 +3,7 @@ and compare.html, a page of its own with the two runs' grids side by side."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,14 +112,6 @@ def _tasks(comparison: Mapping[str, Any]) -> str:
     """A suite's tasks, each over its items: what its verdicts are given to."""
     if "tasks" not in comparison:
         return ""
-    head = ("task", "base", "new", "difference (points)", "95% interval", "items", "worse", "better", "p",
-            "adjusted p", "verdict")  # fmt: skip
-    rows = [
-        (t["task"], percent(t["base_mean"]), percent(t["new_mean"]), f"{100 * t['difference']:+.1f}",
-         f"{100 * t['difference_ci_low']:+.1f} to {100 * t['difference_ci_high']:+.1f}", t["items"],
-         t["worse"], t["better"], f"{t['p_value']:.3g}", f"{t['p_adjusted']:.3g}", t["verdict"])
-        for t in comparison["tasks"]
-    ]  # fmt: skip
     files = comparison["data_differences"]
     warning = (
         f"<p><strong>The runs read different data files ({esc(', '.join(files))}):</strong> a sample is "
@@ -135,7 +127,57 @@ def _tasks(comparison: Mapping[str, Any]) -> str:
         "base, with a 95% percentile-bootstrap interval over the items' differences. A task whose adjusted "
         "p is below alpha has a verdict, and a regressed task makes <code>fathom compare</code> exit with "
         "1.</p>"
-        f"{table(head, rows)}"
+        f"{_task_table(comparison['tasks'], ('worse', 'better'))}"
+    )
+
+
+def _task_table(tasks: Sequence[Mapping[str, Any]], moves: tuple[str, str]) -> str:
+    """Tasks compared over their items: means, the difference and its interval, p and the verdict."""
+    head = ("task", "base", "new", "difference (points)", "95% interval", "items", *moves, "p", "adjusted p",
+            "verdict")  # fmt: skip
+    rows = [
+        (t["task"], percent(t["base_mean"]), percent(t["new_mean"]), f"{100 * t['difference']:+.1f}",
+         f"{100 * t['difference_ci_low']:+.1f} to {100 * t['difference_ci_high']:+.1f}", t["items"],
+         t["worse"], t["better"], f"{t['p_value']:.3g}", f"{t['p_adjusted']:.3g}", t["verdict"])
+        for t in tasks
+    ]  # fmt: skip
+    return table(head, rows)
+
+
+def _controls(comparison: Mapping[str, Any]) -> str:
+    """The no-context controls compared, where both runs asked them; where one did, its count alone;
+    nothing where neither did."""
+    controls = comparison.get("controls")
+    if controls is None or (controls["base"] is None and controls["new"] is None):
+        return ""
+    head = "<h3>No-context controls</h3>"
+    counts = {name: controls[name] for name in ("base", "new")}
+    if None in counts.values():
+        has = "base" if counts["new"] is None else "new"
+        count = counts[has]
+        return (
+            f"{head}<p>Only the {has} run asked its questions without their context "
+            f"({esc(count['answered'])} of {esc(count['graded'])} answered): not compared.</p>"
+        )
+    flagged = controls["flagged"]
+    warning = (
+        f"<p><strong>The new checkpoint answers significantly more questions without "
+        f"their context ({esc(', '.join(flagged))}):</strong> it may have memorised them, or they leaked "
+        "into its training data. This does not change the exit status.</p>"
+        if flagged
+        else ""
+    )
+    tasks = (
+        _task_table(controls["tasks"], ("lower", "higher"))
+        if controls["tasks"]
+        else "<p>none graded in both runs</p>"
+    )
+    left_out = controls["left_out"]
+    return (
+        f"{head}{warning}<p>Every question asked again without its context, paired by sample: "
+        f"{esc(controls['test'])} per task, {esc(controls['correction'])}-corrected over the tasks as a "
+        f"family of their own; left out: {esc(left_out['errors'])} with errors, "
+        f"{esc(left_out['unpaired'])} unpaired. A higher score answers more without the context.</p>{tasks}"
     )
 
 
@@ -161,7 +203,7 @@ def comparison_section(comparison: Mapping[str, Any]) -> str:
         f"{esc(left_out['unpaired'])} unpaired{items}.</p>{_tasks(c)}{difference_heatmap(c)}"
         '<p class="legend">colour and label: new minus base, in points; ▼ regressed, ▲ improved (adjusted p '
         "below alpha); hover a cell for its numbers</p>"
-        f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}{_failures(c)}</section>"
+        f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}{_failures(c)}{_controls(c)}</section>"
     )
 
 
