@@ -22,7 +22,7 @@ from fathom.backends.base import (
 from fathom.errors import FathomError, SpecError
 from fathom.prompts import ChatPrompt, Prompt, PromptBuilder, PromptText
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
-from fathom.records import Cell, Completion, Needle, PerplexityRecord, SampleRecord, Score
+from fathom.records import Cell, Completion, FirstToken, Needle, PerplexityRecord, SampleRecord, Score
 from fathom.report.compare import compare_runs
 from fathom.report.derive import derive, run_spec
 from fathom.run.store import RunFolder
@@ -67,6 +67,7 @@ __all__ = [  # noqa: RUF022 - grouped by what a user does with them, not sorted
     "Built",
     "ChatPrompt",
     "Completion",
+    "FirstToken",
     "Request",
     "ScoreRequest",
     "Scorer",
