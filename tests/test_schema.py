@@ -50,8 +50,10 @@ from fathom.records import (
 )
 from fathom.report.files import SUMMARY, read_summary
 from fathom.report.runs import list_runs
+from fathom.run.runner import run
 from fathom.run.store import QUARANTINE, RunFolder
 from fathom.schemas import MANIFEST_SCHEMA, RECORD_SCHEMA, SUMMARY_SCHEMA, Versions
+from fathom.spec import RunSpec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VERSIONS = range(1, RECORD_SCHEMA + 1)
@@ -298,3 +300,27 @@ def test_error_kinds_are_data_written_as_text() -> None:
     assert [kind for kind in ErrorKind if kind.retried] == [ErrorKind.BACKEND_ERROR]
     assert is_retried(ErrorKind.BACKEND_ERROR.error("timeout: no reply (5 attempts)"))
     assert not is_retried(ErrorKind.REJECTED.error("HTTP 400: too long")) and not is_retried(None)
+
+
+def test_a_manifest_of_schema_3_naming_a_scoring_version_is_no_manifest() -> None:
+    written = json.loads((fixture(RECORD_SCHEMA) / "manifest.json").read_text())
+    assert written["identity"]["scoring"] == {"exact": 2}
+    with pytest.raises(TypeError, match="a field of schema 4, in a manifest of schema 3"):
+        Manifest.from_json(written | {"schema": 3})
+
+
+def test_an_exact_run_graded_before_the_extraction_does_not_resume_under_it(tmp_path: Path) -> None:
+    spec = RunSpec("niah", "sim:perfect", "cl100k_base", (1024,), (0.5,), 1, scoring="exact")
+    run(spec, tmp_path / "run", show_progress=False)
+    path = tmp_path / "run" / "manifest.json"
+    written = json.loads(path.read_text())
+    assert written["schema"] == 4 and written["identity"]["scoring"] == {"exact": 2}
+    # The manifest as the fathom before schema 4 wrote it: its exact took the output as it came.
+    del written["identity"]["scoring"]
+    path.write_text(json.dumps(written | {"schema": 3}))
+    with pytest.raises(RunFolderError, match=r"differs in: scoring\)"):
+        run(spec, tmp_path / "run", show_progress=False)
+    # A run that names no versioned method keeps the identity it always had.
+    plain = dataclasses.replace(spec, scoring="contains")
+    run(plain, tmp_path / "plain", show_progress=False)
+    assert "scoring" not in json.loads((tmp_path / "plain" / "manifest.json").read_text())["identity"]

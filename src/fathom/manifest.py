@@ -45,6 +45,9 @@ class _IdentityJson:
     tokenizer: TokenizerIdentity
     task: dict[str, Any]  # the task's own identity: its version, hashes of its corpus and template
     backend: BackendIdentity
+    # Schema 4: the version of the scoring method the spec names, where it has one
+    # (fathom.scoring.SCORING_VERSIONS): a run graded the old way does not resume under the new.
+    scoring: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -191,4 +194,12 @@ def v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, (v1_to_v2, v2_to_v3))
+def v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 4's identity names the version of a versioned scoring method; one of schema 3 none."""
+    identity = data.get("identity")
+    if isinstance(identity, dict) and "scoring" in identity:
+        raise TypeError("unknown field 'scoring' (a field of schema 4, in a manifest of schema 3)")
+    return data
+
+
+MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4))

@@ -37,8 +37,9 @@ from fathom.errors import NewerSchemaError
 RECORD_SCHEMA = 8
 # 1: the manifest as written since the first run (sections added since read as absent). 2: the
 # corpora the prompts are cut from, with their source, licence, size in tokens and hash. 3: the LLM
-# judges of the run's answers, with their rubrics.
-MANIFEST_SCHEMA = 3
+# judges of the run's answers, with their rubrics. 4: the identity names the version of the scoring
+# method the spec names, where it has one (``exact`` 2 takes the answer out of a chatty output).
+MANIFEST_SCHEMA = 4
 # 1: summary.json without a schema, and without a kind for NIAH's grid. 2: both, and error kinds in
 # every summary. 3: NIAH's variants (domains, literal twins) and hard-needle sections, where a run has
 # them; cells with the needles' similarity to their corpus. 4: the real suites' section (scores by

@@ -86,6 +86,11 @@ class ScoringEntry:
     summary: str
 
 
+# Bumped when a method grades the same answer otherwise; a run that names a versioned method records
+# its version, so a run graded the old way does not resume under the new (2: exact takes the answer
+# out of a chatty output).
+SCORING_VERSIONS = {"exact": 2}
+
 SCORERS: dict[str, ScoringEntry] = {
     "contains": ScoringEntry(_contains, "every reference occurs in the output (niah's default)"),
     "exact": ScoringEntry(_exact, "the output, without an answer prefix, is a reference"),

@@ -17,6 +17,7 @@ from fathom.backends.base import Backend, Built
 from fathom.manifest import Manifest
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.schemas import MANIFEST_SCHEMA
+from fathom.scoring import SCORING_VERSIONS
 from fathom.spec import RunSpec
 from fathom.tasks.base import DescribesCorpora, Task
 from fathom.version import __version__
@@ -33,6 +34,11 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, 
             "tokenizer": {"name": tokenizer.name, "sha256": tokenizer.identity},
             "task": task.identity(),
             "backend": {"name": backend.name, "settings": backend.settings()},
+            **(
+                {"scoring": {spec.scoring: SCORING_VERSIONS[spec.scoring]}}
+                if spec.scoring in SCORING_VERSIONS
+                else {}
+            ),
         },
         "planned": planned,
         **({"corpora": task.corpora()} if isinstance(task, DescribesCorpora) else {}),
