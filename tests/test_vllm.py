@@ -341,6 +341,11 @@ def test_bad_specs_fail_in_one_line(
         ("vllm:/no/such/model", "auto", "no model at '/no/such/model'"),
         (f"vllm:{model_dir}", "cl100k_base", "vllm: models count with their own tokenizer; drop --tokenizer"),
         (f"vllm:{model_dir}?dtype=fp4", "auto", "vllm setting 'dtype' must be one of"),
+        (
+            f"vllm:{model_dir}?tp=2&seed=1&tp=4&seed=1",
+            "auto",
+            f"'{model_dir}?tp=2&seed=1&tp=4&seed=1' sets seed, tp more than once: give each setting once",
+        ),
     ]:
         argv = ["run", "niah", "--model", model, "--tokenizer", tokenizer, "--run-dir", str(tmp_path / "r")]
         assert main(argv) == 2

@@ -77,9 +77,14 @@ class TokenScores:
 
 
 def split_options(rest: str) -> tuple[str, dict[str, str]]:
-    """``"PATH?n_ctx=8k&threads=2"`` -> ``("PATH", {"n_ctx": "8k", "threads": "2"})``."""
+    """``"PATH?n_ctx=8k&threads=2"`` -> ``("PATH", {"n_ctx": "8k", "threads": "2"})``. A setting given
+    twice is refused: which of the two was meant is not fathom's to guess."""
     target, _, query = rest.partition("?")
-    return target, dict(parse_qsl(query, keep_blank_values=True))
+    pairs = parse_qsl(query, keep_blank_values=True)
+    names = [name for name, _ in pairs]
+    if twice := sorted({name for name in names if names.count(name) > 1}):
+        raise SpecError(f"'{rest}' sets {', '.join(twice)} more than once: give each setting once")
+    return target, dict(pairs)
 
 
 class Backend(Protocol):
