@@ -89,7 +89,7 @@ def _lazy(module: str, name: str) -> BackendFactory:
 
 # The options of every task that builds prompts from a corpus and grades the answers.
 _PROMPT_KNOBS = ("corpus", "template", "system_prompt", "scoring", "max_new_tokens")
-_RULER_TASK = TaskEntry(_ruler, "one RULER task alone", depths="drawn", knobs=_PROMPT_KNOBS)
+_RULER_TASK = TaskEntry(_ruler, "one RULER task alone", depths="drawn", knobs=(*_PROMPT_KNOBS, "fill"))
 
 TASKS: dict[str, TaskEntry] = {
     "niah": TaskEntry(
@@ -286,6 +286,12 @@ _DEFAULTS = {field.name: field.default for field in dataclasses.fields(RunSpec)}
 KNOBS = tuple(name for name in _DEFAULTS if name not in EVERY_TASK and name != "depths")
 # A knob whose option is not its field's name with dashes: one that is on unless turned off.
 _FLAGS = {"truncate": "--no-truncate"}
+# Why a knob means nothing to the tasks that do not take it, where its name does not say.
+_WHY = {
+    "fill": "RULER's sizing rule steps through a RULER task's own units, its noise lines, essay words "
+    "or documents; niah, perplexity and the real suites have none, and fill or cut their prompts to "
+    "the length"
+}
 
 
 def check_spec(spec: RunSpec) -> None:
@@ -314,7 +320,10 @@ def _check_options(spec: RunSpec, entry: TaskEntry) -> None:
         if knob not in entry.knobs and getattr(spec, knob) != _DEFAULTS[knob]:
             flag = _FLAGS.get(knob, "--" + knob.replace("_", "-"))
             alone = f" (for {knob} alone: fathom run {knob})" if knob in TASKS else ""
-            raise SpecError(f"{flag} goes with {_takers(knob)} runs, not '{spec.task}': drop {flag}{alone}")
+            why = f" ({_WHY[knob]})" if knob in _WHY else ""
+            raise SpecError(
+                f"{flag} goes with {_takers(knob)} runs, not '{spec.task}'{why}: drop {flag}{alone}"
+            )
 
 
 def tasks_taking(option: str) -> list[str]:

@@ -19,6 +19,9 @@ MAX_LENGTH = 32 * 1024 * 1024
 MAX_DEPTHS = 1001
 MAX_SAMPLES = 100_000
 MAX_PLANNED = 1_000_000
+# How a RULER task sizes its haystack: "exact" fills each prompt and its tokens to generate to the
+# length; "ruler" takes the count of units RULER's own search gives (docs/ruler.md), below it.
+FILLS = ("exact", "ruler")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class RunSpec:
     data: str | None = None
     suite_tasks: tuple[str, ...] = ()
     truncate: bool = True
+    # RULER tasks: how the haystack is sized, one of FILLS.
+    fill: str = "exact"
 
     def __post_init__(self) -> None:
         if not self.lengths:
@@ -96,6 +101,8 @@ class RunSpec:
 
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise SpecError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
+        if self.fill not in FILLS:
+            raise SpecError(f"unknown fill '{self.fill}': use one of {', '.join(FILLS)}")
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -134,6 +141,7 @@ _LATER_FIELDS: dict[str, object] = {
     "data": None,
     "suite_tasks": (),
     "truncate": True,
+    "fill": "exact",
 }
 
 

@@ -57,6 +57,7 @@ def _spec(args: argparse.Namespace) -> RunSpec:
         perplexity=args.perplexity,
         answer_logprob=args.answer_logprob,
         control=args.control,
+        fill=args.fill,
         **spec_options(args),
     )
 
@@ -68,7 +69,10 @@ def _run(args: argparse.Namespace) -> int:
     check_judges(judges, args.rubric)  # a misnamed judge or rubric is found before the run, not after
     replicas, address = _executor(args)
     progress = not args.no_progress
-    result = run_spec(spec, run_dir, progress, args.order, replicas, address, args.keep_too_long)
+    keep = args.keep_too_long
+    result = run_spec(
+        spec, run_dir, progress, args.order, replicas=replicas, address=address, keep_too_long=keep
+    )
     judge_errors = _judge_folder(result.folder, judges, args) if judges else 0
     print(f"run folder: {result.folder}")
     print(f"samples written: {result.written}, already done: {result.skipped}, errors: {result.errors}")

@@ -217,6 +217,13 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         "--max-new-tokens", type=int, default=None, help="niah: 32 by default; RULER tasks: their own budget"
     )
     parser.add_argument(
+        "--fill",
+        default="exact",
+        help=f"{_for('fill')}: exact (each prompt and its tokens to generate fill the length) or ruler "
+        "(the haystack sized by RULER's own search, in whole steps of its units: prompts land below the "
+        "length, as RULER's do; docs/ruler.md)",
+    )
+    parser.add_argument(
         "--perplexity",
         action="store_true",
         help=f"{_for('perplexity')}: also score perplexity documents of the haystack corpus at every length "

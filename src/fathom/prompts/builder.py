@@ -67,6 +67,9 @@ class Prompt:
     head_tokens: int  # template and instruction before the context
     context_tokens: int  # the haystack with everything inserted into it
     needles: tuple[Insertion, ...]
+    # False for a prompt sized below its target by design (RULER's fill, --fill ruler): its own
+    # length, not the target, is what a backend must see.
+    fills_target: bool = True
 
     @property
     def sha256(self) -> str:

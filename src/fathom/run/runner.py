@@ -261,8 +261,14 @@ def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Re
     elif backend.input == "chat":
         chat = chat_prompt(tokenizer, sample.text, sample.prompt, sample.question)
     refusal = None
-    if abs(actual - prompt.target_tokens) > length_tolerance(prompt.target_tokens):
-        refusal = ErrorKind.LENGTH_MISMATCH.error(f"{actual} tokens for a target of {prompt.target_tokens}")
+    # A prompt sized below its target (RULER's fill) is held to the length it was built at, as
+    # closely as an exact prompt is held to its target.
+    built = prompt.target_tokens if prompt.fills_target else len(prompt.ids)
+    if abs(actual - built) > length_tolerance(prompt.target_tokens):
+        below = "" if prompt.fills_target else f" (built at {built}, RULER's fill)"
+        refusal = ErrorKind.LENGTH_MISMATCH.error(
+            f"{actual} tokens for a target of {prompt.target_tokens}{below}"
+        )
     elif backend.max_prompt_tokens is not None and actual + sample.max_new_tokens > backend.max_prompt_tokens:
         refusal = ErrorKind.TOO_LONG.error(
             f"{actual} prompt tokens + {sample.max_new_tokens} new exceed the backend's "

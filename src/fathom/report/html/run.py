@@ -76,6 +76,13 @@ def _corpus(task: Mapping[str, Any]) -> str:
     return ", ".join(sorted(s for s in sources if s)) or "none"
 
 
+# How a run's prompts meet their lengths (--fill), as the report says it.
+_FILLS = {
+    "exact": "exact: every prompt and its new tokens fill the length",
+    "ruler": "RULER's: haystacks sized by RULER's search, below the length (each record has both)",
+}
+
+
 def _facts(manifest: Manifest, records: Sequence[SampleRecord]) -> list[tuple[str, str]]:
     """The run as the manifest resolved it, as (name, value) pairs."""
     spec, identity, served, where = manifest.spec, manifest.identity, manifest.backend, manifest.environment
@@ -87,6 +94,7 @@ def _facts(manifest: Manifest, records: Sequence[SampleRecord]) -> list[tuple[st
         ("template", f"{task.get('template', spec.template)} (sha256 {_short(task.get('template_sha256'))})"),
         ("task", f"{spec.task} (version {task.get('version', 'n/a')})"),
         ("lengths", ", ".join(format_length(n) for n in spec.lengths)),
+        ("fill", _FILLS[spec.fill]),
         (
             "depths",
             ", ".join(depth_label(d) for d in spec.depths) or ("drawn per sample" if records else "none"),

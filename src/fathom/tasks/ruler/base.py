@@ -1,6 +1,7 @@
-"""What every RULER family shares: the setting it builds in, the draft it returns, filling a token
-budget with whole units (lines, list entries, documents) to within a few tokens, and RULER's
-haystacks of lines (``Lines``)."""
+"""What every RULER family shares: the setting it builds in, the draft it returns, the steps RULER's
+own sizing search takes through its units (``Steps``, for ``--fill ruler``), filling a token budget
+with whole units (lines, list entries, documents) to within a few tokens, and RULER's haystacks of
+lines (``Lines``)."""
 
 from __future__ import annotations
 
@@ -46,9 +47,37 @@ class Draft:
     look_alikes: tuple[str, ...] = ()  # the values of the keys not asked about (``Sample.look_alikes``)
 
 
+@dataclass(frozen=True)
+class Steps:
+    """The counts of a family's haystack units that RULER's sizing search tries at one length (the
+    ``incremental`` of its generators): ``first``, and ``first`` plus or minus whole ``step``s, at
+    least one unit and at most ``most`` (the units there are; None: no end)."""
+
+    first: int
+    step: int
+    unit: str  # what is counted, as messages name it: "noise lines", "essay words", ...
+    most: int | None = None
+
+    @property
+    def least(self) -> int:
+        """The smallest count the steps reach: RULER never sizes a haystack below it."""
+        return (self.first - 1) % self.step + 1
+
+
 class Family(Protocol):
-    def draft(self, target: int, rng: random.Random) -> Draft:
-        """A sample whose prompt has at most ``target`` tokens and misses it by a few at most."""
+    def draft(self, target: int, rng: random.Random, count: int | None = None) -> Draft:
+        """A sample whose prompt has at most ``target`` tokens and misses it by a few at most; or,
+        with ``count``, one whose haystack holds that many of the family's units (``steps``),
+        whatever its length (``--fill ruler``: ``sizing.py`` measures it)."""
+        ...
+
+    def steps(self, length: int) -> Steps:
+        """The counts RULER's search tries for a cell of ``length`` (tokens to generate included)."""
+        ...
+
+    def appended(self, draft: Draft) -> str:
+        """The answer as RULER's search appends it to the prompt it measures ("" where it appends
+        none): the count it keeps leaves room for it."""
         ...
 
     def identity(self) -> dict[str, Any]:

@@ -11,7 +11,8 @@ Where fathom differs from RULER (docs/ruler.md has them all):
 
 - The length: where whole lines leave tokens of the budget, they open the context as a line's tail
   (``line_tail``); RULER takes fewer lines (or essay words) and lands below the length. The essay
-  ends at a token, RULER's at a word.
+  ends at a token, RULER's at a word. ``--fill ruler`` takes RULER's count instead (``steps``:
+  lines by 25, or 5 below 4096; essay words by 500, counted by ``EssayWords``; ``sizing.py``).
 - An essay needle's depth is the sentence boundary nearest that share of the haystack's tokens;
   RULER's is the sentence at that share of NLTK's sentences. At depth 100 RULER leaves a space
   after the needle; here the question's newline follows it.
@@ -19,6 +20,7 @@ Where fathom differs from RULER (docs/ruler.md has them all):
 
 from __future__ import annotations
 
+import functools
 import random
 import uuid
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from fathom.errors import PromptError
 from fathom.prompts import Prompt, PromptBuilder, PromptText, assemble, frame, too_short
 from fathom.prompts.haystack import TokenizedCorpus, load_corpus, tokenize_corpus
 from fathom.prompts.haystack.index import Ids, Positions
@@ -34,7 +37,9 @@ from fathom.tasks.ruler.base import (
     Draft,
     Lines,
     Setting,
+    Steps,
     chunks,
+    encode_units,
     fill,
     line_slots,
     line_tail,
@@ -45,6 +50,9 @@ from fathom.tasks.ruler.base import (
 from fathom.tasks.ruler.catalogue import Variant
 
 NEEDLE = "One of the special magic {kind} for {key} is: {value}."
+# RULER's sizing steps (--fill ruler): essay words by 500; noise and needle lines by 25, or by 5 below
+# 4096 tokens.
+ESSAY_STEP, LINE_STEP, SHORT_LINE_STEP, SHORT = 500, 25, 5, 4096
 # RULER draws each needle's depth from 40 evenly spaced percentages of the essay.
 DEPTHS = tuple(int(d) for d in np.round(np.linspace(0, 100, num=40, endpoint=True)))
 
@@ -74,6 +82,11 @@ class NeedleFamily:
             self.corpus = load_corpus("noise")
             self.lines = Lines(setting.tokenizer, self.corpus.text, line)
 
+    @functools.cached_property
+    def words(self) -> EssayWords:
+        """The essay counted in words, for RULER's fill alone (it reads every distinct token)."""
+        return EssayWords(self.tokenized, self.setting.tokenizer)
+
     def identity(self) -> dict[str, Any]:
         if self.corpus is None:
             return {}
@@ -86,7 +99,18 @@ class NeedleFamily:
             return str(uuid.UUID(int=rng.getrandbits(128), version=4))
         return f"{rng.choice(word_list('adjectivelist'))}-{rng.choice(word_list('nounlist'))}"
 
-    def draft(self, target: int, rng: random.Random) -> Draft:
+    def steps(self, length: int) -> Steps:
+        """RULER's: essay words in steps of 500, every word of the essays at most; lines in steps of
+        25, or of 5 below 4096."""
+        if self.haystack == "essay":
+            return Steps(ESSAY_STEP, ESSAY_STEP, "essay words", self.words.count)
+        step = LINE_STEP if length >= SHORT else SHORT_LINE_STEP
+        return Steps(step, step, f"{self.haystack} lines")
+
+    def appended(self, draft: Draft) -> str:
+        return " ".join(draft.answers)  # RULER's ``input_text + ' '.join(answer)``: no space before it
+
+    def draft(self, target: int, rng: random.Random, count: int | None = None) -> Draft:
         keys = [self._random(self.key_type, rng) for _ in range(self.keys)]
         values = [[self._random(self.value_type, rng) for _ in range(self.values)] for _ in keys]
         needles = [
@@ -104,22 +128,32 @@ class NeedleFamily:
         text = self._text(query)
         if self.haystack == "needle":
             text = lines_close_the_context(text)
-            prompt, placed = self._among_needles(target, text, query, needles, set(keys), rng)
+            prompt, placed = self._among_needles(target, text, query, needles, set(keys), rng, count)
             others += placed
         elif self.haystack == "noise":
             text = lines_close_the_context(text)
-            prompt = self._among_noise(target, text, query, needles, rng)
+            prompt = self._among_noise(target, text, query, needles, rng, count)
         else:
             depths = [d / 100 for d in sorted(rng.sample(DEPTHS, len(needles)))]
             # A needle at depth 0 opens the context with its space, as RULER's " ".join writes it,
             # and the essay after it keeps its own; else the essay opens the context without one.
             corpus = self.tokenized if 0.0 in depths else self.opening
             builder = PromptBuilder(self.setting.tokenizer, self.setting.template, text, corpus)
-            prompt = builder.place(
-                target, query, [(d, " " + n) for d, n in zip(depths, needles, strict=True)]
-            )
+            spaced = [(d, " " + n) for d, n in zip(depths, needles, strict=True)]
+            if count is not None:  # the length that holds ``count`` essay words
+                target = self._essay_length(builder, query, [n for _, n in spaced], count)
+            prompt = builder.place(target, query, spaced)
         look_alikes = tuple(v for v in others if v not in answers)  # a rare twin of the answer is none
         return Draft(prompt, text, query, answers, self.value_type, tuple(queries), look_alikes)
+
+    def _essay_length(self, builder: PromptBuilder, query: str, needles: list[str], count: int) -> int:
+        """The prompt's tokens with ``count`` words of the essay: what to ask ``builder.place`` for."""
+        head, tail = builder.frame(query)
+        essay = self.words.tokens(count)
+        if builder.corpus is self.opening:  # the essay's first sentence without its space
+            essay += self.opening.shift()
+        marks = sum(len(ids) for ids in encode_units(self.setting.tokenizer, needles))
+        return len(head) + len(tail) + marks + essay
 
     def _text(self, query: str) -> PromptText:
         kind = self.value_type
@@ -144,6 +178,7 @@ class NeedleFamily:
         needles: list[str],
         keys: set[str],
         rng: random.Random,
+        count: int | None = None,
     ) -> tuple[Prompt, list[str]]:
         """The haystack of niah_multikey_2/3: every line a needle of another key; and their values."""
         tokenizer = self.setting.tokenizer
@@ -152,7 +187,7 @@ class NeedleFamily:
             np.asarray(ids, dtype=np.int32) for ids in tokenizer.encode_batch([n + "\n" for n in needles])
         ]
         budget = target - len(head) - len(tail) - sum(len(ids) for ids in needle_ids)
-        if budget < 0:
+        if budget < 0 and count is None:
             raise too_short(target, target - budget, "template, question and needles")
 
         drawn: list[str] = []  # every distractor's value, in the order of the lines
@@ -166,7 +201,10 @@ class NeedleFamily:
                     lines.append(NEEDLE.format(kind=self.value_type, key=key, value=drawn[-1]) + "\n")
             return lines
 
-        lines, used, opened = fill(chunks(distractors, tokenizer), budget, line_tail(tokenizer))
+        if count is None:
+            lines, used, opened = fill(chunks(distractors, tokenizer), budget, line_tail(tokenizer))
+        else:  # RULER's: ``count`` distractor lines
+            lines, used, opened = encode_units(tokenizer, distractors(count)), list(range(count)), False
         # Needles go before whole lines, as RULER inserts them, never before a line's tail.
         slots = [slot + opened for slot in line_slots(len(lines) - opened, len(needle_ids), rng)]
         parts: list[tuple[Ids, bool]] = [(ids, False) for ids in lines]
@@ -176,14 +214,23 @@ class NeedleFamily:
         return assemble(head, parts, tail, target), [drawn[i] for i in used]
 
     def _among_noise(
-        self, target: int, text: PromptText, query: str, needles: list[str], rng: random.Random
+        self,
+        target: int,
+        text: PromptText,
+        query: str,
+        needles: list[str],
+        rng: random.Random,
+        count: int | None = None,
     ) -> Prompt:
         """The haystack of niah_single_1: RULER's noise paragraph on every line, each needle on a
-        line of its own before a line drawn uniformly; as many lines as fill the budget."""
+        line of its own before a line drawn uniformly; as many lines as fill the budget (or
+        ``count``)."""
         head, tail = frame(self.setting.tokenizer, self.setting.template, text, query)
-        count, lead = self.lines.fit(target - len(head) - len(tail), needles)
-        if lead < 0:
-            raise too_short(target, target - lead, "template, question and needles")
+        lead = 0
+        if count is None:
+            count, lead = self.lines.fit(target - len(head) - len(tail), needles)
+            if lead < 0:
+                raise too_short(target, target - lead, "template, question and needles")
         slots = line_slots(count, len(needles), rng)
         return assemble(head, self.lines.parts(count, needles, slots, lead), tail, target)
 
@@ -202,16 +249,57 @@ class Opening(TokenizedCorpus):
         return cls(*fields, corpus.domains, corpus.domain_of, tokenizer)
 
     def window(self, n: int, start: int = 0) -> tuple[Ids, Positions]:
+        unit, opening = self._first_unit(start)
+        if opening is None:
+            return super().window(n, start)
+        shift = len(opening) - len(unit)
+        ids, starts = super().window(n - shift, start)
+        if len(ids) < len(unit):  # the window ends inside its first sentence
+            return opening[:n], starts[:0]
+        return np.concatenate([opening, ids[len(unit) :]]), starts + shift
+
+    def shift(self, start: int = 0) -> int:
+        """The tokens a window from ``start`` gains (or loses) by opening without the space: the
+        same text as the corpus's takes this many more tokens here."""
+        unit, opening = self._first_unit(start)
+        return 0 if opening is None else len(opening) - len(unit)
+
+    def _first_unit(self, start: int) -> tuple[Ids, Ids | None]:
+        """The corpus's ids of the unit at or after ``start``, and its ids without its opening
+        space (None where it opens with none)."""
         first = self.unit_start(start)
         after = int(np.searchsorted(self.boundaries, first, side="right"))
         end = int(self.boundaries[after]) if after < len(self.boundaries) else len(self.ids)
         unit = self.ids[first:end]
         text = self.tokenizer.decode(unit.tolist()) if self.tokenizer else ""
         if not text.startswith(" ") or self.tokenizer is None:
-            return super().window(n, start)
-        opening = np.asarray(self.tokenizer.encode(text[1:]), dtype=np.int32)
-        shift = len(opening) - len(unit)
-        ids, starts = super().window(n - shift, start)
-        if len(ids) < len(unit):  # the window ends inside its first sentence
-            return opening[:n], starts[:0]
-        return np.concatenate([opening, ids[len(unit) :]]), starts + shift
+            return unit, None
+        return unit, np.asarray(self.tokenizer.encode(text[1:]), dtype=np.int32)
+
+
+class EssayWords:
+    """An essay corpus counted in words, RULER's unit for it (``re.sub(r"\\s+", " ", essay).split(" ")``):
+    a word opens at each token that opens with whitespace, read after a reference token (a tokenizer
+    may drop the space that opens a text's first token)."""
+
+    def __init__(self, corpus: TokenizedCorpus, tokenizer: Tokenizer) -> None:
+        unique = np.unique(corpus.ids)
+        reference = tokenizer.encode("a")
+        skip = len(tokenizer.decode(reference))
+        texts = [tokenizer.decode([*reference, int(token)])[skip:] for token in unique]
+        opens = np.array([text[:1].isspace() for text in texts], dtype=bool)
+        self.starts = np.flatnonzero(opens[np.searchsorted(unique, corpus.ids)])
+        self.size = len(corpus.ids)
+        if len(self.starts) < 2:
+            raise PromptError(
+                f"RULER's fill counts essay words, and no token of {tokenizer.name} opens with a space "
+                "to tell where one starts: use --fill exact with this tokenizer"
+            )
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+    def tokens(self, words: int) -> int:
+        """The corpus's tokens before its word ``words`` (all of them past its last)."""
+        return int(self.starts[words]) if words < len(self.starts) else self.size

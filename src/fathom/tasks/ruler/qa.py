@@ -11,6 +11,8 @@ Where fathom differs from RULER, and why:
   here documents are added whole while they fit (gold, then related in random order, then random
   others), any of the next candidates that still fit close the gap, and a gap still above half the
   length tolerance is filled by the opening tokens of one more distractor, placed last.
+  ``--fill ruler`` takes RULER's count instead: the first documents offered, ten at a time
+  (``sizing.py``).
 - The order: RULER shuffles all documents, and so does this family (with the sample's generator).
 
 Each document is tokenised once per tokenizer with its separator (``text + "\\n\\n"``, so that a
@@ -31,7 +33,7 @@ import numpy as np
 from fathom.errors import PromptError
 from fathom.prompts import PromptText, assemble, frame, length_tolerance, too_short
 from fathom.prompts.haystack.index import Ids
-from fathom.tasks.ruler.base import Draft, Setting, encode_units, task_text
+from fathom.tasks.ruler.base import Draft, Setting, Steps, encode_units, task_text
 from fathom.tasks.ruler.catalogue import Variant
 from fathom.tasks.ruler.qa_data import QAItem, configured_path, load_dataset
 
@@ -39,6 +41,7 @@ HEADER = "Document {i}:\n"
 SEPARATOR = "\n\n"
 LOOKAHEAD = 256  # candidates tried after the first that did not fit, and tokenised at a time
 ATTEMPTS = 32  # items drawn before a length is declared too short for this dataset's gold documents
+STEP = 10  # RULER's sizing step (--fill ruler): documents by ten
 
 
 class QuestionAnswering:
@@ -54,13 +57,26 @@ class QuestionAnswering:
     def identity(self) -> dict[str, Any]:
         return {"dataset": self.data.name, "dataset_sha256": self.data.sha256}
 
-    def draft(self, target: int, rng: random.Random) -> Draft:
+    def steps(self, length: int) -> Steps:
+        return Steps(STEP, STEP, "documents", len(self.data.documents))
+
+    def appended(self, draft: Draft) -> str:
+        # RULER's ``input_text + f' {answer}'``: the list as Python writes it.
+        return f" {list(draft.answers)}"
+
+    def draft(self, target: int, rng: random.Random, count: int | None = None) -> Draft:
         item, text, head, tail = self._pick(target, rng)
         budget = target - len(head) - len(tail)
-        chosen, skipped = self._pack(self._candidates(item, rng), budget)
-        rng.shuffle(chosen)
         gold = set(item.gold)
-        parts = self._parts(chosen, gold, skipped, budget, length_tolerance(target))
+        if count is None:
+            chosen, skipped = self._pack(self._candidates(item, rng), budget)
+            rng.shuffle(chosen)
+            parts = self._parts(chosen, gold, skipped, budget, length_tolerance(target))
+        else:  # RULER's: the first ``count`` documents offered (the gold ones among them), shuffled
+            offered = itertools.islice(self._candidates(item, rng), max(count, len(item.gold)))
+            chosen = [index for index, _ in offered]
+            rng.shuffle(chosen)
+            parts = self._joined(chosen, [*(self._bodies[i] for i in chosen[:-1]), self._plain(chosen[-1])])
         prompt = assemble(head, [(ids, index in gold) for index, ids in parts], tail, target)
         return Draft(prompt, text, item.question, item.answers, "answer", item.answers)
 

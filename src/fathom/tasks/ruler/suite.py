@@ -7,8 +7,10 @@ but cwe and fwe, whose evidence is every occurrence of the answers, all through 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +24,7 @@ from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.ruler.base import Family, FamilyFactory, Setting
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS, FAMILIES, RULER_VERSION, SUITE, Variant
+from fathom.tasks.ruler.sizing import RulerFill
 
 
 def _families() -> dict[str, FamilyFactory]:
@@ -62,6 +65,7 @@ class RulerTask:
             if variant.family not in factories:
                 raise SpecError(f"RULER task '{variant.name}' is not available yet")
             self.families[variant.name] = factories[variant.family](variant, setting)
+        self.ruler_fill = RulerFill(self.families, tokenizer) if spec.fill == "ruler" else None
 
     def cells(self) -> Iterator[Cell]:
         # Length-major: a backend loads each length's KV budget once, and every task runs at each length.
@@ -76,10 +80,12 @@ class RulerTask:
         variant = self.variants[cell.task]
         family = variant.text
         new_tokens = self.spec.max_new_tokens or family.tokens_to_generate
-        rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.sample)
         # RULER's length counts the tokens to generate: the prompt gets the rest.
         try:
-            draft = self.families[cell.task].draft(cell.length - new_tokens, rng)
+            if self.ruler_fill is not None:
+                draft = self.ruler_fill.draft(cell, new_tokens, functools.partial(self._rng, cell))
+            else:
+                draft = self.families[cell.task].draft(cell.length - new_tokens, self._rng(cell, cell.sample))
         except TooShort as short:  # said in the user's terms: the length they asked for
             what = f"{short.what}, and {new_tokens} tokens to generate"
             raise too_short(cell.length, short.overhead + new_tokens, what) from None
@@ -96,6 +102,10 @@ class RulerTask:
             look_alikes=draft.look_alikes,
         )
 
+    def _rng(self, cell: Cell, sample: int) -> random.Random:
+        """The generator of the cell's task and length's sample ``sample``, started afresh."""
+        return needle_rng(self.spec.seed, cell.task, cell.length, sample)
+
     def identity(self) -> dict[str, Any]:
         texts = json.dumps(
             {name: repr(FAMILIES[v.family]) for name, v in self.variants.items()}, sort_keys=True
@@ -108,6 +118,8 @@ class RulerTask:
             "template": self.template.name,
             "template_sha256": self.template.sha256,
             "prompt_text_sha256": hashlib.sha256(texts.encode()).hexdigest(),
+            # Only where it is RULER's: exact fill's identity is what it was before --fill existed.
+            **({"fill": self.spec.fill} if self.spec.fill != "exact" else {}),
         }
 
 

@@ -13,7 +13,8 @@ real task.
 Where fathom differs from RULER (docs/ruler.md has them all):
 
 - The length: where whole lines leave tokens of the budget, they open the context as a noise
-  line's tail (``Lines.lead``); RULER takes fewer lines and lands below the length.
+  line's tail (``Lines.lead``); RULER takes fewer lines and lands below the length, as
+  ``--fill ruler`` does (ten lines at a time: ``sizing.py``).
 - The example: each sample draws its own; RULER draws one per run and re-letters its names per
   sample. Under a chat template RULER also collapses the example's instruction to single spaces;
   here it reads as under ``base`` whatever the template.
@@ -37,6 +38,7 @@ from fathom.tasks.ruler.base import (
     Draft,
     Lines,
     Setting,
+    Steps,
     after_example,
     line_slots,
     lines_close_the_context,
@@ -48,6 +50,8 @@ from fathom.tasks.ruler.catalogue import Variant
 # RULER builds its example at max_seq_length 500, of which 30 are the tokens to generate, growing
 # its noise five lines at a time.
 EXAMPLE_LENGTH, EXAMPLE_NEW_TOKENS, EXAMPLE_STEP = 500, 30, 5
+# And sizes the task's own noise ten lines at a time (--fill ruler).
+STEP = 10
 # The example is plain text inside the real prompt's head: sized without any chat markup.
 RAW = ChatTemplate("raw", "{{ messages[-1]['content'] }}")
 # What RULER writes around the example: a space before it, and its own "\n\n" and two more after.
@@ -96,15 +100,24 @@ class VariableTracking:
     def identity(self) -> dict[str, Any]:
         return {"corpus": self.corpus.name, "corpus_sha256": self.corpus.sha256}
 
-    def draft(self, target: int, rng: random.Random) -> Draft:
+    def steps(self, length: int) -> Steps:
+        return Steps(STEP, STEP, "noise lines")
+
+    def appended(self, draft: Draft) -> str:
+        # RULER's ``input_text + f' {answer}'``: the list as Python writes it.
+        return f" {list(draft.answers)}"
+
+    def draft(self, target: int, rng: random.Random, count: int | None = None) -> Draft:
         example = self._example(rng)
         names, value, statements = chain(rng, self.hops, letters=5)
         text = after_example(self._text(value, len(names)), EXAMPLE_OPENING + example, EXAMPLE_CLOSING)
         head, tail = frame(self.setting.tokenizer, self.setting.template, text, value)
         texts = written(statements)
-        count, lead = self.lines.fit(target - len(head) - len(tail), texts)
-        if lead < 0:
-            raise too_short(target, target - lead, "template, example and chain")
+        lead = 0
+        if count is None:
+            count, lead = self.lines.fit(target - len(head) - len(tail), texts)
+            if lead < 0:
+                raise too_short(target, target - lead, "template, example and chain")
         parts = self.lines.parts(count, texts, line_slots(count, len(texts), rng), lead)
         prompt = assemble(head, parts, tail, target)
         return Draft(prompt, text, value, tuple(names), "variables", tuple(names))

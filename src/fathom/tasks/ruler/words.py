@@ -13,7 +13,9 @@ Where fathom differs from RULER, and why:
   re-tokenising the whole prompt each time, and keeps the last count that fits; its fwe even fills
   the whole length, leaving no room for the tokens to generate. Here the counts are worked out from
   the tokens of each piece, and the prompt fills the length less the tokens to generate, nearly
-  always exactly.
+  always exactly. ``--fill ruler`` takes RULER's counts instead (``sizing.py``): cwe's distinct
+  words in tens, fwe's words in 32nds of the length from a sixth of it, with no gap closed; fwe's
+  still leave the tokens to generate their room.
 - cwe's gap. The uncommon words (``freq_ucw`` times each) stop while at least one more entry fits
   (or up to three words sooner, where only that lets the rest be filled exactly); the few tokens
   left are filled by a handful of further words that appear once (below 4096, where every uncommon
@@ -50,6 +52,7 @@ from fathom.prompts.haystack.index import Ids
 from fathom.tasks.ruler.base import (
     Draft,
     Setting,
+    Steps,
     after_example,
     encode_units,
     solved_example,
@@ -63,6 +66,9 @@ SINGLES_POOL = 64  # cwe words set aside to close the gap, varied enough in size
 BACK_OFF = 3  # uncommon cwe words that may give way to words that appear once, to close the gap
 NOISE = "..."
 RARE_SLOTS = 16  # fwe's rarest words that may take one more occurrence to close the gap
+# RULER's sizing steps (--fill ruler): cwe's words by ten; fwe's by a 32nd of the length, from as many
+# words as the length holds coded words' letters.
+CWE_STEP, FWE_SHARE = 10, 32
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,14 @@ class CommonWords:
         digest = hashlib.sha256("\n".join(self.words).encode()).hexdigest()
         return {"words": len(self.words), "words_sha256": digest}
 
-    def draft(self, target: int, rng: random.Random) -> Draft:
+    def steps(self, length: int) -> Steps:
+        """RULER's: ten distinct words at a time (the ten common ones among them), every word at most."""
+        return Steps(CWE_STEP, CWE_STEP, "words", len(self.words))
+
+    def appended(self, draft: Draft) -> str:
+        return " " + numbered(list(draft.answers))  # RULER's numbered answer, after a space
+
+    def draft(self, target: int, rng: random.Random, count: int | None = None) -> Draft:
         short = target + self.variant.text.tokens_to_generate < SHORT
         example_size, example_repeats = SHORT_EXAMPLE if short else EXAMPLE
         text = task_text(self.variant, self.setting, {}, "")
@@ -113,7 +126,12 @@ class CommonWords:
         head, tail = frame(self.setting.tokenizer, self.setting.template, text, "")
         order = rng.sample(self.words, len(self.words))
         budget = target - len(head) - len(tail)
-        counts = self._counts(order, SHORT_REPEATS if short else self.repeats, budget, target)
+        repeats = SHORT_REPEATS if short else self.repeats
+        if count is None:
+            counts = self._counts(order, repeats, budget, target)
+        else:  # RULER's: ``count`` distinct words, the first ten the common ones
+            common, uncommon = order[: self.common], order[self.common : count]
+            counts = dict.fromkeys(common, repeats.common) | dict.fromkeys(uncommon, repeats.uncommon)
         entries = [word for word, count in counts.items() for _ in range(count)]
         rng.shuffle(entries)
         prompt = assemble(head, [(self._list_ids(entries), False)], tail, target)
@@ -252,7 +270,13 @@ class FrequentWords:
     def identity(self) -> dict[str, Any]:
         return {}
 
-    def draft(self, target: int, rng: random.Random) -> Draft:
+    def steps(self, length: int) -> Steps:
+        return Steps(length // self.letters, length // FWE_SHARE, "coded words")
+
+    def appended(self, draft: Draft) -> str:
+        return ""  # RULER's fwe measures its prompt alone
+
+    def draft(self, target: int, rng: random.Random, count: int | None = None) -> Draft:
         vocabulary = self._vocabulary(max(5, (target + self.variant.text.tokens_to_generate) // 50), rng)
         text = task_text(self.variant, self.setting, {}, "")
         # The template's space before the context goes with the first word, so that every word has
@@ -260,9 +284,11 @@ class FrequentWords:
         text = replace(text, before=text.before.removesuffix(" "))
         head, tail = frame(self.setting.tokenizer, self.setting.template, text, "")
         word_ids = spaced(self.setting, vocabulary)
-        counts = self._counts(
-            np.array([len(ids) for ids in word_ids]), target - len(head) - len(tail), target
-        )
+        if count is None:
+            sizes = np.array([len(ids) for ids in word_ids])
+            counts = self._counts(sizes, target - len(head) - len(tail), target)
+        else:  # RULER's: the Zipf counts of ``count`` words, as they fall
+            counts = zipf_counts(count, len(word_ids), self.alpha)
         words = [rank for rank, count in enumerate(counts.tolist()) for _ in range(count)]
         rng.shuffle(words)
         prompt = assemble(head, [(np.concatenate([word_ids[rank] for rank in words]), False)], tail, target)
