@@ -160,3 +160,21 @@ def test_the_prompt_options_are_read_from_the_shared_arguments() -> None:
         "template": "chatml",
         "system_prompt": "Be brief.",
     }
+
+
+def test_a_sweep_without_depths_counts_one_depth_in_its_refusal() -> None:
+    # RULER's tasks draw depths per sample: 11 lengths x 1 x 100,000 samples = 1,100,000 planned.
+    with pytest.raises(SpecError) as refused:
+        _spec(lengths=tuple(range(1, 12)), depths=(), samples=100_000)
+    assert str(refused.value) == (
+        "this spec plans 1.1e+06 samples per task (11 lengths x 1 depths x 100000 samples), more than "
+        "fathom runs in one run (1,000,000): split the sweep into several runs"
+    )
+
+
+def test_one_new_token_is_allowed_and_none_is_refused() -> None:
+    assert _spec(max_new_tokens=1).max_new_tokens == 1
+    assert _spec(max_new_tokens=None).max_new_tokens is None
+    with pytest.raises(SpecError) as refused:
+        _spec(max_new_tokens=0)
+    assert str(refused.value) == "max new tokens must be at least 1, got 0"

@@ -18,7 +18,7 @@ import pytest
 from fathom.cli import main
 from fathom.errors import CorpusError, PromptError
 from fathom.packages import package_dir
-from fathom.prompts import length_tolerance
+from fathom.prompts import TooShort, frame, length_tolerance
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.tasks.ruler import qa_data
@@ -298,6 +298,119 @@ def test_a_dataset_too_small_for_the_length_says_so(tmp_path: Path, monkeypatch:
     fam = QuestionAnswering(ALL_VARIANTS["qa_1"], setting("char"))
     with pytest.raises(PromptError, match=r"squad's 4 documents fill only .* qa_synth"):
         fam.draft(16384, random.Random(0))
+
+
+def test_the_draft_text_frames_its_own_prompt() -> None:
+    fam, tok = family("qa_synth", "char"), setting("char")
+    draft = fam.draft(1024, random.Random(4))
+    head, tail = frame(tok.tokenizer, tok.template, draft.text, draft.question)
+    prompt = draft.prompt
+    assert np.array_equal(prompt.ids[: prompt.head_tokens], head)
+    assert np.array_equal(prompt.ids[prompt.head_tokens + prompt.context_tokens :], tail)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_refusal_names_the_least_length_at_which_an_item_fits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    # Four items of different sizes: the refusal names the smallest overhead among the items drawn,
+    # and at that length the smallest item fits with its gold document exactly.
+    monkeypatch.setenv("FATHOM_SQUAD", str(squad_file(tmp_path)))
+    fam = QuestionAnswering(ALL_VARIANTS["qa_1"], setting("char"))
+    with pytest.raises(TooShort) as refused:
+        fam.draft(100, random.Random(seed))
+    least = refused.value.overhead
+    assert refused.value.length == 100 and str(refused.value).startswith("length 100 is below")
+    with pytest.raises(TooShort) as again:
+        fam.draft(least - 1, random.Random(seed))
+    assert again.value.overhead == least
+    draft = fam.draft(least, random.Random(seed))
+    assert least - length_tolerance(least) <= len(draft.prompt.ids) <= least
+    assert len(documents_in(draft, setting("char").tokenizer)) == 1
+
+
+def ids_of(*sizes: int) -> Iterator[tuple[int, Any]]:
+    """Candidate documents of these token counts, indexed in order."""
+    return ((i, np.zeros(size, dtype=np.int32)) for i, size in enumerate(sizes))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "packed"),
+    [
+        ((88,), ([0], [])),  # "Document 1:\n" is 12 characters: 12 + 88 fills 100 exactly
+        ((87, 50, 60), ([0], [1, 2])),  # 1 token left: the rest are passed over, filler candidates
+        ((200,) * 256 + (50,), ([256], list(range(256)))),  # the 256th after the first miss is tried
+        ((200,) * 257 + (50,), ([], list(range(257)))),  # the 257th is not
+    ],
+)
+def test_documents_are_packed_whole_looking_256_past_the_first_that_does_not_fit(
+    sizes: tuple[int, ...], packed: tuple[list[int], list[int]]
+) -> None:
+    assert family("qa_synth", "char")._pack(ids_of(*sizes), 100) == packed
+
+
+# Synthetic documents 0, 1, 2 and 3 have 90, 80, 195 and 213 characters: with the char tokenizer a
+# document costs its characters, 2 for its blank line and 12 for its header ("Document k:\n"). Each
+# expected part: the document, its position, how many of its characters (None: all), its ending.
+WHOLE, LAST = "\n\n", ""
+
+
+@pytest.mark.parametrize(
+    ("order", "gold", "extra", "tolerance", "expected"),
+    [
+        # 2 tokens left, and the 2 of the blank line the last document drops: 4, half the tolerance,
+        # is no gap to fill.
+        ([0, 1], {0}, 2, 8, [(0, 1, None, WHOLE), (1, 2, None, LAST)]),
+        # Room for a header and 1 token: the filler is document 3's first character.
+        ([0, 1], {0}, 12 + 1, 0, [(0, 1, None, WHOLE), (1, 2, None, WHOLE), (3, 3, 1, LAST)]),
+        # Room for a header alone: the shortest distractor (1, not 0) gives way to the filler, which
+        # takes its 82 tokens and the header's 12.
+        ([0, 2, 1], {2}, 12, 0, [(0, 1, None, WHOLE), (2, 2, None, WHOLE), (3, 3, 82 + 12, LAST)]),
+        # The gold documents alone, with room for a header only: no filler, the last one plain.
+        ([2], {2}, 12, 0, [(2, 1, None, LAST)]),
+        ([2, 0, 1], {0, 1, 2}, 12, 0, [(2, 1, None, WHOLE), (0, 2, None, WHOLE), (1, 3, None, LAST)]),
+    ],
+)
+def test_the_gap_after_whole_documents_is_filled_by_the_opening_of_a_passed_over_one(
+    order: list[int],
+    gold: set[int],
+    extra: int,
+    tolerance: int,
+    expected: list[tuple[int, int, int | None, str]],
+) -> None:
+    fam = family("qa_synth", "char")
+    texts = fam.data.documents
+    assert [len(texts[i]) for i in range(4)] == [90, 80, 195, 213]
+    fam._bodies_of([0, 1, 2, 3])
+    budget = sum(12 + len(texts[i]) + 2 for i in order) + extra
+    parts = fam._parts(order, gold, [3], budget, tolerance)
+    tok = setting("char").tokenizer
+    assert [(i, tok.decode(ids.tolist())) for i, ids in parts] == [
+        (i, f"Document {k}:\n{texts[i][:n]}{end}") for i, k, n, end in expected
+    ]
+
+
+@pytest.mark.parametrize(
+    ("variant", "advice"), [("qa_synth", "use shorter lengths"), ("qa_1", "use shorter lengths, or qa_synth")]
+)
+def test_a_dataset_that_cannot_fill_the_length_says_how_much_it_fills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variant: str, advice: str
+) -> None:
+    monkeypatch.setenv("FATHOM_SQUAD", str(squad_file(tmp_path)))
+    fam = (
+        family(variant, "char")
+        if variant == "qa_synth"
+        else QuestionAnswering(ALL_VARIANTS[variant], setting("char"))
+    )
+    text = fam.data.documents[0]
+    fam._bodies_of([0])
+    with pytest.raises(PromptError) as refused:
+        fam._parts([0], {0}, [], 10_000, 8)
+    name, count = ("squad", 4) if variant == "qa_1" else ("synthetic", len(fam.data.documents))
+    assert str(refused.value) == (
+        f"{name}'s {count} documents fill only {12 + len(text) + 2} of the 10000 tokens this length leaves "
+        f"them; {advice}"
+    )
 
 
 def test_missing_data_names_the_ways_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:

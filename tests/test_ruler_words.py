@@ -6,23 +6,27 @@ from __future__ import annotations
 import functools
 import json
 import math
+import random
 import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from fathom.cli import main
 from fathom.errors import PromptError
 from fathom.prompts import length_tolerance
+from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
-from fathom.tasks.ruler.catalogue import VARIANTS
+from fathom.tasks.ruler.base import Setting
+from fathom.tasks.ruler.catalogue import VARIANTS, Variant
 from fathom.tasks.ruler.suite import RulerTask
-from fathom.tasks.ruler.words import zeta, zipf_counts
+from fathom.tasks.ruler.words import SINGLES_POOL, CommonWords, FrequentWords, Repeats, zeta, zipf_counts
 
 TOKENIZERS = {name: load_tokenizer(name) for name in ("char", "cl100k_base")}
 ENTRY = re.compile(r"(\d+)\. (.+?)(?= \d+\. |$)")
@@ -165,6 +169,113 @@ def test_zeta_and_zipf_counts_match_scipys_as_ruler_uses_them() -> None:
     assert zeta(3.0) == pytest.approx(1.2020569031595942, rel=1e-15)
     assert zeta(1.5) == pytest.approx(2.612375348685488, rel=1e-14)
     assert zipf_counts(1000, 6, 2.0).tolist() == [607, 151, 67, 37, 24, 16]
+
+
+def test_an_integer_alpha_gives_the_same_law_as_its_float() -> None:
+    assert zipf_counts(1000, 6, 2).tolist() == [607, 151, 67, 37, 24, 16]
+    sizes = np.array([1, 2, 2, 3, 2, 1, 2])
+    as_int = FrequentWords(Variant("fwe", "fwe", {"alpha": 2, "coded_wordlen": 6}), char_setting())
+    assert as_int._counts(sizes, 500, 550).tolist() == frequent_words()._counts(sizes, 500, 550).tolist()
+
+
+# fwe's counts, worked out by hand for alpha = 2, whose zeta is pi^2 / 6: rank k of n words appears
+# int(n * k**-2 / zeta(2)) times.
+ZETA_2 = math.pi**2 / 6
+
+
+@functools.cache
+def char_setting() -> Setting:
+    return Setting(TOKENIZERS["char"], resolve_template("none", TOKENIZERS["char"]), None, None)
+
+
+def frequent_words() -> FrequentWords:
+    return FrequentWords(VARIANTS["fwe"], char_setting())
+
+
+def zipf_by_hand(words: int, ranks: int) -> list[int]:
+    return [int(words * k**-2.0 / ZETA_2) for k in range(1, ranks + 1)]
+
+
+def most_words(sizes: list[int], budget: int) -> int:
+    """The largest word count whose Zipf counts fit ``budget``, counted up one word at a time."""
+    words = 0
+    while sum(c * s for c, s in zip(zipf_by_hand(words + 1, len(sizes)), sizes, strict=True)) <= budget:
+        words += 1
+    return words
+
+
+@pytest.mark.parametrize("budget", range(100, 130))
+def test_fwe_answers_have_the_zipf_counts_of_the_most_words_that_fit(budget: int) -> None:
+    # Every word one token: the noise is a unit of one, so the gap always closes exactly.
+    sizes = [1] * 5
+    counts = frequent_words()._counts(np.array(sizes), budget, budget)
+    assert counts[1:4].tolist() == zipf_by_hand(most_words(sizes, budget), 5)[1:4]
+    assert int(counts @ np.array(sizes)) == budget
+
+
+@pytest.mark.parametrize(
+    ("sizes", "budget", "exact"),
+    [
+        # char's sizes: "..." and a space are 4 tokens, a coded word and a space 7; 4 and 7 make any
+        # count above 17, so every gap closes.
+        *(([4] + [7] * 39, budget, True) for budget in (310, 311, 312, 313, 314, 315, 50_000)),
+        # 80 words: 48 12 5 3 1 1 0 0 0, 281 tokens. The gap, 3, takes one more each of the three
+        # 5-token words (ranks 5, 8 and 9; rank 5 then has 2, still below rank 4's 3) and 3 fewer noise.
+        ([4, 4, 4, 4, 5, 4, 4, 5, 5], 284, True),
+        # 74 words: 44 11 4 2 1 1 0 0 0, 253 tokens. Rank 5 cannot take one more (it would tie rank 4's
+        # 2); ranks 8 and 9 and 2 fewer noise leave 1 of the gap of 3 open.
+        ([4, 4, 4, 4, 5, 4, 4, 5, 5], 256, False),
+        # 80 words: 48 12 5 3 1 1, 209 tokens. The gap, 1, takes one more 71-token word and 35 fewer
+        # noise: 13, still more than rank 2's 12.
+        ([2, 2, 2, 2, 2, 71], 210, True),
+        # The same with a 73-token word would need 36 fewer noise, 12, as many as rank 2: 1 stays open.
+        ([2, 2, 2, 2, 2, 73], 212, False),
+    ],
+)
+def test_fwe_closes_the_gap_keeping_the_noise_first_and_the_answers_above_the_rest(
+    sizes: list[int], budget: int, exact: bool
+) -> None:
+    counts = frequent_words()._counts(np.array(sizes), budget, budget).tolist()
+    used = sum(c * s for c, s in zip(counts, sizes, strict=True))
+    assert (used == budget) if exact else (0 < budget - used < sizes[0])
+    assert counts[0] > counts[1] and min(counts[1:4]) > max(counts[4:])
+
+
+@functools.cache
+def common_words() -> CommonWords:
+    return CommonWords(VARIANTS["cwe"], char_setting())
+
+
+def listed(entries: list[str]) -> int:
+    """A cwe list's tokens with the char tokenizer: its characters, ``1. w 2. w ...``."""
+    return len(" ".join(f"{i}. {word}" for i, word in enumerate(entries, 1)))
+
+
+@pytest.mark.parametrize("uncommon", [100, 151])
+def test_cwe_takes_an_uncommon_word_after_which_one_more_entry_just_fits(uncommon: int) -> None:
+    # The budget is exactly the common words, ``uncommon`` uncommon ones and one entry of the
+    # shortest word set aside: that entry fits with nothing to spare, so the list is those words.
+    family = common_words()
+    order = random.Random(0).sample(family.words, len(family.words))
+    common, pool, rest = order[:10], order[10 : 10 + SINGLES_POOL], order[10 + SINGLES_POOL :]
+    shortest = min(pool, key=len)
+    budget = listed(common * 30 + rest[:uncommon] * 3 + [shortest])
+    counts = family._counts(order, Repeats(30, 3), budget, budget + 120)
+    assert counts == dict.fromkeys(common, 30) | dict.fromkeys(rest[:uncommon], 3) | {shortest: 1}
+
+
+def test_cwe_closes_its_gap_with_the_fewest_words_that_fill_it_even_past_a_count_that_cannot() -> None:
+    # Entries 401.. have 5-token numbers (" 401."); words of 4, 3, 7, 11, 11, 4, 4 and 11 letters take
+    # one token more. 52 tokens: 4 entries leave 32 for their words, which no 4 of them fill exactly
+    # (the greedy choice runs out); 5 leave 27 = 8 + 5 + 5 + 5 + 4.
+    family = common_words()
+    by_length: dict[int, list[str]] = {}
+    for word in family.words:
+        by_length.setdefault(len(word), []).append(word)
+    pool = [by_length[n].pop() for n in (4, 3, 7, 11, 11, 4, 4, 11)]
+    once, left = family._singles(pool, 400, 52)
+    assert left == 0 and sorted(map(len, once)) == [3, 4, 4, 4, 7]
+    assert len("".join(f" {i}. {word}" for i, word in enumerate(once, 401))) == 52
 
 
 @pytest.mark.parametrize("task", ["cwe", "fwe"])
