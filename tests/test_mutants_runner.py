@@ -1,26 +1,49 @@
 """The runner's details that its behaviour tests leave open, each pinned by a value worked out by
-hand: the folder a spec maps to, the record of a sample refused before it was sent, and the time
-spent inside a scoring backend."""
+hand: the folder a spec maps to, the record of a sample refused before it was sent, the time spent
+inside a scoring backend, and (its private helpers called directly) every field of a sample's
+record, of its request and of a perplexity document's record."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
 from test_runner import _text_run
 
-from fathom.backends.base import ScoreRequest, TokenScores
+from fathom.backends.base import Backend, Request, ScoreRequest, TokenScores
 from fathom.backends.sim import SimulatedBackend
-from fathom.prompts.builder import Insertion, Prompt
+from fathom.prompts.builder import ChatPrompt, Insertion, Prompt, PromptText
+from fathom.prompts.needle_sets import NeedleSet, Placement
 from fathom.prompts.tokenizers import CharTokenizer
-from fathom.records import Cell, SampleRecord, cap_answer
-from fathom.run.runner import BackendClock, default_run_dir, needle_context
+from fathom.records import (
+    ANSWER_BYTES,
+    Cell,
+    Completion,
+    FirstToken,
+    PerplexityRecord,
+    SampleRecord,
+    Score,
+    cap_answer,
+)
+from fathom.run.runner import (
+    BackendClock,
+    _failed,
+    _record,
+    _request,
+    _rounded,
+    _score,
+    default_run_dir,
+    needle_context,
+)
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
-from fathom.tasks.base import Document
+from fathom.tasks.base import Document, Sample, SourceFacts
 
 
 def _spec(model: str) -> RunSpec:
@@ -111,3 +134,414 @@ def test_a_needles_context_is_the_text_forty_tokens_either_side_of_it() -> None:
 def test_an_answer_that_a_strict_encoder_refuses_is_recorded_whole() -> None:
     # A lone surrogate (what a decoder that escapes undecodable bytes leaves) is counted, not refused.
     assert cap_answer("7\ud8004") == ("7\ud8004", None)
+
+
+# The runner's private helpers, called on hand-built inputs: one character per token, so that every
+# count, offset and slice below is worked out from the strings themselves.
+TEXT = "".join(chr(ord("a") + i % 26) for i in range(100))
+WORDS = PromptText("Read: ", " Q: {question}", " A:", system="Be brief.")
+QUESTION = "What is the magic number?"
+GOLD_NEEDLE = Placement(" The magic number is 7341.", 0.25, "gold", "7341")
+LURE = Placement(" The other magic number is 2956.", 0.75, "key-distractor", "2956")
+
+
+@dataclass(frozen=True)
+class _Needles(NeedleSet):
+    """A needle set whose overlap with its question is given, not computed (the runner copies it)."""
+
+    @property
+    def overlap(self) -> tuple[int, float]:
+        return 3, 0.123456
+
+
+NEEDLES = _Needles("number", QUESTION, ("7341",), (GOLD_NEEDLE, LURE), ("magic number",), ("magic",), ())
+
+
+@dataclass
+class _Backend:
+    """What the runner's helpers read of a backend."""
+
+    input: str = "ids"
+    trained_window: int | None = None
+    max_prompt_tokens: int | None = None
+    tokenizer: CharTokenizer = field(default_factory=CharTokenizer)
+
+
+def _backend(**settings: Any) -> Backend:
+    return cast(Backend, _Backend(**settings))
+
+
+def _prompt(*needles: Insertion) -> Prompt:
+    return Prompt(np.array(CharTokenizer().encode(TEXT), dtype=np.int32), 100, 10, 80, needles)
+
+
+NEEDLE_PROMPT = _prompt(Insertion(45, 5, 0.12345678), Insertion(70, 4, 0.87654321))
+SAMPLE = Sample(
+    Cell("niah", 100, 0.25, 3),
+    NEEDLE_PROMPT,
+    WORDS,
+    QUESTION,
+    ("7341",),
+    "number",
+    ("magic number",),
+    "contains",
+    7,
+    patterns=("magic",),
+    needles=NEEDLES,
+    redraws=("the corpus named 7341",),
+    haystack_offset=1234,
+    similarity=0.25,
+)
+SPEC = RunSpec("niah", "sim:perfect", "char", (100,), (0.25,), 4, seed=11)
+ANSWER = Completion(
+    "The number is 7341.",
+    100,
+    6,
+    "stop",
+    1.23456789,
+    continuation_logprobs=(-0.1234567, -2.000004),
+    prefill_s=0.12345678,
+    decode_s=1.11111149,
+    first_token=FirstToken.FORCED,
+)
+# Every field of SAMPLE's record for ANSWER, worked out by hand; the tests below change a few.
+RECORD = SampleRecord(
+    sample_id="niah|L100|D0.2500|S3",
+    task="niah",
+    length=100,
+    depth=0.25,
+    sample=3,
+    seed=11,
+    prompt_sha256=hashlib.sha256(bytes(b for c in TEXT for b in (ord(c), 0, 0, 0))).hexdigest(),
+    target_tokens=100,
+    actual_tokens=100,
+    needle_kind="number",
+    needle_token_offsets=(45, 70),
+    needle_depths=(0.123457, 0.876543),
+    question=QUESTION,
+    answers=("7341",),
+    output="The number is 7341.",
+    output_bytes=None,
+    finish_reason="stop",
+    score=1.0,
+    matched=("7341",),
+    scoring="contains",
+    latency_s=1.234568,
+    prefill_s=0.123457,
+    decode_s=1.111111,
+    first_token="forced",
+    extracted=None,
+    beyond_window=False,
+    max_new_tokens=7,
+    error=None,
+    answer_logprobs=(-0.12346, -2.0),
+    answer_error=None,
+    # Forty characters either side of each needle, cut at the prompt's end.
+    needle_context=(TEXT[5:90], TEXT[30:100]),
+    control=False,
+    needle_roles=("gold", "key-distractor"),
+    needle_values=("7341", "2956"),
+    lured=(),
+    haystack_offset=1234,
+    redraws=("the corpus named 7341",),
+    haystack_similarity=0.25,
+    overlap_words=3,
+    overlap_rouge1=0.1235,
+    item_id=None,
+    item_groups=(),
+    original_tokens=None,
+    truncated=False,
+)
+
+
+def test_a_needle_samples_record_holds_each_of_its_facts_with_the_times_rounded() -> None:
+    assert _record(SPEC, _backend(), SAMPLE, 100, ANSWER) == RECORD
+
+
+@pytest.mark.parametrize(("window", "beyond"), [(None, False), (100, False), (99, True)])
+def test_a_prompt_is_beyond_the_window_only_when_longer_than_it(window: int | None, beyond: bool) -> None:
+    record = _record(SPEC, _backend(trained_window=window), SAMPLE, 100, ANSWER)
+    assert record == replace(RECORD, beyond_window=beyond)
+
+
+def test_an_answer_naming_a_distractors_value_scores_zero_and_records_it() -> None:
+    answer = replace(ANSWER, text="7341, or 2956")
+    record = _record(SPEC, _backend(), SAMPLE, 100, answer)
+    assert record == replace(RECORD, output="7341, or 2956", score=0.0, lured=("2956",))
+
+
+def test_a_control_records_no_needles_though_its_sample_has_them() -> None:
+    # control.without_context keeps the sample's needles but takes them out of the prompt.
+    control = replace(SAMPLE, cell=Cell("niah", 100, 0.25, 3, control=True), prompt=_prompt())
+    answer = replace(ANSWER, text="7341, or 2956")
+    record = _record(SPEC, _backend(), control, 100, answer)
+    assert record == replace(
+        RECORD,
+        sample_id="control|niah|L100|D0.2500|S3",
+        control=True,
+        output="7341, or 2956",
+        needle_token_offsets=(),
+        needle_depths=(),
+        needle_context=(),
+        needle_roles=(),
+        needle_values=(),
+        overlap_words=None,
+        overlap_rouge1=None,
+    )
+
+
+def test_a_suite_samples_record_holds_its_item_and_flags_a_look_alike_without_scoring_it() -> None:
+    suite = replace(
+        SAMPLE,
+        prompt=_prompt(Insertion(45, 5, 0.5)),
+        needles=None,
+        redraws=(),
+        haystack_offset=None,
+        similarity=None,
+        source=SourceFacts("qa-17", ("length:0-4k", "difficulty:hard"), 5000, True),
+        look_alikes=("2956",),
+    )
+    answer = replace(
+        ANSWER,
+        text="7341, or 2956",
+        prefill_s=None,
+        decode_s=None,
+        first_token=None,
+        continuation_logprobs=None,
+        continuation_error="no_logprobs: none for token 2",
+    )
+    record = _record(SPEC, _backend(), suite, 100, answer)
+    assert record == replace(
+        RECORD,
+        output="7341, or 2956",
+        lured=("2956",),
+        needle_token_offsets=(45,),
+        needle_depths=(0.5,),
+        needle_context=(TEXT[5:90],),
+        needle_roles=(),
+        needle_values=(),
+        haystack_offset=None,
+        redraws=(),
+        haystack_similarity=None,
+        overlap_words=None,
+        overlap_rouge1=None,
+        item_id="qa-17",
+        item_groups=("length:0-4k", "difficulty:hard"),
+        original_tokens=5000,
+        truncated=True,
+        prefill_s=None,
+        decode_s=None,
+        first_token=None,
+        answer_logprobs=None,
+        answer_error="no_logprobs: none for token 2",
+    )
+
+
+def test_a_samples_own_grader_grades_the_answer_and_what_it_extracted_is_capped() -> None:
+    asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def grader(output: str, references: Sequence[str]) -> Score:
+        asked.append((output, tuple(references)))
+        return Score(0.5, ("7341",), "halves", extracted="y" * (ANSWER_BYTES + 10))
+
+    record = _record(SPEC, _backend(), replace(SAMPLE, grader=grader), 100, ANSWER)
+    assert asked == [("The number is 7341.", ("7341",))]
+    assert record == replace(RECORD, score=0.5, scoring="halves", extracted="y" * ANSWER_BYTES)
+
+
+def test_a_refused_samples_completion_is_empty_and_its_record_unscored() -> None:
+    failed = _failed("too_long: 100 prompt tokens + 7 new exceed the backend's limit of 106", 100)
+    assert failed == Completion(
+        "",
+        100,
+        0,
+        "error",
+        0.0,
+        error="too_long: 100 prompt tokens + 7 new exceed the backend's limit of 106",
+    )
+    record = _record(SPEC, _backend(), SAMPLE, 100, failed)
+    assert record == replace(
+        RECORD,
+        output="",
+        finish_reason="error",
+        score=0.0,
+        matched=(),
+        latency_s=0.0,
+        prefill_s=None,
+        decode_s=None,
+        first_token=None,
+        answer_logprobs=None,
+        error="too_long: 100 prompt tokens + 7 new exceed the backend's limit of 106",
+    )
+
+
+def test_answer_logprobs_are_rounded_to_five_decimals() -> None:
+    assert _rounded((-0.1234567, -2.000004, -7.654321)) == (-0.12346, -2.0, -7.65432)
+    assert _rounded(()) == ()
+    assert _rounded(None) is None
+
+
+def _fields(request: Request) -> dict[str, Any]:
+    """The request's fields, with arrays as lists (an array's == is no truth value)."""
+    return {
+        f.name: value.tolist() if isinstance(value, np.ndarray) else value
+        for f in fields(request)
+        for value in [getattr(request, f.name)]
+    }
+
+
+REQUEST = {
+    "sample_id": "niah|L100|D0.2500|S3",
+    "ids": [ord(c) for c in TEXT],
+    "max_new_tokens": 7,
+    "text": None,
+    "chat": None,
+    "stop": (),
+    "query_keys": ("magic number",),
+    "context": (10, 90),
+    "patterns": ("magic",),
+    "question": QUESTION,
+    "continuation": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "chat"),
+    [
+        ("ids", None, None),
+        ("text", TEXT, None),
+        # The context (characters 10 to 90) between the task's words, the question in its place.
+        ("chat", None, ChatPrompt("Be brief.", f"Read: {TEXT[10:90]} Q: {QUESTION}", " A:")),
+    ],
+    ids=["ids", "text", "chat"],
+)
+def test_a_request_carries_the_prompt_in_the_form_its_backend_reads(
+    kind: str, text: str | None, chat: ChatPrompt | None
+) -> None:
+    request, actual, refusal = _request(_backend(input=kind), SAMPLE, False)
+    assert (actual, refusal) == (100, None)
+    assert _fields(request) == REQUEST | {"text": text, "chat": chat}
+
+
+def test_a_request_for_the_answers_logprob_carries_the_answer_one_space_on_as_int32_ids() -> None:
+    request, _, _ = _request(_backend(), SAMPLE, True)
+    assert _fields(request) == REQUEST | {"continuation": [32, 55, 51, 52, 49]}  # " 7341"
+    assert request.continuation is not None and request.continuation.dtype == np.int32
+
+
+@pytest.mark.parametrize(
+    ("limit", "refusal"),
+    [
+        (None, None),
+        (107, None),  # 100 prompt tokens + 7 new: just within
+        (106, "too_long: 100 prompt tokens + 7 new exceed the backend's limit of 106"),
+    ],
+    ids=["no-limit", "just-within", "one-over"],
+)
+def test_a_prompt_is_refused_when_it_and_its_new_tokens_exceed_the_backends_limit(
+    limit: int | None, refusal: str | None
+) -> None:
+    request, actual, refused = _request(_backend(max_prompt_tokens=limit), SAMPLE, False)
+    assert (actual, refused) == (100, refusal)
+    assert _fields(request) == REQUEST
+
+
+class _Scorer(_Backend):
+    """A scoring backend (limit 10 tokens, window 9) that answers each document as told and records
+    the ids it was asked for, call by call."""
+
+    def __init__(self, answers: dict[str, TokenScores], drop: int = 0) -> None:
+        super().__init__(trained_window=9, max_prompt_tokens=10)
+        self.answers, self.drop = answers, drop
+        self.asked: list[list[str]] = []
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        self.asked.append([r.sample_id for r in requests])
+        scores = [self.answers[r.sample_id] for r in requests]
+        return scores[: len(scores) - self.drop]
+
+
+def _document(length: int, sample: int) -> Document:
+    return Document(Cell("perplexity", length, None, sample), np.arange(length, dtype=np.int32), "prose", 100)
+
+
+def _sha(length: int) -> str:
+    # The ids 0..length-1 as little-endian int32.
+    return hashlib.sha256(b"".join(i.to_bytes(4, "little") for i in range(length))).hexdigest()
+
+
+def _perplexity(length: int, sample: int, **facts: Any) -> PerplexityRecord:
+    return PerplexityRecord(
+        sample_id=f"perplexity|L{length}|S{sample}",
+        task="perplexity",
+        length=length,
+        sample=sample,
+        seed=11,
+        corpus="prose",
+        corpus_offset=100,
+        ids_sha256=_sha(length),
+        target_tokens=length,
+        **facts,
+    )
+
+
+def test_documents_are_scored_refused_or_failed_and_each_counts_what_was_read() -> None:
+    read = _document(8, 0)  # a text backend read 1 + 9 tokens of its own for these 8
+    failed = _document(10, 1)  # at the limit: sent, and the backend failed on it
+    long = _document(11, 2)  # past the limit: refused
+    backend = _Scorer(
+        {
+            read.cell.id: TokenScores(np.full(9, -1.234567), 1, 0.123456789),
+            failed.cell.id: TokenScores(np.array([]), 2, 0.25, error="no_logprobs: none for token 3"),
+        }
+    )
+    records = _score(SPEC, BackendClock(cast(Backend, backend)), [read, failed, long])
+    assert backend.asked == [[read.cell.id, failed.cell.id]]
+    assert records == [
+        _perplexity(
+            8,
+            0,
+            actual_tokens=10,
+            first_position=1,
+            logprobs=(-1.23457,) * 9,
+            latency_s=0.123457,
+            beyond_window=True,
+        ),
+        _perplexity(
+            10,
+            1,
+            actual_tokens=10,
+            first_position=2,
+            logprobs=(),
+            latency_s=0.25,
+            beyond_window=True,
+            error="no_logprobs: none for token 3",
+        ),
+        _perplexity(
+            11,
+            2,
+            actual_tokens=11,
+            first_position=1,
+            logprobs=(),
+            latency_s=0.0,
+            beyond_window=True,
+            error="too_long: 11 tokens exceed the backend's limit of 10",
+        ),
+    ]
+
+
+def test_documents_all_refused_ask_the_backend_nothing() -> None:
+    backend = _Scorer({})
+    records = _score(SPEC, BackendClock(cast(Backend, backend)), [_document(11, 0), _document(12, 1)])
+    assert backend.asked == []
+    assert [r.error for r in records] == [
+        "too_long: 11 tokens exceed the backend's limit of 10",
+        "too_long: 12 tokens exceed the backend's limit of 10",
+    ]
+
+
+def test_a_backend_that_scores_fewer_documents_than_it_was_sent_is_an_error() -> None:
+    documents = [_document(8, 0), _document(9, 1)]
+    backend = _Scorer({d.cell.id: TokenScores(np.zeros(7), 1, 0.1) for d in documents}, drop=1)
+    with pytest.raises(ValueError, match="shorter"):
+        _score(SPEC, BackendClock(cast(Backend, backend)), documents)
