@@ -105,6 +105,8 @@ def _gain(controls: Sequence[SampleRecord], samples: Sequence[SampleRecord]) -> 
 # compare.json's names for a control task's verdicts: "improved" would read as good news, where a
 # checkpoint answering more questions without their context has memorised them or trained on them.
 CONTROL_VERDICTS = {"improved": "higher", "regressed": "lower", "unchanged": "unchanged"}
+# A control's pairs each way, in those words: fewer answered without the context, and more.
+CONTROL_WORDS = (CONTROL_VERDICTS["regressed"], CONTROL_VERDICTS["improved"])
 
 
 @dataclass(frozen=True)

@@ -106,8 +106,7 @@ def _too_long(prompts: Sequence[PromptCost], limit: int, kind: str) -> str:
     lengths that fit, and the ways out."""
     over = [p for p in prompts if p.tokens + p.new_tokens > limit]
     longest = max(over, key=lambda p: p.tokens + p.new_tokens)
-    lengths = sorted({p.cell.length for p in prompts})
-    fit = [n for n in lengths if all(p.tokens + p.new_tokens <= limit for p in prompts if p.cell.length == n)]
+    fit = sorted({p.cell.length for p in prompts} - {p.cell.length for p in over})
     setting = _CONTEXT_SETTING.get(kind)
     raise_it = f"raise the backend's context (?{setting}=...), " if setting else ""
     keep = f"--lengths {','.join(map(str, fit))}" if fit else "shorter --lengths"

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from fathom.analysis.control import CONTROL_VERDICTS, ControlComparison, ControlCount
+from fathom.analysis.control import CONTROL_VERDICTS, CONTROL_WORDS, ControlComparison, ControlCount
 from fathom.analysis.paired import CellComparison, Comparison
 from fathom.analysis.pairing import PairedTest, TaskComparison
 from fathom.analysis.suite_pairs import SuiteComparison
 from fathom.report.text import length_or_none
 from fathom.units import format_count
-
-# A control's pairs each way: the new run answering a question without its context that the base did
-# not is "higher", a sign of memorisation, not "better".
-CONTROL_WORDS = ("lower", "higher")
 
 
 def _cell_name(cell: CellComparison) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fathom.analysis.control import CONTROL_WORDS
 from fathom.analysis.summary import Summary
 from fathom.report.html.page import (
     FAILURE_LABELS,
@@ -168,7 +169,7 @@ def _controls(comparison: Mapping[str, Any]) -> str:
         else ""
     )
     tasks = (
-        _task_table(controls["tasks"], ("lower", "higher"))
+        _task_table(controls["tasks"], CONTROL_WORDS)
         if controls["tasks"]
         else "<p>none graded in both runs</p>"
     )
