@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import inspect
 import itertools
 import time
 from collections.abc import Sequence
@@ -216,12 +217,21 @@ class TransformersBackend:
         return str(decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False))
 
 
+def cache_argument(model: Any) -> str:
+    """The name the model's forward pass gives its KV cache, in and out: ``cache`` from
+    transformers 5.24 on (``past_key_values`` there warns of its removal), ``past_key_values``
+    before. Read from the class, so a wrapped or patched ``forward`` does not hide it."""
+    parameters = inspect.signature(type(model).forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
 def token_logprobs(model: Any, ids: torch.Tensor, start: int, chunk: int) -> torch.Tensor:
     """log p(ids[t] | ids[:t]) for t >= start, as float64 on the CPU: one forward pass over the
     sequence, ``chunk`` tokens at a time through the KV cache, each chunk's logits reduced to the
     log-probabilities of the actual next tokens before the next chunk runs."""
     scored = []
     cache = None  # the model makes the cache that suits it (sliding windows, say) on the first step
+    cache_name = cache_argument(model)
     # The last token predicts nothing that is scored, so it is never fed.
     with torch.inference_mode():
         for begin in range(0, len(ids) - 1, chunk):
@@ -230,8 +240,8 @@ def token_logprobs(model: Any, ids: torch.Tensor, start: int, chunk: int) -> tor
             keep = end - max(begin, start - 1)
             # logits_to_keep=n computes the head for the last n rows only (0 would mean all).
             step = ids[None, begin:end]
-            out = model(input_ids=step, past_key_values=cache, use_cache=True, logits_to_keep=max(keep, 1))
-            cache = out.past_key_values
+            out = model(input_ids=step, use_cache=True, logits_to_keep=max(keep, 1), **{cache_name: cache})
+            cache = out[cache_name]
             if keep > 0:
                 logprobs = torch.log_softmax(out.logits[0, -keep:].float(), dim=-1)
                 targets = ids[end - keep + 1 : end + 1, None]
