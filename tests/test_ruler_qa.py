@@ -24,7 +24,7 @@ from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.tasks.ruler import qa_data
 from fathom.tasks.ruler.base import Draft, Setting
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS
-from fathom.tasks.ruler.qa import QuestionAnswering
+from fathom.tasks.ruler.qa import QuestionAnswering, separator_leads
 from fathom.tasks.ruler.qa_data import (
     QADataset,
     QAItem,
@@ -248,6 +248,42 @@ def test_synthetic_prompts_reach_long_lengths(tokenizer: str) -> None:
     if tokenizer == "cl100k_base":
         million = fam.draft(1_048_576, random.Random(3)).prompt
         assert 1_048_576 - length_tolerance(1_048_576) <= len(million.ids) <= 1_048_576
+
+
+@pytest.fixture(scope="module")
+def gpt2_style(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A byte-level BPE with GPT-2's pre-tokenizer (SmolLM2's kind) whose one merge is the blank
+    line: it reads "document.\\n\\nDocument" as "document", ".", "\\n", "\\n", "Document"..."""
+    from tokenizers import Tokenizer as RustTokenizer
+    from tokenizers import decoders, models, pre_tokenizers
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {symbol: i for i, symbol in enumerate([*alphabet, "ĊĊ"])}
+    tokenizer = RustTokenizer(models.BPE(vocab, [("Ċ", "Ċ")]))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    folder = tmp_path_factory.mktemp("gpt2-style")
+    tokenizer.save(str(folder / "tokenizer.json"))
+    return f"hf:{folder}"
+
+
+@pytest.mark.parametrize("tokenizer", ["cl100k_base", "gpt2_style"])
+@pytest.mark.parametrize("count", [None, 10])
+def test_a_text_backend_re_tokenising_the_prompt_counts_what_was_built(
+    tokenizer: str, count: int | None, request: pytest.FixtureRequest
+) -> None:
+    """The blank line between documents goes with the side the tokenizer reads it with: the full
+    stop before it (cl100k merges ".\\n\\n") or the header after it (GPT-2's pre-tokenizer splits
+    them). Cut the other way, a prompt re-tokenised one token longer per document (20-30 at 4k
+    with SmolLM2's tokenizer, beyond the length tolerance) and a text backend refused it."""
+    name = tokenizer if tokenizer == "cl100k_base" else request.getfixturevalue(tokenizer)
+    fam, tok = family("qa_synth", name), setting(name).tokenizer
+    assert separator_leads(tok) is (tokenizer == "gpt2_style")
+    for seed in range(3):
+        draft = fam.draft(4096, random.Random(seed), count)
+        ids = draft.prompt.ids.tolist()
+        assert len(documents_in(draft, tok)) >= 10
+        assert abs(len(tok.encode_with_specials(tok.decode(ids))) - len(ids)) <= 1
 
 
 def test_prompts_are_shuffled_and_deterministic_per_seed() -> None:

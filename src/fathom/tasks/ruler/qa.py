@@ -15,10 +15,14 @@ Where fathom differs from RULER, and why:
   (``sizing.py``).
 - The order: RULER shuffles all documents, and so does this family (with the sample's generator).
 
-Each document is tokenised once per tokenizer with its separator (``text + "\\n\\n"``, so that a
-full stop and the blank line merge as they do in the whole text), each header once per position;
-a prompt is those ids joined. A document's header number is its final position, but the headers
-of positions 1..n add up the same whichever document takes which, so the count is exact.
+Each document is tokenised once per tokenizer, each header once per position; a prompt is those
+ids joined. The blank line between two documents goes with whichever side the tokenizer merges it
+into when it reads the whole text: the document before (``text + "\\n\\n"``: cl100k and Llama 3
+merge a full stop with the newlines after it) or the header after (``"\\n\\nDocument 2:\\n"``:
+GPT-2's pre-tokenizer, SmolLM2's, splits the newlines from the full stop). Either way the ids are
+those of the whole text, so a text backend that re-tokenises it counts what was built. A document's
+header number is its final position, but the headers of positions 1..n add up the same whichever
+document takes which, so the count is exact.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 from fathom.errors import PromptError
 from fathom.prompts import PromptText, assemble, frame, length_tolerance, too_short
 from fathom.prompts.haystack.index import Ids
+from fathom.prompts.tokenizers import Tokenizer
 from fathom.tasks.ruler.base import Draft, Setting, Steps, encode_units, task_text
 from fathom.tasks.ruler.catalogue import Variant
 from fathom.tasks.ruler.qa_data import QAItem, configured_path, load_dataset
@@ -51,8 +56,9 @@ class QuestionAnswering:
         self.variant, self.setting = variant, setting
         name = variant.params["dataset"]
         self.data = load_dataset(name, configured_path(name))
-        self._bodies: dict[int, Ids] = {}  # document index -> ids of its text and separator
-        self._headers: list[Ids] = []  # position - 1 -> ids of its header
+        self._bodies: dict[int, Ids] = {}  # document index -> ids of its text (and separator)
+        self._headers: list[Ids] = []  # position - 1 -> ids of its header (and separator)
+        self._separator_leads = separator_leads(setting.tokenizer)
 
     def identity(self) -> dict[str, Any]:
         return {"dataset": self.data.name, "dataset_sha256": self.data.sha256}
@@ -167,21 +173,35 @@ class QuestionAnswering:
     def _header(self, position: int) -> Ids:
         while len(self._headers) < position:
             first = len(self._headers) + 1
-            self._headers += encode_units(
-                self.setting.tokenizer, [HEADER.format(i=i) for i in range(first, first + 512)]
-            )
+            lead = SEPARATOR if self._separator_leads else ""
+            headers = [(lead if i > 1 else "") + HEADER.format(i=i) for i in range(first, first + 512)]
+            self._headers += encode_units(self.setting.tokenizer, headers)
         return self._headers[position - 1]
 
     def _bodies_of(self, indexes: list[int] | tuple[int, ...]) -> list[Ids]:
         missing = [i for i in dict.fromkeys(indexes) if i not in self._bodies]
         documents = self.data.documents
-        encoded = encode_units(self.setting.tokenizer, [documents[i] + SEPARATOR for i in missing])
+        trail = "" if self._separator_leads else SEPARATOR
+        encoded = encode_units(self.setting.tokenizer, [documents[i] + trail for i in missing])
         self._bodies.update(zip(missing, encoded, strict=True))
         return [self._bodies[i] for i in indexes]
 
     def _plain(self, index: int) -> Ids:
-        """A document without its separator: the context's last."""
+        """A document without a separator after it: the context's last."""
+        if self._separator_leads:
+            return self._bodies_of([index])[0]
         return encode_units(self.setting.tokenizer, [self.data.documents[index]])[0]
+
+
+def separator_leads(tokenizer: Tokenizer) -> bool:
+    """Whether the tokenizer reads the blank line between two documents with the header after it
+    rather than with the text before it: which of the two ways of cutting the ids reproduces how
+    it reads the text whole. Where neither or both do, the text keeps it (cl100k's way)."""
+    end, header = "the end of a document.", HEADER.format(i=2)
+    whole = tokenizer.encode(end + SEPARATOR + header)
+    trailing = tokenizer.encode(end + SEPARATOR) + tokenizer.encode(header)
+    leading = tokenizer.encode(end) + tokenizer.encode(SEPARATOR + header)
+    return leading == whole != trailing
 
 
 def _others(count: int, taken: set[int], rng: random.Random) -> Iterator[int]:
