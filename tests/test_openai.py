@@ -272,6 +272,23 @@ def test_scores_are_the_echoed_prompts_tokens_from_text_start_on_and_a_500_is_re
     assert (body["echo"], body["logprobs"], body["max_tokens"], body["min_tokens"]) == (True, 1, 1, 1)
 
 
+def test_scoring_on_a_server_that_refuses_min_tokens_asks_again_without_it(
+    server: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Echo asks for min_tokens too (its one new token must not be EOS); a server that refuses the
+    field scores every request, asked again without it, as generation does."""
+    server.min_tokens = "refuses"
+    backend = OpenAIBackend(f"m@{server.url}?concurrency=1", "cl100k_base")
+    asks = [ask_from(backend, "The sea was calm", " and grey."), ask_from(backend, "A b", " c d")]
+    first, second = backend.score(asks)
+    assert (first.error, second.error) == (None, None)
+    assert first.logprobs.tolist() == [word_logprob(" and"), word_logprob(" grey.")]
+    assert second.logprobs.tolist() == [word_logprob(" c"), word_logprob(" d")]
+    assert ["min_tokens" in body for body in server.bodies] == [True, False, False]
+    assert all(body["echo"] for body in server.bodies) and not backend.min_tokens
+    assert caplog.text.count("refused min_tokens") == 1
+
+
 def test_offsets_that_count_the_servers_bos_are_read_from_the_prompts_end(server: FaultServer) -> None:
     server.scripts = [["bos"]]
     backend = OpenAIBackend(f"m@{server.url}", "cl100k_base")

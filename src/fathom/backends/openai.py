@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -69,11 +69,13 @@ _SETTINGS = {
     "max_prompt": count(None),
 }
 Result = TypeVar("Result")
+Parsed = TypeVar("Parsed")
 # Teacher forcing through the completions endpoint: the prompt echoed with each token's
 # log-probability (OpenAI's legacy shape, which vLLM and llama.cpp's servers speak), then one new
-# token, the fewest that all accept; min_tokens (theirs, not OpenAI's) keeps it from being EOS,
-# which some echo leaves out, so the echo ends with an entry for it that marks the prompt's end.
-ECHO = {"max_tokens": 1, MIN_TOKENS: 1, "echo": True, "logprobs": 1, **GREEDY}
+# token, the fewest that all accept; min_tokens (theirs, not OpenAI's; sent until a server refuses
+# it) keeps it from being EOS, which some echo leaves out, so the echo ends with an entry for it
+# that marks the prompt's end.
+ECHO = {"max_tokens": 1, "echo": True, "logprobs": 1, **GREEDY}
 NO_PROMPT_LOGPROBS = (
     "the server returned no log-probabilities of the prompt's tokens (choices[0].logprobs with "
     "token_logprobs and text_offset, which echo asks for): score with a server that returns them, such "
@@ -199,11 +201,8 @@ class OpenAIBackend:
         body = self._body(request)
         try:
             read = functools.partial(_parse, chat=chat)
-            (text, finish, usage, timings), latency = await self.api.post(client, path, body, read)
+            (text, finish, usage, timings), latency, forced = await self._post(client, path, body, read)
         except Failed as failed:
-            if MIN_TOKENS in body and _refused(failed.error):
-                self._drop_min_tokens(failed.error)
-                return await self._complete(client, request)
             return Completion("", len(request.ids), 0, "error", failed.seconds, error=failed.error)
         prompt_tokens = _count(usage, "prompt_tokens", len(request.ids))
         completion_tokens = _count(usage, "completion_tokens", len(self.tokenizer.encode(text)))
@@ -219,8 +218,24 @@ class OpenAIBackend:
             latency,
             prefill_s=prefill,
             decode_s=decode,
-            first_token=FirstToken.of(MIN_TOKENS in body, ended),
+            first_token=FirstToken.of(forced, ended),
         )
+
+    async def _post(
+        self, client: httpx.AsyncClient, path: str, body: dict[str, Any], read: Callable[[Any], Parsed]
+    ) -> tuple[Parsed, float, bool]:
+        """The server's parsed reply, its latency, and whether min_tokens was sent with it: a
+        refusal of min_tokens drops the field for the rest of the run and asks again without it."""
+        if self.min_tokens:
+            body = {**body, MIN_TOKENS: 1}
+        try:
+            reply, latency = await self.api.post(client, path, body, read)
+        except Failed as failed:
+            if MIN_TOKENS not in body or not _refused(failed.error):
+                raise
+            self._drop_min_tokens(failed.error)
+            return await self._post(client, path, {k: v for k, v in body.items() if k != MIN_TOKENS}, read)
+        return reply, latency, MIN_TOKENS in body
 
     def _drop_min_tokens(self, error: str) -> None:
         """Ask without min_tokens from now on, and say so once (the requests in flight may each
@@ -245,7 +260,7 @@ class OpenAIBackend:
         text_start = request.text_start - (len(request.text) - len(prompt))
         body = {"model": self.model, "prompt": prompt, **ECHO}
         try:
-            (offsets, values, finish), latency = await self.api.post(client, "/completions", body, _echoed)
+            (offsets, values, finish), latency, _ = await self._post(client, "/completions", body, _echoed)
         except Failed as failed:
             return failed_scores(failed.error, failed.seconds)
         # A reply that ran to its one new token (not EOS: see ECHO) lists that token last, at the
@@ -268,8 +283,6 @@ class OpenAIBackend:
 
     def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": max(1, request.max_new_tokens), **GREEDY}
-        if self.min_tokens:
-            body[MIN_TOKENS] = 1
         if request.stop:
             body["stop"] = list(request.stop)
         if self.input == "text":
