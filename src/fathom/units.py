@@ -16,10 +16,8 @@ def parse_count(text: str) -> int:
     match = _COUNT.match(text)
     if not match:
         raise SpecError(f"cannot read '{text}' as a token count: write e.g. 4096, 4k or 1M")
-    try:
-        value = float(match.group(1)) * _SCALE[match.group(2).lower()]
-    except OverflowError:  # hundreds of digits: no count of tokens, and float cannot hold it
-        value = math.inf
+    # Hundreds of digits read as infinity (float() of a string never overflows): no count of tokens.
+    value = float(match.group(1)) * _SCALE[match.group(2).lower()]
     if math.isinf(value):
         raise SpecError(f"token count '{text[:24]}...' is far too large: write e.g. 4096, 4k or 1M")
     if value != int(value):
