@@ -25,6 +25,7 @@ from fathom.prompts.needles import needle_rng
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Cell
 from fathom.registry import check_spec
+from fathom.report.text import RULER_FILL
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.ruler.catalogue import SUITE
@@ -240,7 +241,9 @@ def test_fwe_below_its_share_of_the_length_is_refused() -> None:
 
 
 @pytest.mark.parametrize("model", ["sim:perfect", "sim:perfect?input=text"])
-def test_a_run_records_both_lengths_and_checks_the_built_one(runs: Path, model: str) -> None:
+def test_a_run_records_both_lengths_and_checks_the_built_one(
+    runs: Path, model: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = runs / "vt"
     argv = ["run", "vt", "--model", model, "--tokenizer", "cl100k_base", "--template", "base"]
     assert (
@@ -255,6 +258,11 @@ def test_a_run_records_both_lengths_and_checks_the_built_one(runs: Path, model: 
     assert identity["spec"]["fill"] == identity["task"]["fill"] == "ruler"
     report = (folder / "report.html").read_text()
     assert "<dt>fill</dt><dd>RULER&#x27;s: haystacks sized by RULER&#x27;s search, below the length" in report
+    # The terminal's summary says so too, in the line before the counts (an exact fill's has no such line).
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-2] == RULER_FILL and printed[-1].startswith("samples: 2")
+    assert main([*argv, "--lengths", "4k", "--samples", "1", "--out", str(runs)]) == 0
+    assert RULER_FILL not in capsys.readouterr().out
 
 
 def test_the_runner_holds_a_ruler_prompt_to_its_built_length_and_an_exact_one_to_its_target() -> None:

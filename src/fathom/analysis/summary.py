@@ -81,13 +81,15 @@ class RunFacts:
     samples: int
     seed: int
     trained_window: int | None
+    # How a RULER run sized its haystacks (``RunSpec.fill``); added without a schema of its own:
+    # a summary without it is of an exact fill.
+    fill: str = "exact"
 
     @classmethod
     def of(cls, manifest: Manifest) -> RunFacts:
         spec = manifest.spec
-        return cls(
-            spec.task, spec.model, spec.tokenizer, spec.samples, spec.seed, manifest.backend.trained_window
-        )
+        window = manifest.backend.trained_window
+        return cls(spec.task, spec.model, spec.tokenizer, spec.samples, spec.seed, window, spec.fill)
 
 
 # Each kind of run's sweep, by the kind summary.json names; "perplexity" (documents alone) has none.
@@ -149,6 +151,8 @@ class Summary:
             data["slow"] = self.slow
         if self.run is not None:
             names = dataclasses.asdict(self.run)
+            if names["fill"] == "exact":  # the default is left out: summaries keep their old form
+                del names["fill"]
             data |= {"trained_window": names.pop("trained_window"), "run": names}
         return data
 

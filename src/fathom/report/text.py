@@ -10,6 +10,11 @@ from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summar
 from fathom.report.runs import RunEntry
 from fathom.units import format_count
 
+RULER_FILL = (
+    "fill: RULER's (--fill ruler): each haystack sized by RULER's search, so prompts fall below their "
+    "length; each record keeps its prompt's own length (actual_tokens)"
+)
+
 
 def length_or_none(length: int | None) -> str:
     return "none" if length is None else format_count(length)
@@ -23,6 +28,8 @@ def summary_text(summary: Summary) -> list[str]:
         lines.append(control_text(summary.control))
     if isinstance(summary.sweep, RulerGrid):
         lines += ruler_text(summary.sweep)
+        if summary.run is not None and summary.run.fill == "ruler":
+            lines.append(RULER_FILL)
         lines.append(f"samples: {summary.samples}, errors: {summary.errors}")
     elif isinstance(summary.sweep, NiahGrid):
         lines += niah_text(summary.sweep)
