@@ -28,7 +28,14 @@ from fathom.analysis.paired import (
     run_effective_length,
     sign_test,
 )
-from fathom.analysis.pairing import _by_id, _check_same_hashes, _verdict
+from fathom.analysis.pairing import (
+    _by_id,
+    _check_same_hashes,
+    _verdict,
+    compare_tasks,
+    differences,
+    item_pairs,
+)
 from fathom.errors import RunFolderError
 from fathom.manifest import Environment, Identity, Manifest
 
@@ -221,3 +228,24 @@ def test_failure_changes_count_each_kind_in_both_runs() -> None:
     changes = {c.kind: (c.base, c.new) for c in failure_changes(pairs)}
     assert list(changes) == list(FAILURE_KINDS)
     assert changes == dict.fromkeys(FAILURE_KINDS, (0, 0)) | {"empty": (1, 1), "wrong_answer": (0, 1)}
+
+
+def test_a_task_counts_an_item_asked_at_several_lengths_once_at_its_mean_scores() -> None:
+    """Item A at two lengths (base 1 then 0, new 0.5 twice) is one item of base 0.5 and new 0.5;
+    items B (1 -> 0) and C (0.25 -> 1) once each. Worked by hand: base mean 1.75/3, new 1.5/3, one
+    item worse and one better, differences (0, -1, 0.75) whose bootstrap bounds lie within them."""
+
+    def asked(item: str, length: int, base: float, new: float) -> Pair:
+        base_record, new_record = _pair(f"qa|{item}|L{length}", "qa", length, None, base, new)
+        return dataclasses.replace(base_record, question=item), dataclasses.replace(new_record, question=item)
+
+    pairs = [asked("A", 1024, 1.0, 0.5), asked("A", 2048, 0.0, 0.5), asked("B", 1024, 1.0, 0.0)]
+    pairs.append(asked("C", 1024, 0.25, 1.0))
+    (task,) = compare_tasks(pairs, 0.05, lambda record: record.question)
+    assert (task.task, task.pairs, task.test.pairs, task.test.worse, task.test.better) == ("qa", 4, 3, 1, 1)
+    assert task.test.base_mean == pytest.approx(1.75 / 3) and task.test.new_mean == pytest.approx(0.5)
+    assert -1.0 <= task.ci_low <= task.ci_high <= 0.75
+    assert sorted(differences(item_pairs(pairs, lambda record: record.question)["qa"])) == [-1.0, 0.0, 0.75]
+    written = task.to_json()
+    assert (written["items"], written["pairs"], written["verdict"]) == (3, 4, "unchanged")
+    assert written["difference"] == pytest.approx(-0.25 / 3)

@@ -3,21 +3,26 @@ pinned by a value worked out by hand or reconstructed independently of the gener
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import re
 import string
+from types import SimpleNamespace
+from typing import cast
 
+import numpy as np
 import pytest
 
 from fathom.errors import PromptError, SpecError
 from fathom.prompts.builder import TooShort
 from fathom.prompts.haystack import load_corpus
+from fathom.prompts.haystack.index import TokenizedCorpus
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
-from fathom.tasks.ruler.base import Setting
+from fathom.tasks.ruler.base import Setting, Steps
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS, Variant
-from fathom.tasks.ruler.niah import NeedleFamily
+from fathom.tasks.ruler.niah import EssayWords, NeedleFamily
 from fathom.tasks.ruler.vt import VariableTracking, chain
 from fathom.tasks.ruler.words import CommonWords, FrequentWords, _fill_gap
 
@@ -266,3 +271,78 @@ def test_a_needles_number_has_seven_digits_as_rulers_randint_draws_them() -> Non
     family = NeedleFamily(ALL_VARIANTS["niah_single_1"], setting())
     assert family._random("numbers", _Draws(9_000_000, 5)) == "1000005"
     assert family._random("numbers", _Draws(8_999_999)) == "9999999"
+
+
+SINGLE_2 = ALL_VARIANTS["niah_single_2"]
+
+
+def essay_family(tokenizer: Tokenizer) -> NeedleFamily:
+    """niah_single_2 on the bundled prose (RULER's essays need their package), as --corpus prose."""
+    return NeedleFamily(SINGLE_2, Setting(tokenizer, resolve_template("none", tokenizer), None, "prose"))
+
+
+def test_rulers_steps_are_500_essay_words_up_to_the_essay_and_25_lines_or_5_below_4096() -> None:
+    family = essay_family(CL100K)
+    assert family.steps(4096) == Steps(500, 500, "essay words", family.words.count)
+    assert family.words.count > 10_000  # the bundled prose's words, each opening a token with a space
+    noise = NeedleFamily(ALL_VARIANTS["niah_single_1"], setting())
+    assert noise.steps(4096) == Steps(25, 25, "noise lines")
+    assert noise.steps(4095) == Steps(5, 5, "noise lines")
+
+
+def test_the_answers_ruler_appends_are_joined_by_single_spaces() -> None:
+    draft = NeedleFamily(ALL_VARIANTS["niah_multivalue"], setting()).draft(2048, random.Random(0))
+    assert len(draft.answers) == 4
+    family = essay_family(CL100K)
+    assert family.appended(draft) == " ".join(draft.answers) == "{} {} {} {}".format(*draft.answers)
+
+
+def test_an_essays_word_count_reads_each_word_opening_at_a_spaced_token() -> None:
+    """Char tokens: a word opens at each space. The count's end is the corpus's last token."""
+    family = essay_family(CHAR)
+    words, text = family.words, CHAR.decode(family.tokenized.ids.tolist())  # each sentence after a space
+    assert words.count == sum(1 for i, c in enumerate(text) if c.isspace())
+    assert words.tokens(words.count) == words.size == len(text)
+    assert words.tokens(words.count - 1) == int(words.starts[-1]) < words.size
+    assert words.tokens(0) == int(words.starts[0])
+
+
+def test_an_essay_opening_without_its_space_is_one_char_token_shorter() -> None:
+    """Char tokens: the essay's first sentence loses its opening space, one token; cl100k's " The"
+    and "The" are one token each, and a corpus read without a tokenizer shifts nothing."""
+    assert essay_family(CHAR).opening.shift() == -1
+    assert essay_family(CL100K).opening.shift() == 0
+    family = essay_family(CHAR)
+    assert dataclasses.replace(family.opening, tokenizer=None).shift() == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ruler_fill_builds_an_essay_of_exactly_the_words_counted(seed: int) -> None:
+    """With char tokens each word costs its characters, and an essay opening without its space one
+    fewer: the length asked of the builder counts that token, so the essay holds 500 whole words,
+    not 500 and a stray space (nor 501)."""
+    family = essay_family(CHAR)
+    draft = family.draft(8192, random.Random(seed), 500)
+    prompt = draft.prompt
+    context_ids = prompt.ids[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens]
+    context = CHAR.decode(context_ids.tolist())
+    essay = re.sub(r" ?One of the special magic \S+ for .+? is: \S+\.", "", context)
+    assert len(essay.split()) == 500
+    assert not essay.endswith(" ") and not essay.startswith(" ")
+
+
+def test_an_essay_with_fewer_than_two_word_starts_is_refused_with_what_to_use() -> None:
+    def words_of(text: str) -> EssayWords:
+        corpus = SimpleNamespace(ids=np.asarray(CHAR.encode(text), dtype=np.int32))
+        return EssayWords(cast(TokenizedCorpus, corpus), CHAR)
+
+    message = (
+        f"RULER's fill counts essay words, and no token of {CHAR.name} opens with a space to tell where "
+        "one starts: use --fill exact with this tokenizer"
+    )
+    for text in ("no_spaces_at_all", "one space"):
+        with pytest.raises(PromptError) as refused:
+            words_of(text)
+        assert str(refused.value) == message
+    two = words_of("two spaces here")
+    assert (two.count, two.tokens(0), two.tokens(1), two.tokens(2)) == (2, 3, 10, 15)
