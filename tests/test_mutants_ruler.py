@@ -23,6 +23,7 @@ from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.tasks.ruler.base import Setting, Steps
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS, Variant
 from fathom.tasks.ruler.niah import EssayWords, NeedleFamily
+from fathom.tasks.ruler.qa import QuestionAnswering
 from fathom.tasks.ruler.vt import VariableTracking, chain
 from fathom.tasks.ruler.words import CommonWords, FrequentWords, _fill_gap
 
@@ -346,3 +347,23 @@ def test_an_essay_with_fewer_than_two_word_starts_is_refused_with_what_to_use() 
         assert str(refused.value) == message
     two = words_of("two spaces here")
     assert (two.count, two.tokens(0), two.tokens(1), two.tokens(2)) == (2, 3, 10, 15)
+
+
+def test_each_familys_steps_name_its_unit_and_its_most_and_its_appended_answer() -> None:
+    """RULER's sizing steps, as its generators step them: qa documents and vt lines by 10, cwe words
+    by 10 up to the word list, fwe from length/6 letters... in 32nds of the length (whole tokens:
+    4100 // 32 = 128, not 128.125); and the answers each appends to the prompt it measures."""
+    qa = QuestionAnswering(ALL_VARIANTS["qa_synth"], setting())
+    assert qa.steps(4096) == Steps(10, 10, "documents", len(qa.data.documents))
+    vt = VariableTracking(ALL_VARIANTS["vt"], setting())
+    assert vt.steps(4096) == Steps(10, 10, "noise lines")
+    cwe = CommonWords(ALL_VARIANTS["cwe"], setting())
+    assert cwe.steps(4096) == Steps(10, 10, "words", len(cwe.words)) and len(cwe.words) > 1000
+    fwe = FrequentWords(ALL_VARIANTS["fwe"], setting())
+    steps = fwe.steps(4100)
+    assert steps == Steps(4100 // 6, 128, "coded words") and type(steps.step) is int
+    draft = cwe.draft(4096, random.Random(0))
+    assert cwe.appended(draft) == " 1. {} 2. {} 3. {} 4. {} 5. {} 6. {} 7. {} 8. {} 9. {} 10. {}".format(
+        *draft.answers
+    )
+    assert fwe.appended(fwe.draft(4096, random.Random(0))) == ""
