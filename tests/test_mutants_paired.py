@@ -35,6 +35,7 @@ from fathom.analysis.pairing import (
     compare_tasks,
     differences,
     item_pairs,
+    twins,
 )
 from fathom.errors import RunFolderError
 from fathom.manifest import Environment, Identity, Manifest
@@ -249,3 +250,17 @@ def test_a_task_counts_an_item_asked_at_several_lengths_once_at_its_mean_scores(
     written = task.to_json()
     assert (written["items"], written["pairs"], written["verdict"]) == (3, 4, "unchanged")
     assert written["difference"] == pytest.approx(-0.25 / 3)
+
+
+def test_runs_that_hold_other_items_under_every_shared_id_are_refused_naming_the_first() -> None:
+    def run(folder: str, items: tuple[str, str]) -> RunRecords:
+        samples = [dataclasses.replace(record(i), item_id=item) for i, item in enumerate(items)]
+        return RunRecords(Path(folder), manifest(), samples)
+
+    with pytest.raises(RunFolderError) as refused:
+        twins(run("base", ("a", "b")), run("new", ("c", "d")))
+    assert str(refused.value) == (
+        "'base' and 'new' hold different items under all 2 sample ids they share (first: "
+        "niah|L1024|D0.5000|S0, item a against c): they read different data files; compare runs of "
+        "one --data"
+    )

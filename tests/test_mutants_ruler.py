@@ -367,3 +367,31 @@ def test_each_familys_steps_name_its_unit_and_its_most_and_its_appended_answer()
         *draft.answers
     )
     assert fwe.appended(fwe.draft(4096, random.Random(0))) == ""
+
+
+@pytest.mark.parametrize("tokenizer", [CL100K, CHAR], ids=["cl100k", "char"])
+def test_a_noise_haystack_of_counted_lines_opens_with_a_whole_line(tokenizer: Tokenizer) -> None:
+    """--fill ruler's niah_single_1: the lines counted and nothing before them (an exact fill may
+    open with a line's tail; a counted one never does)."""
+    family = NeedleFamily(ALL_VARIANTS["niah_single_1"], setting(tokenizer))
+    for seed in range(3):
+        prompt = family.draft(8192, random.Random(seed), 40).prompt
+        context_ids = prompt.ids[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens]
+        context = tokenizer.decode(context_ids.tolist())
+        assert context.startswith("The grass is green. The sky is blue.")
+        assert context.count("The grass is green.") == 40
+
+
+def test_a_noise_haystack_too_short_for_its_needle_names_the_least_length_that_fits() -> None:
+    family = NeedleFamily(ALL_VARIANTS["niah_single_1"], setting())
+    with pytest.raises(TooShort) as refused:
+        family.draft(20, random.Random(0))
+    least = refused.value.overhead
+    assert str(refused.value) == (
+        f"length 20 is below this prompt's fixed overhead of {least} tokens (template, question and "
+        f"needles); use lengths of at least {least}"
+    )
+    assert refused.value.length == 20 and least > 20
+    family.draft(least, random.Random(0))  # fits, the needle's line alone
+    with pytest.raises(TooShort):
+        family.draft(least - 1, random.Random(0))
