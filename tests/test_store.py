@@ -198,3 +198,23 @@ def test_a_dead_writers_lock_does_not_block(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
     folder.start(manifest())  # the kernel dropped the dead process's lock
     folder.close()
+
+
+def test_a_folder_held_beside_its_run_takes_back_only_its_own_runs_manifest(tmp_path: Path) -> None:
+    """What ``fathom judge`` does: hold the folder (no run writes meanwhile), then rewrite its manifest
+    with one of the same identity; a folder not held, or another run's manifest, is refused."""
+    started(tmp_path / "run").close()
+    judged = dataclasses.replace(manifest(), planned=7)
+    with pytest.raises(RunFolderError, match="was not taken for writing"):
+        RunFolder(tmp_path / "run").rewrite_manifest(judged)
+    folder = RunFolder(tmp_path / "run")
+    assert folder.hold() == manifest()
+    try:
+        with pytest.raises(RunFolderError, match=r"is in use by pid \d+"):
+            RunFolder(tmp_path / "run").start(manifest())
+        with pytest.raises(RunFolderError, match="the manifest of another run"):
+            folder.rewrite_manifest(manifest(seed=1))
+        folder.rewrite_manifest(judged)
+    finally:
+        folder.close()
+    assert RunFolder(tmp_path / "run").read_manifest().planned == 7
