@@ -85,9 +85,21 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     assert manifest["backend"]["exact_lengths"] is True
     settings = manifest["identity"]["backend"]["settings"]
     assert settings["counted_by"] == "named: cl100k_base" and settings["prefill"] == "in prompt"
+    # How requests travelled is recorded beside the identity, not in it (nor in its spec's model).
+    options = {
+        "concurrency": 4,
+        "timeout": 0.4,
+        "retries": 3,
+        "max_wait": 600.0,
+        "api_key_env": "OPENAI_API_KEY",
+    }
+    assert manifest["backend"]["options"] == options and not options.keys() & settings.keys()
+    assert manifest["identity"]["spec"]["model"] == f"openai:m@{server.url}"
     assert server.auth == {f"Bearer {KEY}"}
 
-    # Resuming redoes the failed sample only: its script is spent, so it now succeeds.
+    # Resuming redoes the failed sample only: its script is spent, so it now succeeds. A longer
+    # timeout, more retries and fewer requests at once answer alike: the run resumes with them.
+    model = f"openai:m@{server.url}?retries=5&concurrency=2&timeout=5"
     assert run_cli(model, folder, *SWEEP, "--no-control") == 0
     second = records(folder)
     assert second[:12] == first and len(second) == 13

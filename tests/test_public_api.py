@@ -21,7 +21,7 @@ PUBLIC = {
     "TaskFactory", "Tokenizer", "load_tokenizer",
     # write a backend
     "Backend", "BackendEntry", "BackendFactory", "BatchSized", "Built", "ChatPrompt", "Completion",
-    "FirstToken", "Request", "ScoreRequest", "Scorer", "Streamer", "TokenScores",
+    "FirstToken", "Request", "ScoreRequest", "Scorer", "Streamer", "TokenScores", "Tuned",
     # write a scoring method
     "Score", "ScoringEntry",
     # errors

@@ -20,12 +20,14 @@ from fathom.registry import (
     SCORING,
     TASK,
     TASKS,
+    answering_spec,
     check_backend,
     check_spec,
     create_backend,
     create_task,
     tasks_taking,
 )
+from fathom.run.runner import default_run_dir
 
 
 def spec(task: str = "niah", depths: tuple[float, ...] = (0.5,), **changes: Any) -> RunSpec:
@@ -169,3 +171,24 @@ def test_batch_size_is_a_declared_capability() -> None:
 def test_without_plugins_the_names_are_fathoms_own() -> None:
     assert TASK.names() == list(TASKS) and SCORING.names() == ["contains", "exact", "all", "any"]
     assert [listed.origin for listed in TASK.listed()] == ["fathom"] * len(TASKS)
+
+
+def test_the_identity_leaves_out_the_settings_of_how_requests_travel() -> None:
+    def model(name: str) -> str:
+        return answering_spec(RunSpec("niah", name, "cl100k_base", (1024,), (0.5,), 3)).model
+
+    url = "openai:m@http://host:8000/v1"
+    given = f"{url}?timeout=5&endpoint=chat&concurrency=2&api_key_env=MY_KEY&window=8k&retries=9&max_wait=60"
+    assert model(given) == f"{url}?endpoint=chat&window=8k"  # what is kept, in its order and spelling
+    assert model(f"{url}?timeout=5&concurrency=2") == model(url) == url
+    for unchanged in ("sim:cliff?window=8k", "llamacpp:smollm2?threads=2", "nobackend:x?timeout=5"):
+        assert model(unchanged) == unchanged
+
+
+def test_a_run_folder_keeps_its_name_whatever_the_transport_settings(tmp_path: Path) -> None:
+    def folder(name: str) -> Path:
+        return default_run_dir(RunSpec("niah", name, "cl100k_base", (1024,), (0.5,), 3), tmp_path)
+
+    url = "openai:m@http://host:8000/v1"
+    assert folder(f"{url}?timeout=1") == folder(f"{url}?concurrency=64&timeout=600") == folder(url)
+    assert folder(f"{url}?window=8k") != folder(url)  # the model's window changes what it is asked

@@ -18,6 +18,7 @@ from fathom.backends.base import (
     ScoreRequest,
     Streamer,
     TokenScores,
+    Tuned,
 )
 from fathom.errors import FathomError, SpecError
 from fathom.prompts import ChatPrompt, Prompt, PromptBuilder, PromptText
@@ -58,8 +59,8 @@ __all__ = [  # noqa: RUF022 - grouped by what a user does with them, not sorted
     "TaskFactory",
     "Tokenizer",
     "load_tokenizer",
-    # Write a backend: requests in, completions out; scoring, streaming, a build and a batch size are
-    # optional.
+    # Write a backend: requests in, completions out; scoring, streaming, a build, transport options
+    # and a batch size are optional.
     "Backend",
     "BackendEntry",
     "BackendFactory",
@@ -73,6 +74,7 @@ __all__ = [  # noqa: RUF022 - grouped by what a user does with them, not sorted
     "Scorer",
     "Streamer",
     "TokenScores",
+    "Tuned",
     # Write a scoring method (--scoring): an output and its references in, a Score out.
     "Score",
     "ScoringEntry",

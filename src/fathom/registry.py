@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
+from urllib.parse import unquote_plus
 
 from fathom.backends.base import Backend, BackendEntry, BackendFactory, Scorer, cannot_score
 from fathom.errors import SpecError
@@ -154,6 +155,7 @@ BACKENDS: dict[str, BackendEntry] = {
         _lazy("fathom.backends.openai", "OpenAIBackend"),
         "an OpenAI-compatible server, MODEL@URL (log-probabilities where it returns prompt logprobs)",
         scores=True,
+        transport=frozenset({"concurrency", "timeout", "retries", "max_wait", "api_key_env"}),
     ),
     "sim": BackendEntry(_sim, "simulated models that read the prompt", scores=True),
     "sim-judge": BackendEntry(_sim_judge, "a simulated LLM judge (--judge), gullible outside its blocks"),
@@ -348,6 +350,20 @@ def create_task(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     entry = TASK.entry(spec.task)
     _check_options(spec, entry)
     return entry.factory(spec, tokenizer)
+
+
+def answering_spec(spec: RunSpec) -> RunSpec:
+    """The spec as a run's identity holds it: its model without the settings its backend's entry
+    calls ``transport`` (how requests travel, not what the model answers), in the order given and
+    spelled as given. A run interrupted by timeouts resumes, in the same folder, with a longer one."""
+    prefix, colon, rest = spec.model.partition(":")
+    entry = BACKEND.find(prefix) if colon else None
+    target, mark, query = rest.partition("?")
+    if entry is None or not entry.transport or not mark:
+        return spec
+    kept = [pair for pair in query.split("&") if unquote_plus(pair.partition("=")[0]) not in entry.transport]
+    model = f"{prefix}:{target}" + ("?" + "&".join(kept) if kept else "")
+    return spec if model == spec.model else dataclasses.replace(spec, model=model)
 
 
 def create_backend(model: str, tokenizer: str) -> Backend:

@@ -92,7 +92,8 @@ class Backend(Protocol):
 
     ``tokenizer`` counts every prompt: the model's own where the backend has one, else the one the
     user named. ``exact_lengths`` is False when that tokenizer may not be the model's. What a
-    backend may do besides is a protocol of its own below (Scorer, Streamer, Built, BatchSized).
+    backend may do besides is a protocol of its own below (Scorer, Streamer, Built, Tuned,
+    BatchSized).
     """
 
     name: str
@@ -140,6 +141,15 @@ class Built(Protocol):
 
 
 @runtime_checkable
+class Tuned(Protocol):
+    """A backend with settings that change how it runs but not what it answers (an HTTP client's
+    concurrency, timeout and retries, its entry's ``transport``): the manifest records them outside
+    the run's identity, so an interrupted run resumes with others (a longer timeout, say)."""
+
+    def options(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
 class BatchSized(Protocol):
     """A backend that wants at most ``requests_per_call`` requests per ``generate`` call: one that
     answers one at a time sets 1, so that the runner saves each answer as it comes rather than a
@@ -183,7 +193,8 @@ class BackendEntry:
 
     ``packages`` are the top-level modules it imports (looked for, never imported, by ``status``);
     ``extra`` is fathom's pip extra that installs them (empty for a plugin, whose own requirements
-    bring them); ``scores`` says whether its backends are Scorers.
+    bring them); ``scores`` says whether its backends are Scorers; ``transport`` names the settings
+    its backends report as ``Tuned.options``.
     """
 
     factory: BackendFactory
@@ -191,6 +202,9 @@ class BackendEntry:
     packages: tuple[str, ...] = ()
     extra: str = ""
     scores: bool = False
+    # Settings (``?name=``) that change how requests travel, not what the model answers: left out
+    # of the run's identity (``fathom.registry.answering_spec``), so a run resumes with others.
+    transport: frozenset[str] = frozenset()
 
     def status(self) -> str:
         """'ready', or what to install for it."""

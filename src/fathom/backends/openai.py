@@ -144,10 +144,17 @@ class OpenAIBackend:
             # Part of the identity, as it changes answers: a run from before it resumes only with
             # the fathom that began it.
             "first_token": FIRST_TOKEN,
+        }
+
+    def options(self) -> dict[str, Any]:
+        """The transport settings (the registry entry's), as resolved: outside the identity."""
+        api = self.api
+        return {
             "concurrency": self.concurrency,
-            "timeout_s": self.api.timeout,
-            "retries": self.api.retries,
-            "max_wait_s": self.api.max_wait,
+            "timeout": api.timeout,
+            "retries": api.retries,
+            "max_wait": api.max_wait,
+            "api_key_env": api.key_env,
         }
 
     def stream(

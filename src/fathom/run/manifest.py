@@ -13,9 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fathom.backends.base import Backend, Built
+from fathom.backends.base import Backend, Built, Tuned
 from fathom.manifest import Manifest
 from fathom.prompts.tokenizers import Tokenizer
+from fathom.registry import answering_spec
 from fathom.schemas import MANIFEST_SCHEMA
 from fathom.scoring import SCORING_VERSIONS
 from fathom.spec import RunSpec
@@ -30,7 +31,7 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, 
     data = {
         "schema": MANIFEST_SCHEMA,
         "identity": {
-            "spec": spec.to_json(),
+            "spec": answering_spec(spec).to_json(),
             "tokenizer": {"name": tokenizer.name, "sha256": tokenizer.identity},
             "task": task.identity(),
             "backend": {"name": backend.name, "settings": backend.settings()},
@@ -47,6 +48,7 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, 
             "exact_lengths": backend.exact_lengths,
             "trained_window": backend.trained_window,
             "max_prompt_tokens": backend.max_prompt_tokens,
+            "options": backend.options() if isinstance(backend, Tuned) else {},
         },
         "environment": {
             "fathom_version": __version__,

@@ -23,7 +23,7 @@ from fathom.plan.check import check_run
 from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import AnyRecord, Cell, Completion, ErrorKind, PerplexityRecord, SampleRecord, cap_answer
-from fathom.registry import check_backend, check_spec, create_backend, create_task, score
+from fathom.registry import answering_spec, check_backend, check_spec, create_backend, create_task, score
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
 from fathom.run.store import RunFolder
@@ -37,7 +37,9 @@ Write = Callable[[AnyRecord], None]
 
 
 def default_run_dir(spec: RunSpec, root: Path) -> Path:
-    """A folder name that the same spec always maps to, so re-running a command resumes it."""
+    """A folder name that the same spec always maps to, so re-running a command resumes it (with
+    other transport settings too: ``answering_spec``)."""
+    spec = answering_spec(spec)
     model = re.sub(r"[^A-Za-z0-9]+", "-", spec.model).strip("-")[:48]
     return root / f"{spec.task}-{model}-{spec.sha256[:8]}"
 
