@@ -21,6 +21,7 @@ from fathom.analysis.paired import (
     _check_same_prompts,
     _compare_cells,
     _short,
+    compare_records,
     failure_changes,
     holm_adjust,
     machine_differences,
@@ -39,6 +40,7 @@ from fathom.analysis.pairing import (
 )
 from fathom.errors import RunFolderError
 from fathom.manifest import Environment, Identity, Manifest
+from fathom.records import SampleRecord
 
 
 def test_a_cpu_reads_as_its_model_and_how_many_simd_flags_it_has() -> None:
@@ -263,4 +265,41 @@ def test_runs_that_hold_other_items_under_every_shared_id_are_refused_naming_the
         "'base' and 'new' hold different items under all 2 sample ids they share (first: "
         "niah|L1024|D0.5000|S0, item a against c): they read different data files; compare runs of "
         "one --data"
+    )
+
+
+def _run(folder: str, samples: list[SampleRecord], data: str | None = None) -> RunRecords:
+    """A run of ``samples`` whose spec read ``--data`` from ``data``."""
+    written = manifest().identity.written
+    identity = {**written, "spec": {**written["spec"], "data": data}}
+    return RunRecords(Path(folder), Manifest(Identity.from_json(identity)), samples)
+
+
+def test_alpha_lies_strictly_between_0_and_1() -> None:
+    runs = _run("base", [record(0)]), _run("new", [record(0)])
+    for alpha in (0.0, 1.0):
+        with pytest.raises(RunFolderError) as refused:
+            compare_records(*runs, alpha=alpha)
+        assert str(refused.value) == (
+            f"alpha must lie strictly between 0 and 1, got {alpha}: pass e.g. --alpha 0.05"
+        )
+    assert compare_records(*runs, alpha=0.999).alpha == 0.999
+
+
+def test_only_a_real_suites_runs_may_have_read_different_data_folders() -> None:
+    """A suite's runs may read their files from different folders (each item is paired by its id);
+    any other runs that differ in --data did not build the same prompts."""
+    suite = [dataclasses.replace(record(0), original_tokens=2000, item_id="a")]
+    assert compare_records(_run("base", suite, "/one"), _run("new", suite, "/two")).overall.pairs == 1
+    with pytest.raises(RunFolderError, match=r"they differ in spec\.data"):
+        compare_records(_run("base", [record(0)], "/one"), _run("new", [record(0)], "/two"))
+
+
+def test_runs_that_share_no_graded_sample_say_to_finish_them() -> None:
+    failed = [dataclasses.replace(record(0), error="backend_error: HTTP 500 (3 attempts)")]
+    with pytest.raises(RunFolderError) as refused:
+        compare_records(_run("base", failed), _run("new", [record(0)]))
+    assert str(refused.value) == (
+        "'base' and 'new' share no sample that both graded without an error: finish both runs (run the "
+        "same command again to resume), then compare"
     )

@@ -15,15 +15,17 @@ import numpy as np
 import pytest
 
 from fathom.errors import PromptError, SpecError
-from fathom.prompts.builder import TooShort
+from fathom.prompts.builder import Prompt, PromptText, TooShort
 from fathom.prompts.haystack import load_corpus
 from fathom.prompts.haystack.index import TokenizedCorpus
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
-from fathom.tasks.ruler.base import Setting, Steps
+from fathom.records import Cell
+from fathom.tasks.ruler.base import Draft, Setting, Steps, fill
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS, Variant
 from fathom.tasks.ruler.niah import EssayWords, NeedleFamily
 from fathom.tasks.ruler.qa import QuestionAnswering
+from fathom.tasks.ruler.sizing import RulerFill
 from fathom.tasks.ruler.vt import VariableTracking, chain
 from fathom.tasks.ruler.words import CommonWords, FrequentWords, _fill_gap
 
@@ -395,3 +397,147 @@ def test_a_noise_haystack_too_short_for_its_needle_names_the_least_length_that_f
     family.draft(least, random.Random(0))  # fits, the needle's line alone
     with pytest.raises(TooShort):
         family.draft(least - 1, random.Random(0))
+
+
+# --- RULER's search (--fill ruler), on a family whose sizes are worked out by hand -------------------
+
+
+class Numbered(random.Random):
+    """A sample's generator that says which sample it is for."""
+
+    def __init__(self, sample: int) -> None:
+        super().__init__(sample)
+        self.sample = sample
+
+
+class Linear:
+    """A family whose sample ``s`` at ``count`` units is ``base + per * count + extra * s`` tokens,
+    answered with " 42" (3 char tokens after "Answer:"), or nothing appended where ``appended`` is
+    False. It records the targets it is asked for."""
+
+    def __init__(self, steps: Steps, base: int = 100, per: int = 10, extra: int = 0, appended: bool = True):
+        self.steps_, self.base, self.per, self.extra, self.answer = steps, base, per, extra, appended
+        self.targets: list[int] = []
+
+    def steps(self, length: int) -> Steps:
+        return self.steps_
+
+    def appended(self, draft: Draft) -> str:
+        return " 42" if self.answer else ""
+
+    def draft(self, target: int, rng: random.Random, count: int | None = None) -> Draft:
+        assert count is not None and isinstance(rng, Numbered)
+        self.targets.append(target)
+        size = self.base + self.per * count + self.extra * rng.sample
+        prompt = Prompt(np.zeros(size, dtype=np.int32), target, 0, size, ())
+        return Draft(prompt, PromptText("", "", "Answer:"), "q", ("42",), "numbers", ("k",))
+
+
+def fill_of(family: Linear) -> RulerFill:
+    return RulerFill({"t": family}, CHAR)
+
+
+def searched(family: Linear, length: int, new_tokens: int = 20) -> int:
+    return fill_of(family).count(Cell("t", length, None, 0), new_tokens, Numbered)
+
+
+def test_the_search_keeps_the_most_whole_steps_whose_prompt_answer_and_new_tokens_fit() -> None:
+    """Prompt 100 + 10c, answer 3, new tokens 20: c = 80 makes 923 exactly, which fits a length of
+    923 (at most, not below) and not one of 922; counts go 10, 20, ... (RULER's steps)."""
+    family = Linear(Steps(10, 10, "lines"))
+    assert searched(family, 923) == 80 and searched(family, 922) == 70
+    assert set(family.targets) == {903, 902}  # each probe is asked for the length less the new tokens
+    assert searched(Linear(Steps(10, 10, "lines"), appended=False), 920) == 80  # nothing appended: 0 tokens
+    assert searched(Linear(Steps(10, 10, "lines")), 223) == 10  # only the first count fits
+
+
+def test_the_search_stops_at_every_unit_there_is() -> None:
+    assert searched(Linear(Steps(10, 10, "lines", most=35), per=1), 100_000) == 35
+
+
+def test_a_search_that_starts_past_the_length_steps_back_to_the_count_that_fits() -> None:
+    """fwe's start (here 50 in steps of 10, so at least 10): 50 overflows, 40 fits; or 40 overflows
+    too and 30 fits; down to 10."""
+    family = Linear(Steps(50, 10, "coded words"))
+    assert searched(family, 100 + 400 + 23) == 40
+    assert searched(family, 100 + 300 + 23) == 30
+    with pytest.raises(PromptError) as refused:
+        searched(family, 100 + 100 + 22)
+    assert str(refused.value) == (
+        "length 222 is too short for RULER's fill of 't': its first sample with 10 coded words, the "
+        "fewest RULER's search takes, needs 223 tokens (its answer and 20 tokens to generate "
+        "included); use a longer length, or --fill exact"
+    )
+    assert searched(family, 223) == 10
+
+
+def test_each_length_has_its_own_count() -> None:
+    fill = fill_of(Linear(Steps(10, 10, "lines")))
+    assert fill.count(Cell("t", 923, None, 0), 20, Numbered) == 80
+    assert fill.count(Cell("t", 523, None, 0), 20, Numbered) == 40
+
+
+def test_a_sample_drops_whole_steps_while_it_overflows_and_keeps_the_length_as_its_target() -> None:
+    """Samples grow by 3 tokens each: at length 923 (target 903) sample 1 fills its target exactly
+    at the cell's 80, sample 2 needs 70, sample 220 (660 more) only the fewest, 10; sample 300
+    overflows even there."""
+    family = Linear(Steps(10, 10, "lines"), extra=3)
+    fill = fill_of(family)
+
+    def size(sample: int) -> int:
+        draft = fill.draft(Cell("t", 923, None, sample), 20, Numbered)
+        assert draft.prompt.target_tokens == 903 and draft.prompt.fills_target is False
+        return len(draft.prompt.ids)
+
+    assert [size(0), size(1), size(2), size(220)] == [900, 903, 806, 860]
+    with pytest.raises(PromptError) as refused:
+        size(300)
+    assert str(refused.value) == (
+        "sample 300 of 't' overflows length 923 (with its 20 tokens to generate) even at 10 lines, the "
+        "fewest RULER's fill takes; use a longer length, or --fill exact"
+    )
+
+
+def test_steps_of_one_unit_are_taken_and_steps_of_none_refused() -> None:
+    assert fill_of(Linear(Steps(1, 1, "coded words"))).steps(Cell("t", 64, None, 0)) == Steps(
+        1, 1, "coded words"
+    )
+    for steps in (Steps(0, 1, "coded words"), Steps(1, 0, "coded words")):
+        with pytest.raises(PromptError) as refused:
+            fill_of(Linear(steps)).steps(Cell("t", 64, None, 0))
+        assert str(refused.value) == (
+            "length 64 is too short for RULER's fill of 't': it counts its coded words in shares of the "
+            "length, which round to none here"
+        )
+
+
+def test_fill_takes_whole_units_then_trades_then_cuts_a_passed_over_one() -> None:
+    """Units are runs of their own index (so a result names where each came from); the cut is the
+    last ``n`` ids (an empty piece for 0, as a cut may give)."""
+
+    def units(*sizes: int) -> list[np.ndarray]:
+        return [np.full(size, index, dtype=np.int32) for index, size in enumerate(sizes)]
+
+    def cut(ids: np.ndarray, tokens: int) -> np.ndarray:
+        return ids[len(ids) - tokens :]
+
+    def filled(
+        sizes: tuple[int, ...], budget: int, lookahead: int | None = None
+    ) -> tuple[list[list[int]], list[int], bool]:
+        given = units(*sizes)
+        chosen, indexes, opened = (
+            fill(given, budget, cut) if lookahead is None else fill(given, budget, cut, lookahead)
+        )
+        return [unit.tolist() for unit in chosen], indexes, opened
+
+    # 3 fits, 2 does not, 1 closes the gap: nothing is cut.
+    assert filled((3, 2, 1), 4) == ([[0, 0, 0], [2]], [0, 2], False)
+    # A unit passed over opens the list with its last tokens, one of them where one is left.
+    assert filled((3, 5, 9), 4) == ([[1], [0, 0, 0]], [1, 0], True)
+    # The 10 has no trade for a 3; the 4 after it trades for one and closes the gap.
+    assert filled((3, 3, 10, 4), 7) == ([[3, 3, 3, 3], [1, 1, 1]], [3, 1], False)
+    # One passed over is as many as a lookahead of 1 looks at: the 1 after it is still taken.
+    assert filled((5, 1), 4, lookahead=1) == ([[0, 0, 0], [1]], [0, 1], True)
+    # 256 passed over are as many as the default looks at: the 1 after 257 is never reached.
+    assert filled((10,) * 257 + (1,), 5) == ([[0] * 5], [0], True)
+    assert filled((10,) * 256 + (1,), 5) == ([[0] * 4, [256]], [0, 256], True)
