@@ -21,7 +21,7 @@ from fathom.prompts.haystack.index import TokenizedCorpus
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell
-from fathom.tasks.ruler.base import Draft, Setting, Steps, fill
+from fathom.tasks.ruler.base import Draft, Lines, Setting, Steps, fill
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS, Variant
 from fathom.tasks.ruler.niah import EssayWords, NeedleFamily
 from fathom.tasks.ruler.qa import QuestionAnswering
@@ -541,3 +541,30 @@ def test_fill_takes_whole_units_then_trades_then_cuts_a_passed_over_one() -> Non
     # 256 passed over are as many as the default looks at: the 1 after 257 is never reached.
     assert filled((10,) * 257 + (1,), 5) == ([[0] * 5], [0], True)
     assert filled((10,) * 256 + (1,), 5) == ([[0] * 4, [256]], [0, 256], True)
+
+
+def test_a_line_haystack_sizes_and_lays_out_its_elements_as_its_unit_writes_them() -> None:
+    """A unit that shows its flags (an element opening the context starts with "^", else a space;
+    one closing it is written twice) over char tokens: each size and layout worked out by hand."""
+
+    def marked(element: str, first: bool, last: bool) -> str:
+        return ("^" if first else " ") + (element * 2 if last else element)
+
+    lines, needles = Lines(CHAR, "noise", marked), ["a", "bcd"]
+    # " noise" is 6 tokens, the closing " noisenoise" 11; with no lines the last needle closes.
+    assert lines.size(0, needles) == len(" a" + " bcdbcd") == 9
+    assert lines.size(1, needles) == len(" a" + " bcd") + 11 == 17
+    assert lines.size(2, needles) == 6 + 6 + 11 == 23
+    assert (lines.size(3, []), lines.size(0, [])) == (6 + 6 + 11, 0)
+    assert lines.fit(17, needles) == (1, 0)  # one line exactly
+    assert lines.fit(27, needles) == (2, 4)  # a second line, 4 tokens left for a lead
+    assert lines.fit(10, needles) == (0, 1)  # no line: the needles alone, the last one closing
+
+    def laid_out(lead: int | None = None) -> str:
+        slots = [1, 0]  # "bcd" before the first line, "a" before the second
+        parts = lines.parts(2, needles, slots) if lead is None else lines.parts(2, needles, slots, lead)
+        return "".join(CHAR.decode(ids.tolist()) for ids, _ in parts)
+
+    assert laid_out() == laid_out(0) == "^bcd noise a noisenoise"
+    assert laid_out(1) == "e bcd noise a noisenoise"  # a lead: the line's last token with a letter
+    assert laid_out(3) == "ise bcd noise a noisenoise"
