@@ -568,3 +568,32 @@ def test_a_line_haystack_sizes_and_lays_out_its_elements_as_its_unit_writes_them
     assert laid_out() == laid_out(0) == "^bcd noise a noisenoise"
     assert laid_out(1) == "e bcd noise a noisenoise"  # a lead: the line's last token with a letter
     assert laid_out(3) == "ise bcd noise a noisenoise"
+
+
+def test_a_vt_length_too_short_for_its_chain_names_the_least_that_fits() -> None:
+    family = VariableTracking(ALL_VARIANTS["vt"], setting())
+    with pytest.raises(TooShort) as refused:
+        family.draft(100, random.Random(0))
+    least = refused.value.overhead
+    assert str(refused.value) == (
+        f"length 100 is below this prompt's fixed overhead of {least} tokens (template, example and "
+        f"chain); use lengths of at least {least}"
+    )
+    assert refused.value.length == 100 and least > 100
+    # At the least length the chain fills the context to the token, with no line and no lead.
+    assert len(family.draft(least, random.Random(0)).prompt.ids) == least
+    with pytest.raises(TooShort):
+        family.draft(least - 1, random.Random(0))
+
+
+def test_cwe_closes_its_gap_with_the_fewest_words_that_fill_it_exactly() -> None:
+    """Entries 1.. after none: " 1. w" costs the number's tokens and the word's. Of equal ends, the
+    fewest words are kept, and a room no word fits is left as it is."""
+    family = CommonWords(ALL_VARIANTS["cwe"], setting())
+    pool = sorted(family.words, key=lambda word: (len(family.word_ids[word]), word))[:40]
+    numbers = family._number_tokens(40)
+    one = int(numbers[1] - numbers[0]) + len(family.word_ids[pool[0]])  # entry 1 with the shortest word
+    chosen, left = family._singles(pool, 0, one)
+    assert (len(chosen), left) == (1, 0) and len(family.word_ids[chosen[0]]) == len(family.word_ids[pool[0]])
+    assert family._singles(pool, 0, 0) == ([], 0)
+    assert family._singles(pool, 0, one - 1)[0] == []  # no entry fits: nothing taken, all left
