@@ -597,3 +597,12 @@ def test_cwe_closes_its_gap_with_the_fewest_words_that_fill_it_exactly() -> None
     assert (len(chosen), left) == (1, 0) and len(family.word_ids[chosen[0]]) == len(family.word_ids[pool[0]])
     assert family._singles(pool, 0, 0) == ([], 0)
     assert family._singles(pool, 0, one - 1)[0] == []  # no entry fits: nothing taken, all left
+
+
+def test_cwe_fills_its_length_to_the_token_with_cl100k() -> None:
+    """Where whole entries and words that appear once can close the gap (cl100k's one-token numbers
+    and words), an exact fill's list fills it exactly; each entry's number is counted from the list's
+    first."""
+    family = CommonWords(ALL_VARIANTS["cwe"], setting())
+    lengths = [len(family.draft(n, random.Random(s)).prompt.ids) for n in (4096, 8192) for s in range(3)]
+    assert lengths == [4096] * 3 + [8192] * 3
