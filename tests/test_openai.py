@@ -26,6 +26,7 @@ from fathom.backends.openai import MISALIGNED_LOGPROBS, NO_PROMPT_LOGPROBS, Open
 from fathom.cli import SAMPLE_ERRORS, main
 from fathom.errors import FathomError, SpecError
 from fathom.records import FirstToken
+from fathom.registry import BACKEND
 
 # The scripted server, and a fast backoff with an API key in the environment, for every test here.
 pytestmark = pytest.mark.usefixtures("fast_and_keyed")
@@ -94,6 +95,7 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
         "api_key_env": "OPENAI_API_KEY",
     }
     assert manifest["backend"]["options"] == options and not options.keys() & settings.keys()
+    assert options.keys() == BACKEND.entry("openai").transport  # the names left out of the identity
     assert manifest["identity"]["spec"]["model"] == f"openai:m@{server.url}"
     assert server.auth == {f"Bearer {KEY}"}
 

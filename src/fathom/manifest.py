@@ -79,7 +79,7 @@ class Served:
     exact_lengths: bool = True
     trained_window: int | None = None
     max_prompt_tokens: int | None = None
-    # Schema 4: the backend's transport settings (``Tuned.options``), outside the identity; the
+    # Schema 4: the backend's transport settings (``Tuned.transport_settings``), outside the identity; the
     # first resume's are kept.
     options: dict[str, Any] = field(default_factory=dict)
 

@@ -146,7 +146,7 @@ class Tuned(Protocol):
     concurrency, timeout and retries, its entry's ``transport``): the manifest records them outside
     the run's identity, so an interrupted run resumes with others (a longer timeout, say)."""
 
-    def options(self) -> dict[str, Any]: ...
+    def transport_settings(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable
@@ -194,7 +194,7 @@ class BackendEntry:
     ``packages`` are the top-level modules it imports (looked for, never imported, by ``status``);
     ``extra`` is fathom's pip extra that installs them (empty for a plugin, whose own requirements
     bring them); ``scores`` says whether its backends are Scorers; ``transport`` names the settings
-    its backends report as ``Tuned.options``.
+    its backends report as ``Tuned.transport_settings``.
     """
 
     factory: BackendFactory

@@ -146,7 +146,7 @@ class OpenAIBackend:
             "first_token": FIRST_TOKEN,
         }
 
-    def options(self) -> dict[str, Any]:
+    def transport_settings(self) -> dict[str, Any]:
         """The transport settings (the registry entry's), as resolved: outside the identity."""
         api = self.api
         return {
