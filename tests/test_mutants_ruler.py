@@ -21,7 +21,15 @@ from fathom.prompts.haystack.index import TokenizedCorpus
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell
-from fathom.tasks.ruler.base import Draft, Lines, Setting, Steps, fill
+from fathom.tasks.ruler.base import (
+    Draft,
+    Lines,
+    Setting,
+    Steps,
+    fill,
+    line_slots,
+    lines_close_the_context,
+)
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS, Variant
 from fathom.tasks.ruler.niah import EssayWords, NeedleFamily
 from fathom.tasks.ruler.qa import QuestionAnswering
@@ -606,3 +614,41 @@ def test_cwe_fills_its_length_to_the_token_with_cl100k() -> None:
     family = CommonWords(ALL_VARIANTS["cwe"], setting())
     lengths = [len(family.draft(n, random.Random(s)).prompt.ids) for n in (4096, 8192) for s in range(3)]
     assert lengths == [4096] * 3 + [8192] * 3
+
+
+def test_an_essay_window_opens_without_the_space_its_first_sentence_was_tokenised_with() -> None:
+    """Char tokens: a window from any boundary is the corpus's own text there less its opening
+    space, with as many tokens as asked (one more sentence character in the room the space left);
+    a window inside its first sentence is that sentence's opening; without a tokenizer to re-read
+    the sentence, the corpus's window as it is."""
+    family = essay_family(CHAR)
+    opening, corpus = family.opening, family.tokenized
+    for start in (0, 500, int(corpus.boundaries[-1])):  # the last sentence wraps to the first
+        ids, starts = opening.window(300, start)
+        plain, plain_starts = corpus.window(301, start)
+        assert len(ids) == 300 and CHAR.decode(ids.tolist()) == CHAR.decode(plain.tolist())[1:]
+        assert starts.tolist() == [s - 1 for s in plain_starts.tolist()]
+    ids, starts = opening.window(3, 500)
+    assert (
+        CHAR.decode(ids.tolist()) == CHAR.decode(corpus.window(4, 500)[0].tolist())[1:] and len(starts) == 0
+    )
+    untokenized = dataclasses.replace(opening, tokenizer=None)
+    for got, expected in zip(untokenized.window(300, 500), corpus.window(300, 500), strict=True):
+        assert got.tolist() == expected.tolist()
+
+
+def test_a_context_of_lines_ends_its_last_line_with_the_questions_newline() -> None:
+    text = PromptText("Read.", "\nWhat is it?", "Answer:")
+    assert lines_close_the_context(text) == PromptText("Read.", "What is it?", "Answer:")
+    with pytest.raises(PromptError) as refused:
+        lines_close_the_context(PromptText("Read.", " What is the special magic number?", "Answer:"))
+    assert str(refused.value) == (
+        "a context of lines needs a newline before the question, not ' What is the special'"
+    )
+
+
+def test_needles_among_fewer_lines_share_them_and_never_follow_the_last() -> None:
+    rng = random.Random(0)
+    assert line_slots(1, 6, rng) == [0] * 6 and line_slots(0, 3, rng) == [0] * 3
+    slots = line_slots(3, 8, rng)
+    assert len(slots) == 8 and set(slots) <= {0, 1, 2} and slots == sorted(slots)
