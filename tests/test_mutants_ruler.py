@@ -652,3 +652,46 @@ def test_needles_among_fewer_lines_share_them_and_never_follow_the_last() -> Non
     assert line_slots(1, 6, rng) == [0] * 6 and line_slots(0, 3, rng) == [0] * 3
     slots = line_slots(3, 8, rng)
     assert len(slots) == 8 and set(slots) <= {0, 1, 2} and slots == sorted(slots)
+
+
+def _context_text(draft: Draft, tokenizer: Tokenizer) -> str:
+    prompt = draft.prompt
+    return tokenizer.decode(
+        prompt.ids[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens].tolist()
+    )
+
+
+NEEDLE_LINE = re.compile(r"One of the special magic numbers? for (.+?) is: (\d+)\.")
+
+
+def test_two_keys_asked_at_once_are_both_in_the_question() -> None:
+    params = {"haystack": "essay", "key": "words", "value": "numbers", "keys": 3, "values": 1, "queries": 2}
+    family = NeedleFamily(
+        Variant("mq2", "niah", params), Setting(CL100K, resolve_template("none", CL100K), None, "prose")
+    )
+    draft = family.draft(4096, random.Random(0))
+    first, second = draft.query_keys
+    assert draft.question == f"{first}, and {second}"
+
+
+@pytest.mark.parametrize("haystack", ["essay", "needle"])
+def test_the_values_of_every_key_not_asked_are_the_look_alikes(haystack: str) -> None:
+    """An answer that gives them is flagged (Sample.look_alikes): the other keys' values, and in a
+    haystack of needles every distractor line's too; never an asked one."""
+    params = {"haystack": haystack, "key": "words", "value": "numbers", "keys": 4, "values": 1, "queries": 1}
+    family = NeedleFamily(
+        Variant("mk", "niah", params), Setting(CL100K, resolve_template("none", CL100K), None, "prose")
+    )
+    draft = family.draft(4096, random.Random(1))
+    placed = dict(NEEDLE_LINE.findall(_context_text(draft, CL100K)))
+    assert len(placed) >= 4 and placed[draft.query_keys[0]] == draft.answers[0]
+    assert sorted(draft.look_alikes) == sorted(v for k, v in placed.items() if k != draft.query_keys[0])
+
+
+def test_rulers_count_of_qa_documents_holds_each_document_once() -> None:
+    family = QuestionAnswering(ALL_VARIANTS["qa_synth"], setting())
+    for seed in range(3):
+        draft = family.draft(8192, random.Random(seed), 20)
+        bodies = re.split(r"(?:^|\n\n)Document \d+:\n", _context_text(draft, CL100K))[1:]
+        assert len(bodies) == len(set(bodies)) == 20
+        assert set(bodies) <= set(family.data.documents)
