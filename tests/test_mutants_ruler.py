@@ -672,6 +672,14 @@ def test_two_keys_asked_at_once_are_both_in_the_question() -> None:
     draft = family.draft(4096, random.Random(0))
     first, second = draft.query_keys
     assert draft.question == f"{first}, and {second}"
+    assert "Some special magic numbers" in draft.text.before + draft.text.after  # two values: plural
+
+
+def test_the_singular_wording_keeps_the_system_prompt() -> None:
+    setting = Setting(CL100K, resolve_template("none", CL100K), "Answer briefly.", "prose")
+    draft = NeedleFamily(ALL_VARIANTS["niah_single_2"], setting).draft(2048, random.Random(0))
+    assert draft.text.system == "Answer briefly."
+    assert "A special magic number" in draft.text.before + draft.text.after
 
 
 @pytest.mark.parametrize("haystack", ["essay", "needle"])

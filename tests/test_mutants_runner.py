@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from test_runner import _text_run
 
+from fathom.analysis.failures import hedged_right
 from fathom.backends.base import Backend, Request, ScoreRequest, TokenScores
 from fathom.backends.sim import SimulatedBackend
 from fathom.prompts.builder import ChatPrompt, Insertion, Prompt, PromptText
@@ -271,8 +272,11 @@ def test_an_answer_naming_a_distractors_value_scores_zero_and_records_it() -> No
 
 
 def test_a_control_records_no_needles_though_its_sample_has_them() -> None:
-    # control.without_context keeps the sample's needles but takes them out of the prompt.
-    control = replace(SAMPLE, cell=Cell("niah", 100, 0.25, 3, control=True), prompt=_prompt())
+    # control.without_context keeps the sample's needles (and look-alikes) but takes them out of the
+    # prompt: an answer naming one without the context is no lure.
+    control = replace(
+        SAMPLE, cell=Cell("niah", 100, 0.25, 3, control=True), prompt=_prompt(), look_alikes=("2956",)
+    )
     answer = replace(ANSWER, text="7341, or 2956")
     record = _record(SPEC, _backend(), control, 100, answer)
     assert record == replace(
@@ -545,3 +549,52 @@ def test_a_backend_that_scores_fewer_documents_than_it_was_sent_is_an_error() ->
     backend = _Scorer({d.cell.id: TokenScores(np.zeros(7), 1, 0.1) for d in documents}, drop=1)
     with pytest.raises(ValueError, match="shorter"):
         _score(SPEC, BackendClock(cast(Backend, backend)), documents)
+
+
+class _KeptStream:
+    """A Streamer that keeps a reference to its stream (so only an explicit close ends it) and
+    spends 15 ms on each answer."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.kept: Any = None
+
+    def stream(self, requests: Sequence[Request]) -> Any:
+        def answers() -> Any:
+            try:
+                for index in range(len(requests)):
+                    time.sleep(0.015)
+                    yield index, Completion("a", 1, 1, "stop", 0.015)
+            finally:
+                self.closed = True
+
+        self.kept = answers()
+        return self.kept
+
+
+def test_the_clock_adds_up_the_backends_time_and_closes_its_stream_when_stopped() -> None:
+    backend = _KeptStream()
+    clock = BackendClock(cast(Backend, backend))
+    asks = [Request(f"s{i}", np.zeros(1, dtype=np.int32), 1) for i in range(3)]
+    answers = clock.stream(asks)
+    assert [index for index, _ in (next(answers), next(answers))] == [0, 1]
+    assert 0.03 <= clock.seconds < 1.0  # both answers' time, not the last one's alone
+    answers.close()  # an interrupt: the backend's requests in flight stop with it
+    assert backend.closed
+
+
+def test_a_right_answer_that_also_names_a_look_alike_is_hedged_right_and_nothing_else_is() -> None:
+    right = replace(RECORD, score=1.0, error=None, lured=("4321",))
+    assert hedged_right(right)
+    assert not hedged_right(replace(right, lured=()))
+    assert not hedged_right(replace(right, score=0.5))
+    assert not hedged_right(replace(right, error="backend_error: HTTP 500 (3 attempts)"))
+
+
+def test_a_stream_without_close_is_read_to_its_end() -> None:
+    class ListStream:  # a plugin's Streamer may hand back any iterator, with no close()
+        def stream(self, requests: Sequence[Request]) -> Any:
+            return iter([(0, Completion("a", 1, 1, "stop", 0.0))])
+
+    answers = BackendClock(cast(Backend, ListStream())).stream([Request("s", np.zeros(1, dtype=np.int32), 1)])
+    assert [index for index, _ in answers] == [0]
