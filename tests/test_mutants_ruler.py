@@ -392,21 +392,6 @@ def test_a_noise_haystack_of_counted_lines_opens_with_a_whole_line(tokenizer: To
         assert context.count("The grass is green.") == 40
 
 
-def test_a_noise_haystack_too_short_for_its_needle_names_the_least_length_that_fits() -> None:
-    family = NeedleFamily(ALL_VARIANTS["niah_single_1"], setting())
-    with pytest.raises(TooShort) as refused:
-        family.draft(20, random.Random(0))
-    least = refused.value.overhead
-    assert str(refused.value) == (
-        f"length 20 is below this prompt's fixed overhead of {least} tokens (template, question and "
-        f"needles); use lengths of at least {least}"
-    )
-    assert refused.value.length == 20 and least > 20
-    family.draft(least, random.Random(0))  # fits, the needle's line alone
-    with pytest.raises(TooShort):
-        family.draft(least - 1, random.Random(0))
-
-
 # --- RULER's search (--fill ruler), on a family whose sizes are worked out by hand -------------------
 
 
@@ -578,17 +563,28 @@ def test_a_line_haystack_sizes_and_lays_out_its_elements_as_its_unit_writes_them
     assert laid_out(3) == "ise bcd noise a noisenoise"
 
 
-def test_a_vt_length_too_short_for_its_chain_names_the_least_that_fits() -> None:
-    family = VariableTracking(ALL_VARIANTS["vt"], setting())
+@pytest.mark.parametrize(
+    ("variant", "short", "what"),
+    [("niah_single_1", 20, "template, question and needles"), ("vt", 100, "template, example and chain")],
+)
+def test_a_length_too_short_for_the_needles_names_the_least_that_fits(
+    variant: str, short: int, what: str
+) -> None:
+    """niah's noise haystack and vt's: at the least length the needles (the chain) fill the context
+    to the token, with no line and no lead; a token less is refused."""
+    family: NeedleFamily | VariableTracking = (
+        VariableTracking(ALL_VARIANTS[variant], setting())
+        if variant == "vt"
+        else NeedleFamily(ALL_VARIANTS[variant], setting())
+    )
     with pytest.raises(TooShort) as refused:
-        family.draft(100, random.Random(0))
+        family.draft(short, random.Random(0))
     least = refused.value.overhead
     assert str(refused.value) == (
-        f"length 100 is below this prompt's fixed overhead of {least} tokens (template, example and "
-        f"chain); use lengths of at least {least}"
+        f"length {short} is below this prompt's fixed overhead of {least} tokens ({what}); use lengths "
+        f"of at least {least}"
     )
-    assert refused.value.length == 100 and least > 100
-    # At the least length the chain fills the context to the token, with no line and no lead.
+    assert refused.value.length == short and least > short
     assert len(family.draft(least, random.Random(0)).prompt.ids) == least
     with pytest.raises(TooShort):
         family.draft(least - 1, random.Random(0))
