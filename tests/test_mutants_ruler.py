@@ -220,11 +220,17 @@ def test_an_example_too_long_for_its_tokens_grows_to_hold_its_chain_without_nois
     [
         ("fwe", FrequentWords, 150, "template and a text whose top three words stand out"),
         ("cwe", CommonWords, 10, "template, example and the 10 common words"),
+        ("niah_single_1", NeedleFamily, 20, "template, question and needles"),
+        ("vt", VariableTracking, 100, "template, example and chain"),
     ],
 )
-def test_a_word_task_just_long_enough_is_built_and_one_token_less_is_refused(
-    variant: str, family_type: type[FrequentWords] | type[CommonWords], short: int, what: str
+def test_a_task_just_long_enough_is_built_and_one_token_less_is_refused(
+    variant: str,
+    family_type: type[FrequentWords] | type[CommonWords] | type[NeedleFamily] | type[VariableTracking],
+    short: int,
+    what: str,
 ) -> None:
+    """At the least length the needles (vt's chain, the word list) fill the context to the token."""
     family = family_type(ALL_VARIANTS[variant], setting())
     with pytest.raises(TooShort) as refused:
         family.draft(short, random.Random(0))
@@ -561,33 +567,6 @@ def test_a_line_haystack_sizes_and_lays_out_its_elements_as_its_unit_writes_them
     assert laid_out() == laid_out(0) == "^bcd noise a noisenoise"
     assert laid_out(1) == "e bcd noise a noisenoise"  # a lead: the line's last token with a letter
     assert laid_out(3) == "ise bcd noise a noisenoise"
-
-
-@pytest.mark.parametrize(
-    ("variant", "short", "what"),
-    [("niah_single_1", 20, "template, question and needles"), ("vt", 100, "template, example and chain")],
-)
-def test_a_length_too_short_for_the_needles_names_the_least_that_fits(
-    variant: str, short: int, what: str
-) -> None:
-    """niah's noise haystack and vt's: at the least length the needles (the chain) fill the context
-    to the token, with no line and no lead; a token less is refused."""
-    family: NeedleFamily | VariableTracking = (
-        VariableTracking(ALL_VARIANTS[variant], setting())
-        if variant == "vt"
-        else NeedleFamily(ALL_VARIANTS[variant], setting())
-    )
-    with pytest.raises(TooShort) as refused:
-        family.draft(short, random.Random(0))
-    least = refused.value.overhead
-    assert str(refused.value) == (
-        f"length {short} is below this prompt's fixed overhead of {least} tokens ({what}); use lengths "
-        f"of at least {least}"
-    )
-    assert refused.value.length == short and least > short
-    assert len(family.draft(least, random.Random(0)).prompt.ids) == least
-    with pytest.raises(TooShort):
-        family.draft(least - 1, random.Random(0))
 
 
 def test_cwe_closes_its_gap_with_the_fewest_words_that_fill_it_exactly() -> None:
