@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from test_runner import _text_run
 
-from fathom.analysis.failures import hedged_right
+from fathom.analysis.failures import failure_kind, hedged_right
 from fathom.backends.base import Backend, Request, ScoreRequest, TokenScores
 from fathom.backends.sim import SimulatedBackend
 from fathom.prompts.builder import ChatPrompt, Insertion, Prompt, PromptText
@@ -598,3 +598,9 @@ def test_a_stream_without_close_is_read_to_its_end() -> None:
 
     answers = BackendClock(cast(Backend, ListStream())).stream([Request("s", np.zeros(1, dtype=np.int32), 1)])
     assert [index for index, _ in answers] == [0]
+
+
+def test_a_blank_answer_is_stopped_where_its_first_token_was_the_end_and_empty_otherwise() -> None:
+    blank = replace(RECORD, output="", score=0.0, matched=())
+    assert failure_kind(replace(blank, first_token=FirstToken.END)) == "stopped"
+    assert failure_kind(replace(blank, first_token=FirstToken.FORCED)) == "empty"
