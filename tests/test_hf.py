@@ -106,7 +106,7 @@ def test_smollm2_finds_the_needle_at_1k_through_the_cli(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["backend"] == {
         "input": "ids", "exact_lengths": True, "trained_window": 8192, "max_prompt_tokens": None,
-        "options": {},
+        "transport": {},
     }  # fmt: skip
     settings = manifest["identity"]["backend"]["settings"]
     assert (settings["dtype"], settings["attention"], settings["device"]) == ("float32", "sdpa", "cpu")

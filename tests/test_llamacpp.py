@@ -197,7 +197,7 @@ def test_smollm2_finds_the_needle_at_1k_through_the_cli(tmp_path: Path) -> None:
         "exact_lengths": True,
         "trained_window": 8192,
         "max_prompt_tokens": 8192,  # n_ctx defaults to the trained context
-        "options": {},  # none that only change how requests travel
+        "transport": {},  # no settings that only change how requests travel
     }
     assert manifest["identity"]["backend"]["settings"]["decoding"] == "greedy"
     assert {r["first_token"] for r in _records(tmp_path)} == {"forced"}

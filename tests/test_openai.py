@@ -87,15 +87,15 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     settings = manifest["identity"]["backend"]["settings"]
     assert settings["counted_by"] == "named: cl100k_base" and settings["prefill"] == "in prompt"
     # How requests travelled is recorded beside the identity, not in it (nor in its spec's model).
-    options = {
+    transport = {
         "concurrency": 4,
         "timeout": 0.4,
         "retries": 3,
         "max_wait": 600.0,
         "api_key_env": "OPENAI_API_KEY",
     }
-    assert manifest["backend"]["options"] == options and not options.keys() & settings.keys()
-    assert options.keys() == BACKEND.entry("openai").transport  # the names left out of the identity
+    assert manifest["backend"]["transport"] == transport and not transport.keys() & settings.keys()
+    assert transport.keys() == BACKEND.entry("openai").transport  # the names left out of the identity
     assert manifest["identity"]["spec"]["model"] == f"openai:m@{server.url}"
     assert server.auth == {f"Bearer {KEY}"}
 

@@ -79,9 +79,9 @@ class Served:
     exact_lengths: bool = True
     trained_window: int | None = None
     max_prompt_tokens: int | None = None
-    # Schema 4: the backend's transport settings (``Tuned.transport_settings``), outside the identity; the
-    # first resume's are kept.
-    options: dict[str, Any] = field(default_factory=dict)
+    # Schema 4: the backend's transport settings (``Tuned.transport_settings``), outside the identity:
+    # those of the run's first start (a resume keeps the manifest it finds).
+    transport: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Any) -> Served:
@@ -199,7 +199,7 @@ def v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 
 def v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 4's identity names the version of a versioned scoring method, and its backend section
-    the backend's transport options (``Served.options``); one of schema 3 has neither."""
+    the backend's transport settings (``Served.transport``); one of schema 3 has neither."""
     identity = data.get("identity")
     if isinstance(identity, dict) and "scoring" in identity:
         raise TypeError("unknown field 'scoring' (a field of schema 4, in a manifest of schema 3)")

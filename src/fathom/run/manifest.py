@@ -48,7 +48,7 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, 
             "exact_lengths": backend.exact_lengths,
             "trained_window": backend.trained_window,
             "max_prompt_tokens": backend.max_prompt_tokens,
-            "options": backend.transport_settings() if isinstance(backend, Tuned) else {},
+            "transport": backend.transport_settings() if isinstance(backend, Tuned) else {},
         },
         "environment": {
             "fathom_version": __version__,
