@@ -58,7 +58,8 @@ class QuestionAnswering:
         self.data = load_dataset(name, configured_path(name))
         self._bodies: dict[int, Ids] = {}  # document index -> ids of its text (and separator)
         self._headers: list[Ids] = []  # position - 1 -> ids of its header (and separator)
-        self._separator_leads = separator_leads(setting.tokenizer)
+        # The blank line between documents: opening the header after it, or closing the text before.
+        self._lead, self._trail = (SEPARATOR, "") if separator_leads(setting.tokenizer) else ("", SEPARATOR)
 
     def identity(self) -> dict[str, Any]:
         return {"dataset": self.data.name, "dataset_sha256": self.data.sha256}
@@ -173,22 +174,20 @@ class QuestionAnswering:
     def _header(self, position: int) -> Ids:
         while len(self._headers) < position:
             first = len(self._headers) + 1
-            lead = SEPARATOR if self._separator_leads else ""
-            headers = [(lead if i > 1 else "") + HEADER.format(i=i) for i in range(first, first + 512)]
+            headers = [(self._lead if i > 1 else "") + HEADER.format(i=i) for i in range(first, first + 512)]
             self._headers += encode_units(self.setting.tokenizer, headers)
         return self._headers[position - 1]
 
     def _bodies_of(self, indexes: list[int] | tuple[int, ...]) -> list[Ids]:
         missing = [i for i in dict.fromkeys(indexes) if i not in self._bodies]
         documents = self.data.documents
-        trail = "" if self._separator_leads else SEPARATOR
-        encoded = encode_units(self.setting.tokenizer, [documents[i] + trail for i in missing])
+        encoded = encode_units(self.setting.tokenizer, [documents[i] + self._trail for i in missing])
         self._bodies.update(zip(missing, encoded, strict=True))
         return [self._bodies[i] for i in indexes]
 
     def _plain(self, index: int) -> Ids:
         """A document without a separator after it: the context's last."""
-        if self._separator_leads:
+        if not self._trail:
             return self._bodies_of([index])[0]
         return encode_units(self.setting.tokenizer, [self.data.documents[index]])[0]
 
