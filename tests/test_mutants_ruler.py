@@ -35,7 +35,7 @@ from fathom.tasks.ruler.niah import EssayWords, NeedleFamily
 from fathom.tasks.ruler.qa import QuestionAnswering
 from fathom.tasks.ruler.sizing import RulerFill
 from fathom.tasks.ruler.vt import VariableTracking, chain
-from fathom.tasks.ruler.words import CommonWords, FrequentWords, _fill_gap
+from fathom.tasks.ruler.words import SINGLES_POOL, CommonWords, FrequentWords, Repeats, _fill_gap, zipf_counts
 
 CHAR = load_tokenizer("char")
 CL100K = load_tokenizer("cl100k_base")
@@ -678,3 +678,49 @@ def test_rulers_count_of_qa_documents_holds_each_document_once() -> None:
         bodies = re.split(r"(?:^|\n\n)Document \d+:\n", _context_text(draft, CL100K))[1:]
         assert len(bodies) == len(set(bodies)) == 20
         assert set(bodies) <= set(family.data.documents)
+
+
+def test_fwe_takes_the_zipf_counts_of_the_most_whole_words_that_fit() -> None:
+    # The noise one token, every coded word two: the most words W whose Zipf counts fit the budget,
+    # found here by counting up, give ranks 2 to 4 (the answers, which closing the gap never touches);
+    # the noise's single tokens then close the gap exactly.
+    family = FrequentWords(ALL_VARIANTS["fwe"], setting(CHAR))
+    sizes = np.array([1] + [2] * 9, dtype=np.int64)
+    for budget in range(90, 600, 7):
+        words = 1
+        while zipf_counts(words + 1, 10, 2.0) @ sizes <= budget:
+            words += 1
+        counts = family._counts(sizes, budget, budget + 40)
+        assert counts[1:].tolist() == zipf_counts(words, 10, 2.0)[1:].tolist(), budget
+        assert counts @ sizes == budget
+
+
+def test_cwe_takes_uncommon_words_only_while_one_more_entry_fits_after_them() -> None:
+    # The docstring's rule, checked on the counts of many budgets: after the uncommon words taken,
+    # one more entry (its number and the shortest word set aside for the gap) still fits, so the
+    # words that appear once have room to close it.
+    family = CommonWords(ALL_VARIANTS["cwe"], setting(CHAR))
+    order = random.Random(0).sample(family.words, len(family.words))
+    pool = order[10 : 10 + SINGLES_POOL]
+    shortest = min(len(word) + 1 for word in pool)  # " word", a character a token
+    for budget in range(4000, 4600, 3):
+        counts = family._counts(order, Repeats(30, 3), budget, budget + 100)
+        uncommon = [word for word, count in counts.items() if count == 3]
+        entries = 300 + 3 * len(uncommon)
+        numbers = sum(len(f" {i}.") for i in range(1, entries + 1)) - 1  # "1." opens the list
+        used = numbers + sum(count * (len(word) + 1) for word, count in counts.items() if count > 1)
+        assert used + len(f" {entries + 1}.") + shortest <= budget, budget
+
+
+def test_vt_example_takes_five_more_lines_where_they_fill_its_room_to_the_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A frame of 100 + 50 tokens and the answer " ['AB', 'CD']" (13 characters, a token each) leave the
+    # example 500 - 30 - 163 = 307 tokens; lines that take count + 287 tokens fill it at 20 lines.
+    family = VariableTracking(ALL_VARIANTS["vt"], setting(CHAR))
+    ids = np.zeros(1, dtype=np.int64)
+    monkeypatch.setattr("fathom.tasks.ruler.vt.frame", lambda *args: (ids.repeat(100), ids.repeat(50)))
+    text = PromptText("", "", "", "")
+    for extra, count in [(287, 20), (288, 15)]:
+        family.lines = cast(Lines, SimpleNamespace(size=lambda lines, _, extra=extra: lines + extra))
+        assert family._example_lines(text, "1", [], ["AB", "CD"]) == count

@@ -35,6 +35,7 @@ from fathom.records import (
 from fathom.run.runner import (
     BackendClock,
     _failed,
+    _prepare,
     _record,
     _request,
     _rounded,
@@ -532,6 +533,27 @@ def test_documents_are_scored_refused_or_failed_and_each_counts_what_was_read() 
             error="too_long: 11 tokens exceed the backend's limit of 10",
         ),
     ]
+
+
+class _DocumentsOnly:
+    """A task that prepares every cell as a perplexity document, its controls' too."""
+
+    def prepare(self, cell: Cell) -> Document:
+        return _document(cell.length, cell.sample)
+
+
+def test_a_control_of_a_task_that_prepares_no_sample_is_refused_naming_its_cell() -> None:
+    cell = Cell("niah", 8, 0.5, 0, control=True)
+    with pytest.raises(TypeError, match=r"^control cell control\|niah\|L8\|D0\.5000\|S0 is not a sample's$"):
+        _prepare(cast(Any, _DocumentsOnly()), cell)
+
+
+@pytest.mark.parametrize(("read", "beyond"), [(9, False), (10, True)])
+def test_a_document_is_beyond_the_window_only_when_more_of_it_was_read(read: int, beyond: bool) -> None:
+    document = _document(read, 0)  # window 9: a document read to exactly it is inside it
+    backend = _Scorer({document.cell.id: TokenScores(np.zeros(read - 1), 1, 0.1)})
+    [record] = _score(SPEC, BackendClock(cast(Backend, backend)), [document])
+    assert (record.actual_tokens, record.beyond_window, record.error) == (read, beyond, None)
 
 
 def test_documents_all_refused_ask_the_backend_nothing() -> None:
