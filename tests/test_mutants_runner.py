@@ -6,8 +6,9 @@ record, of its request and of a perplexity document's record."""
 from __future__ import annotations
 
 import hashlib
+import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, cast
@@ -19,6 +20,7 @@ from test_runner import _text_run
 from fathom.analysis.failures import failure_kind, hedged_right
 from fathom.backends.base import Backend, Request, ScoreRequest, TokenScores
 from fathom.backends.sim import SimulatedBackend
+from fathom.errors import SpecError
 from fathom.prompts.builder import ChatPrompt, Insertion, Prompt, PromptText
 from fathom.prompts.needle_sets import NeedleSet, Placement
 from fathom.prompts.tokenizers import CharTokenizer
@@ -32,16 +34,21 @@ from fathom.records import (
     Score,
     cap_answer,
 )
+from fathom.run import runner
 from fathom.run.runner import (
+    BATCH_TOKENS,
     BackendClock,
+    _check_shortest,
     _failed,
     _prepare,
     _record,
     _request,
     _rounded,
     _score,
+    cell_batches,
     default_run_dir,
     needle_context,
+    run,
 )
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
@@ -626,3 +633,82 @@ def test_a_blank_answer_is_stopped_where_its_first_token_was_the_end_and_empty_o
     blank = replace(RECORD, output="", score=0.0, matched=())
     assert failure_kind(replace(blank, first_token=FirstToken.END)) == "stopped"
     assert failure_kind(replace(blank, first_token=FirstToken.FORCED)) == "empty"
+
+
+def _cells(lengths: Sequence[int], controls: int = 0) -> list[Cell]:
+    return [Cell("niah", n, None, i, control=i < controls) for i, n in enumerate(lengths)]
+
+
+@pytest.mark.parametrize(
+    ("lengths", "size", "controls", "batches"),
+    [
+        ([1] * 7, 3, 0, [3, 3, 1]),  # by count
+        ([BATCH_TOKENS // 2] * 5, 16, 0, [2, 2, 1]),  # by tokens: two halves fill a batch exactly
+        ([BATCH_TOKENS // 2 + 1, 1, BATCH_TOKENS // 2, 1], 16, 0, [2, 2]),
+        ([BATCH_TOKENS + 5, 1], 16, 0, [1, 1]),  # a longer cell alone
+        ([1] * 7, 64, 3, [3, 4]),  # a backend that orders its own long batches: the opening controls apart
+        ([1] * 7, 16, 3, [7]),  # 16 or fewer: the controls go with the rest
+    ],
+)
+def test_cells_are_batched_by_count_and_by_tokens(
+    lengths: list[int], size: int, controls: int, batches: list[int]
+) -> None:
+    cells = _cells(lengths, controls)
+    got = list(cell_batches(iter(cells), size))
+    assert [len(batch) for batch in got] == batches
+    assert [cell for batch in got for cell in batch] == cells
+
+
+class _Preparing:
+    """A task of two tasks' cells at three lengths that records the cells it prepares."""
+
+    def __init__(self) -> None:
+        self.prepared: list[Cell] = []
+
+    def cells(self) -> Iterator[Cell]:
+        for length in (300, 100, 200):
+            for task in ("a", "b"):
+                yield from (Cell(task, length, None, sample) for sample in range(2))
+
+    def prepare(self, cell: Cell) -> None:
+        self.prepared.append(cell)
+
+
+def test_one_prompt_of_the_shortest_length_is_built_for_each_task_before_the_run() -> None:
+    task = _Preparing()
+    _check_shortest(cast(Any, task), 100)
+    assert task.prepared == [Cell("a", 100, None, 0), Cell("b", 100, None, 0)]
+
+
+SIM = RunSpec("niah", "sim:perfect", "char", (500, 600), (0.25, 0.75), 2, control=False)
+
+
+def test_a_shuffled_run_sends_the_cells_in_the_seeds_order_and_an_unknown_order_is_refused(
+    runs: Path,
+) -> None:
+    run(SIM, runs / "prefix", show_progress=False)
+    run(SIM, runs / "shuffled", show_progress=False, order="shuffled")
+    prefix = [r.sample_id for r in RunFolder(runs / "prefix").records()]
+    shuffled = [r.sample_id for r in RunFolder(runs / "shuffled").records()]
+    expected = list(prefix)
+    random.Random(SIM.seed).shuffle(expected)
+    assert shuffled == expected != prefix
+    with pytest.raises(SpecError, match="unknown order 'random'"):
+        run(SIM, runs / "random", show_progress=False, order="random")
+    assert not (runs / "random").exists()
+
+
+def test_a_run_passes_its_progress_and_plan_settings_on(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checks: list[tuple[bool, bool]] = []
+    progress: list[bool] = []
+    monkeypatch.setattr(runner, "check_run", lambda _s, _t, _b, say, keep: checks.append((say, keep)))
+    shown = runner.RunProgress
+
+    def recorded(label: str, todo: Iterator[Cell], enabled: bool = True) -> Any:
+        progress.append(enabled)
+        return shown(label, todo, enabled=False)
+
+    monkeypatch.setattr(runner, "RunProgress", recorded)
+    run(SIM, runs / "defaults")
+    run(SIM, runs / "quiet", show_progress=False, keep_too_long=True)
+    assert (checks, progress) == ([(True, False), (False, True)], [True, False])
