@@ -286,6 +286,11 @@ def test_a_text_backend_re_tokenising_the_prompt_counts_what_was_built(
         assert abs(len(tok.encode_with_specials(tok.decode(ids))) - len(ids)) <= 1
 
 
+def test_a_tokenizer_that_reads_the_blank_line_alike_either_way_keeps_it_with_the_text() -> None:
+    # One id a character: both cuts reproduce the whole, so the text keeps it, as with cl100k.
+    assert separator_leads(load_tokenizer("char")) is False
+
+
 def test_prompts_are_shuffled_and_deterministic_per_seed() -> None:
     fam = family("qa_synth", "cl100k_base")
     drafts = [fam.draft(4096, random.Random(seed)) for seed in (5, 5, 6)]
