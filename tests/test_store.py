@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -218,3 +220,37 @@ def test_a_folder_held_beside_its_run_takes_back_only_its_own_runs_manifest(tmp_
     finally:
         folder.close()
     assert RunFolder(tmp_path / "run").read_manifest().planned == 7
+
+
+def test_a_record_is_one_line_of_sorted_keys_in_a_file_others_may_read_only(tmp_path: Path) -> None:
+    old = os.umask(0)  # the mode as given, not as the user's umask trims it
+    try:
+        folder = started(tmp_path / "run", count=1)
+    finally:
+        os.umask(old)
+    line = folder.samples_path.read_bytes().decode()
+    keys = list(json.loads(line))
+    assert line.count("\n") == 1 and line.endswith("\n") and keys == sorted(keys)
+    assert stat.S_IMODE(folder.samples_path.stat().st_mode) == 0o644
+
+
+def test_a_record_appended_to_a_folder_not_started_is_refused_naming_the_folder(tmp_path: Path) -> None:
+    with pytest.raises(RunFolderError, match=rf"^run folder '{tmp_path}' was not started for writing$"):
+        RunFolder(tmp_path).append(record(0))
+
+
+def test_a_record_written_in_part_leaves_no_half_line_and_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = started(tmp_path / "run", count=1)
+    whole, write = folder.samples_path.read_bytes(), os.write
+
+    def half(fd: int, data: bytes) -> int:  # what a disk that fills up mid-write does
+        return write(fd, data[: len(data) // 2])
+
+    monkeypatch.setattr("fathom.run.store.os.write", half)
+    folder.start(manifest())
+    with folder, pytest.raises(RunFolderError) as refused:
+        folder.append(record(1))
+    assert str(refused.value) == f"could not write a whole record to {folder.samples_path}: is the disk full?"
+    assert folder.samples_path.read_bytes() == whole
