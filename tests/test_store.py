@@ -14,7 +14,7 @@ import pytest
 from fathom.errors import RunFolderError
 from fathom.manifest import Manifest
 from fathom.records import SampleRecord
-from fathom.run.store import QUARANTINE, RunFolder
+from fathom.run.store import LOCK, QUARANTINE, SAMPLES, RunFolder
 from fathom.spec import RunSpec
 
 
@@ -121,24 +121,37 @@ def test_a_record_of_another_run_is_foreign(tmp_path: Path) -> None:
 
 def test_a_different_spec_is_refused_and_named(tmp_path: Path) -> None:
     started(tmp_path / "run", seed=0)
-    with pytest.raises(RunFolderError, match=r"differs in: spec.seed.*--run-dir"):
-        RunFolder(tmp_path / "run").start(manifest(seed=1))
+    with pytest.raises(RunFolderError) as refused:
+        RunFolder(tmp_path / "run").start(manifest(seed=1, model="sim:cliff"))
+    assert str(refused.value) == (
+        f"run folder '{tmp_path / 'run'}' holds a different run (differs in: backend.name, spec.model, "
+        "spec.seed); refusing to mix them: pass --run-dir with a new folder, or delete this one"
+    )
 
 
-def test_a_folder_with_a_manifest_and_no_samples_takes_a_corrected_spec(tmp_path: Path) -> None:
+def test_a_folder_with_a_manifest_and_no_samples_takes_a_corrected_spec(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     folder = RunFolder(tmp_path / "run")
     folder.start(manifest(seed=0))
     folder.close()
     folder.start(manifest(seed=1))  # nothing was written under seed 0: nothing to protect
     folder.close()
     assert folder.read_manifest().spec.seed == 1
+    assert caplog.messages == [
+        f"run folder '{folder.path}' held a run with no samples; it now holds this one"
+    ]
 
 
 def test_samples_without_a_manifest_are_never_adopted(tmp_path: Path) -> None:
     folder = started(tmp_path / "run")
     folder.manifest_path.unlink()
-    with pytest.raises(RunFolderError, match=r"holds samples but no manifest.json.*restore"):
+    with pytest.raises(RunFolderError) as refused:
         RunFolder(folder.path).start(manifest(seed=1))
+    assert str(refused.value) == (
+        f"run folder '{folder.path}' holds samples but no manifest.json, so nothing says which run wrote "
+        "them: restore its manifest.json, or give --run-dir a new folder"
+    )
     assert not folder.manifest_path.exists()  # nothing written, nothing taken over
     assert len(folder.samples_path.read_text().splitlines()) == 2
 
@@ -187,6 +200,37 @@ def test_one_writer_at_a_time(tmp_path: Path) -> None:
     RunFolder(tmp_path / "run").start(manifest())  # given back on close
 
 
+def test_a_lock_held_names_its_holder_from_the_first_32_bytes_of_the_lock_file(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.start(manifest())
+    try:
+        (folder.path / LOCK).write_bytes(b"\xff" + b"9" * 40)  # not a pid fathom writes: shown as read
+        with pytest.raises(RunFolderError) as refused:
+            RunFolder(folder.path).start(manifest())
+    finally:
+        folder.close()
+    assert str(refused.value) == (
+        f"run folder '{folder.path}' is in use by pid \ufffd{'9' * 31} (another fathom run writes to it): "
+        "wait for it to finish, or give --run-dir another folder"
+    )
+
+
+def test_a_folder_whose_lock_cannot_be_opened_is_named_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opener = os.open
+
+    def refusing(path: str | Path, flags: int, mode: int = 0o777) -> int:
+        if Path(path).name == LOCK:
+            raise PermissionError(13, "Permission denied")  # a read-only folder (tests may run as root)
+        return opener(path, flags, mode)
+
+    monkeypatch.setattr("fathom.run.store.os.open", refusing)
+    with pytest.raises(RunFolderError) as refused:
+        RunFolder(tmp_path / "run").start(manifest())
+    assert str(refused.value) == f"cannot write in run folder '{tmp_path / 'run'}': Permission denied"
+
+
 def test_a_dead_writers_lock_does_not_block(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import os, sys
@@ -231,7 +275,12 @@ def test_a_record_is_one_line_of_sorted_keys_in_a_file_others_may_read_only(tmp_
     line = folder.samples_path.read_bytes().decode()
     keys = list(json.loads(line))
     assert line.count("\n") == 1 and line.endswith("\n") and keys == sorted(keys)
-    assert stat.S_IMODE(folder.samples_path.stat().st_mode) == 0o644
+    for name in (SAMPLES, LOCK):
+        assert stat.S_IMODE((folder.path / name).stat().st_mode) == 0o644, name
+    # The manifest is for people to read too: two-space indents, keys sorted.
+    text = folder.manifest_path.read_text()
+    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+    assert text.startswith('{\n  "backend": {\n    "exact_lengths": true,')
 
 
 def test_a_record_appended_to_a_folder_not_started_is_refused_naming_the_folder(tmp_path: Path) -> None:
