@@ -86,7 +86,7 @@ def test_a_torn_last_line_is_left_to_readers_and_moved_aside_by_the_writer(tmp_p
     ],
 )
 def test_a_damaged_line_is_named_by_readers_and_quarantined_by_the_writer(
-    tmp_path: Path, line: bytes, reason: str
+    tmp_path: Path, line: bytes, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     folder = started(tmp_path / "run", count=1)
     with folder.samples_path.open("ab") as handle:
@@ -99,6 +99,11 @@ def test_a_damaged_line_is_named_by_readers_and_quarantined_by_the_writer(
         folder.append(record(1))
     assert [r.sample for r in folder.records()] == [0, 1]
     assert (folder.path / QUARANTINE).read_bytes() == line if line != b"\n" else b"\n"
+    [moved] = caplog.messages
+    aside = folder.path / QUARANTINE
+    assert moved.startswith(
+        f"moved 1 damaged line(s) of {folder.samples_path} aside to {aside} (line 2: {reason}"
+    )
 
 
 def test_repair_moves_damage_aside_without_resuming(tmp_path: Path) -> None:
@@ -168,8 +173,11 @@ def test_a_damaged_manifest_is_refused_by_readers_and_writers(tmp_path: Path, co
 def test_a_folder_without_manifest_is_not_a_run(tmp_path: Path) -> None:
     with pytest.raises(RunFolderError, match="not a fathom run folder"):
         RunFolder(tmp_path).read_manifest()
-    with pytest.raises(RunFolderError, match="does not exist"):
+    with pytest.raises(RunFolderError, match=rf"^run folder '{tmp_path / 'nope'}' does not exist$"):
         RunFolder(tmp_path / "nope").read_manifest()
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(RunFolderError, match=rf"^run folder '{tmp_path / 'afile'}' is not a folder$"):
+        RunFolder(tmp_path / "afile").read_manifest()
 
 
 def test_unusable_folders_are_named(tmp_path: Path) -> None:
@@ -200,17 +208,23 @@ def test_one_writer_at_a_time(tmp_path: Path) -> None:
     RunFolder(tmp_path / "run").start(manifest())  # given back on close
 
 
-def test_a_lock_held_names_its_holder_from_the_first_32_bytes_of_the_lock_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("content", "holder"),
+    [(b"\xff" + b"9" * 40, "\ufffd" + "9" * 31), (b" \n", "unknown")],  # not a pid fathom writes: as read
+)
+def test_a_lock_held_names_its_holder_from_the_first_32_bytes_of_the_lock_file(
+    tmp_path: Path, content: bytes, holder: str
+) -> None:
     folder = RunFolder(tmp_path / "run")
     folder.start(manifest())
     try:
-        (folder.path / LOCK).write_bytes(b"\xff" + b"9" * 40)  # not a pid fathom writes: shown as read
+        (folder.path / LOCK).write_bytes(content)
         with pytest.raises(RunFolderError) as refused:
             RunFolder(folder.path).start(manifest())
     finally:
         folder.close()
     assert str(refused.value) == (
-        f"run folder '{folder.path}' is in use by pid \ufffd{'9' * 31} (another fathom run writes to it): "
+        f"run folder '{folder.path}' is in use by pid {holder} (another fathom run writes to it): "
         "wait for it to finish, or give --run-dir another folder"
     )
 
