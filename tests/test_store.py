@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fathom.errors import RunFolderError
+from fathom.errors import NewerSchemaError, RunFolderError
 from fathom.manifest import Manifest
 from fathom.records import SampleRecord
 from fathom.run.store import LOCK, QUARANTINE, SAMPLES, RunFolder
+from fathom.schemas import MANIFEST_SCHEMA
 from fathom.spec import RunSpec
 
 
@@ -161,13 +162,94 @@ def test_samples_without_a_manifest_are_never_adopted(tmp_path: Path) -> None:
     assert len(folder.samples_path.read_text().splitlines()) == 2
 
 
-@pytest.mark.parametrize("content", [b"[1]", b"\xff\xfe", b"{not json", b'{"identity": {"spec": 3}}', b""])
-def test_a_damaged_manifest_is_refused_by_readers_and_writers(tmp_path: Path, content: bytes) -> None:
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"[1]", "a JSON list, not an object"),
+        (b"\xff\xfe", "not JSON text"),
+        (b"{not json", "not JSON text"),
+        (b'{"identity": {"spec": 3}}', "no field 'tokenizer'"),
+        (b"", "not JSON text"),
+    ],
+)
+def test_a_damaged_manifest_is_refused_by_readers_and_writers(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
     folder = started(tmp_path / "run")
     folder.manifest_path.write_bytes(content)
     for attempt in (folder.read_manifest, lambda: RunFolder(folder.path).start(manifest())):
-        with pytest.raises(RunFolderError, match=r"manifest.json is damaged.*restore it"):
+        with pytest.raises(RunFolderError) as refused:
             attempt()
+        assert str(refused.value) == (
+            f"{folder.manifest_path} is damaged (not the manifest of a run: {reason}): restore it from a "
+            "copy, or move the folder aside and start the run again in a new one"
+        )
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"), [(ValueError("first line\nsecond line"), "first line"), (TypeError(), "TypeError")]
+)
+def test_a_manifest_refused_by_its_reader_is_damaged_for_the_first_line_of_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception, reason: str
+) -> None:
+    folder = started(tmp_path / "run")
+
+    def refuse(data: object) -> Manifest:
+        raise error
+
+    monkeypatch.setattr(Manifest, "from_json", refuse)
+    with pytest.raises(RunFolderError, match=rf"\(not the manifest of a run: {reason}\): restore it"):
+        folder.read_manifest()
+
+
+def test_a_manifest_of_a_newer_fathom_is_named_with_its_path(tmp_path: Path) -> None:
+    folder = started(tmp_path / "run")
+    folder.manifest_path.write_text('{"schema": 99, "identity": {}}')
+    with pytest.raises(NewerSchemaError) as refused:
+        folder.read_manifest()
+    assert str(refused.value) == (
+        f"{folder.manifest_path} was written by a newer fathom (manifest schema 99, this fathom reads up to "
+        f"{MANIFEST_SCHEMA}): upgrade fathom"
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "why"),
+    [
+        (PermissionError(13, "Permission denied"), "Permission denied"),
+        (OSError("no such device"), "no such device"),
+    ],
+)
+def test_an_unreadable_manifest_is_named_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: OSError, why: str
+) -> None:
+    folder = started(tmp_path / "run")
+    reader = Path.read_bytes
+
+    def refusing(path: Path) -> bytes:
+        if path.name == "manifest.json":
+            raise error  # a file the user cannot read (tests may run as root)
+        return reader(path)
+
+    monkeypatch.setattr(Path, "read_bytes", refusing)
+    with pytest.raises(RunFolderError) as refused:
+        folder.read_manifest()
+    assert str(refused.value) == f"cannot read {folder.manifest_path}: {why}"
+
+
+@pytest.mark.parametrize(("damaged", "more"), [(1, ""), (2, " (and 1 more)"), (3, " (and 2 more)")])
+def test_a_reader_names_the_first_damaged_line_and_counts_the_others(
+    tmp_path: Path, damaged: int, more: str
+) -> None:
+    folder = started(tmp_path / "run", count=1)
+    with folder.samples_path.open("ab") as handle:
+        handle.write(b"garbage\n" * damaged)
+    with pytest.raises(RunFolderError) as refused:
+        folder.records()
+    assert str(refused.value) == (
+        f"{folder.samples_path} line 2 is not a record of this run: not JSON{more}; "
+        f"'fathom repair {folder.path}' moves damaged lines aside to {QUARANTINE}"
+    )
 
 
 def test_a_folder_without_manifest_is_not_a_run(tmp_path: Path) -> None:
