@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from fathom.errors import SpecError
@@ -65,3 +67,7 @@ def test_spec_round_trips_through_json_and_hash_tracks_content() -> None:
     spec = _spec()
     assert RunSpec.from_json(spec.to_json()) == spec
     assert _spec(seed=1).sha256 != spec.sha256
+    # Through JSON text, whose lists come back as the spec's tuples: a real suite's tasks too.
+    suite = RunSpec("longbench", "sim:perfect", "char", (1024,), (0.5,), 3, data="d", suite_tasks=("a", "b"))
+    for each in (spec, suite):
+        assert RunSpec.from_json(json.loads(json.dumps(each.to_json()))) == each

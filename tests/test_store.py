@@ -15,7 +15,7 @@ from fathom.errors import NewerSchemaError, RunFolderError
 from fathom.manifest import Manifest
 from fathom.records import SampleRecord
 from fathom.run.store import LOCK, QUARANTINE, SAMPLES, RunFolder
-from fathom.schemas import MANIFEST_SCHEMA
+from fathom.schemas import MANIFEST_SCHEMA, RECORD_SCHEMA
 from fathom.spec import RunSpec
 
 
@@ -121,8 +121,22 @@ def test_a_record_of_another_run_is_foreign(tmp_path: Path) -> None:
     folder = started(tmp_path / "run", count=1)
     with folder.samples_path.open("ab") as handle:
         handle.write(other.samples_path.read_bytes())
-    with pytest.raises(RunFolderError, match=r"line 2 .* a record of another run"):
-        folder.records()
+    for reader in (folder, RunFolder(folder.path)):  # the writer, and a reader that never started it
+        with pytest.raises(RunFolderError, match=r"line 2 .* a record of another run"):
+            reader.records()
+
+
+def test_a_record_of_a_newer_fathom_is_named_with_its_file_and_line(tmp_path: Path) -> None:
+    folder = started(tmp_path / "run")
+    newer = json.loads(folder.samples_path.read_text().splitlines()[0]) | {"schema": 99}
+    with folder.samples_path.open("a") as handle:
+        handle.write(json.dumps(newer) + "\n")
+    with pytest.raises(NewerSchemaError) as refused:
+        RunFolder(folder.path).records()
+    assert str(refused.value) == (
+        f"{folder.samples_path} line 3 was written by a newer fathom (record schema 99, this fathom reads "
+        f"up to {RECORD_SCHEMA}): upgrade fathom"
+    )
 
 
 def test_a_different_spec_is_refused_and_named(tmp_path: Path) -> None:
@@ -220,21 +234,22 @@ def test_a_manifest_of_a_newer_fathom_is_named_with_its_path(tmp_path: Path) -> 
         (OSError("no such device"), "no such device"),
     ],
 )
-def test_an_unreadable_manifest_is_named_with_the_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: OSError, why: str
+@pytest.mark.parametrize("name", ["manifest.json", SAMPLES])
+def test_an_unreadable_manifest_or_samples_file_is_named_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: OSError, why: str, name: str
 ) -> None:
     folder = started(tmp_path / "run")
     reader = Path.read_bytes
 
     def refusing(path: Path) -> bytes:
-        if path.name == "manifest.json":
+        if path.name == name:
             raise error  # a file the user cannot read (tests may run as root)
         return reader(path)
 
     monkeypatch.setattr(Path, "read_bytes", refusing)
     with pytest.raises(RunFolderError) as refused:
-        folder.read_manifest()
-    assert str(refused.value) == f"cannot read {folder.manifest_path}: {why}"
+        RunFolder(folder.path).records()
+    assert str(refused.value) == f"cannot read {folder.path / name}: {why}"
 
 
 @pytest.mark.parametrize(("damaged", "more"), [(1, ""), (2, " (and 1 more)"), (3, " (and 2 more)")])
