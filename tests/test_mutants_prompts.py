@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from fathom.prompts import PromptBuilder, chat_prompt
+import pytest
+
+from fathom.prompts import PromptBuilder, TooShort, chat_prompt
 from fathom.prompts.haystack import load_corpus, tokenize_corpus
 from fathom.prompts.needles import make_needle, needle_rng
 from fathom.prompts.templates import CONTEXT_MARKER, resolve_template
@@ -26,3 +28,47 @@ def test_the_chat_form_carries_the_system_prompt() -> None:
     head, tail = build.template.wrap(tokenizer, chat.system, chat.user + CONTEXT_MARKER)
     assert head.startswith("<|im_start|>system\nYou answer in one word.<|im_end|>\n")
     assert head + tail + chat.prefill == tokenizer.decode(prompt.ids.tolist())
+
+
+CHAR = load_tokenizer("char")
+
+
+def _prose_builder() -> PromptBuilder:
+    return PromptBuilder(
+        CHAR, resolve_template("none", CHAR), NIAH_TEXT, tokenize_corpus(load_corpus("prose"), CHAR)
+    )
+
+
+def test_needles_given_deepest_first_are_placed_by_depth_and_reported_in_the_order_given() -> None:
+    build = _prose_builder()
+    needles = [(0.9, " The code is AAAA."), (0.1, " The code is BBBB."), (0.5, " The code is CCCC.")]
+    prompt = build.place(3000, "What is the code?", needles)
+    text = CHAR.decode(prompt.ids.tolist())
+    assert len(prompt.ids) == 3000
+    for (depth, needle), placed in zip(needles, prompt.needles, strict=True):
+        assert text[placed.token_offset : placed.token_offset + placed.tokens] == needle
+        assert abs(placed.depth - depth) < 0.05
+    assert text.index("BBBB") < text.index("CCCC") < text.index("AAAA")
+
+
+def test_a_haystack_opened_later_starts_at_the_first_sentence_at_or_after_its_start() -> None:
+    build = _prose_builder()
+    head, _ = build.frame("What is the code?")
+    corpus = CHAR.decode(build.corpus.ids.tolist())
+    first = build.place(2000, "What is the code?", [(0.5, " The code is AAAA.")])
+    later = build.place(2000, "What is the code?", [(0.5, " The code is AAAA.")], start=1000)
+    opening = CHAR.decode(later.ids[len(head) : len(head) + 40].tolist())
+    at = corpus.index(opening)
+    assert at >= 1000 and corpus[at - 2 : at].strip(" ").endswith((".", "?", "!", "\n"))
+    assert CHAR.decode(first.ids[len(head) : len(head) + 40].tolist()) == corpus[:40]
+
+
+def test_a_length_below_the_needles_and_frame_is_refused_naming_them() -> None:
+    build = _prose_builder()
+    with pytest.raises(TooShort) as short:
+        build.place(50, "What is the code?", [(0.5, " The code is AAAA.")])
+    overhead = short.value.overhead
+    assert str(short.value) == (
+        f"length 50 is below this prompt's fixed overhead of {overhead} tokens (template, instruction, "
+        f"question and needles); use lengths of at least {overhead}"
+    )
