@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
-from fathom.prompts import PromptBuilder, TooShort, chat_prompt
+from fathom.prompts import PromptBuilder, TooShort, assemble, chat_prompt
 from fathom.prompts.haystack import load_corpus, tokenize_corpus
 from fathom.prompts.needles import make_needle, needle_rng
 from fathom.prompts.templates import CONTEXT_MARKER, resolve_template
@@ -72,3 +73,9 @@ def test_a_length_below_the_needles_and_frame_is_refused_naming_them() -> None:
         f"length 50 is below this prompt's fixed overhead of {overhead} tokens (template, instruction, "
         f"question and needles); use lengths of at least {overhead}"
     )
+
+
+def test_needles_with_no_haystack_between_them_are_at_depth_0() -> None:
+    ids = np.arange(3, dtype=np.int32)
+    prompt = assemble(ids[:1], [(ids[1:2], True), (ids[2:], True)], ids[:1], 4)
+    assert [(n.token_offset, n.tokens, n.depth) for n in prompt.needles] == [(1, 1, 0.0), (2, 1, 0.0)]
