@@ -234,7 +234,7 @@ def test_failure_changes_count_each_kind_in_both_runs() -> None:
 
 
 def test_a_task_counts_an_item_asked_at_several_lengths_once_at_its_mean_scores() -> None:
-    """Item A at two lengths (base 1 then 0, new 0.5 twice) is one item of base 0.5 and new 0.5;
+    """Item A at two lengths (base 1 then 0, new 0.25 then 0.75) is one item of base 0.5 and new 0.5;
     items B (1 -> 0) and C (0.25 -> 1) once each. Worked by hand: base mean 1.75/3, new 1.5/3, one
     item worse and one better, differences (0, -1, 0.75) whose bootstrap bounds lie within them."""
 
@@ -242,7 +242,7 @@ def test_a_task_counts_an_item_asked_at_several_lengths_once_at_its_mean_scores(
         base_record, new_record = _pair(f"qa|{item}|L{length}", "qa", length, None, base, new)
         return dataclasses.replace(base_record, question=item), dataclasses.replace(new_record, question=item)
 
-    pairs = [asked("A", 1024, 1.0, 0.5), asked("A", 2048, 0.0, 0.5), asked("B", 1024, 1.0, 0.0)]
+    pairs = [asked("A", 1024, 1.0, 0.25), asked("A", 2048, 0.0, 0.75), asked("B", 1024, 1.0, 0.0)]
     pairs.append(asked("C", 1024, 0.25, 1.0))
     (task,) = compare_tasks(pairs, 0.05, lambda record: record.question)
     assert (task.task, task.pairs, task.test.pairs, task.test.worse, task.test.better) == ("qa", 4, 3, 1, 1)
