@@ -693,7 +693,7 @@ def test_a_shuffled_run_sends_the_cells_in_the_seeds_order_and_an_unknown_order_
     expected = list(prefix)
     random.Random(SIM.seed).shuffle(expected)
     assert shuffled == expected != prefix
-    with pytest.raises(SpecError, match="^unknown order 'random': use one of prefix, shuffled$"):
+    with pytest.raises(SpecError, match=r"^unknown order 'random': use one of prefix, shuffled$"):
         run(SIM, runs / "random", show_progress=False, order="random")
     assert not (runs / "random").exists()
 
