@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_prompts import CHAR, CHAR_BUILDERS
 
 from fathom.prompts import PromptBuilder, TooShort, assemble, chat_prompt
 from fathom.prompts.haystack import load_corpus, tokenize_corpus
@@ -31,17 +32,11 @@ def test_the_chat_form_carries_the_system_prompt() -> None:
     assert head + tail + chat.prefill == tokenizer.decode(prompt.ids.tolist())
 
 
-CHAR = load_tokenizer("char")
-
-
-def _prose_builder() -> PromptBuilder:
-    return PromptBuilder(
-        CHAR, resolve_template("none", CHAR), NIAH_TEXT, tokenize_corpus(load_corpus("prose"), CHAR)
-    )
+PROSE = CHAR_BUILDERS["prose"]  # one character a token, so offsets read straight off the text
 
 
 def test_needles_given_deepest_first_are_placed_by_depth_and_reported_in_the_order_given() -> None:
-    build = _prose_builder()
+    build = PROSE
     needles = [(0.9, " The code is AAAA."), (0.1, " The code is BBBB."), (0.5, " The code is CCCC.")]
     prompt = build.place(3000, "What is the code?", needles)
     text = CHAR.decode(prompt.ids.tolist())
@@ -53,7 +48,7 @@ def test_needles_given_deepest_first_are_placed_by_depth_and_reported_in_the_ord
 
 
 def test_a_haystack_opened_later_starts_at_the_first_sentence_at_or_after_its_start() -> None:
-    build = _prose_builder()
+    build = PROSE
     head, _ = build.frame("What is the code?")
     corpus = CHAR.decode(build.corpus.ids.tolist())
     first = build.place(2000, "What is the code?", [(0.5, " The code is AAAA.")])
@@ -65,7 +60,7 @@ def test_a_haystack_opened_later_starts_at_the_first_sentence_at_or_after_its_st
 
 
 def test_a_length_below_the_needles_and_frame_is_refused_naming_them() -> None:
-    build = _prose_builder()
+    build = PROSE
     with pytest.raises(TooShort) as short:
         build.place(50, "What is the code?", [(0.5, " The code is AAAA.")])
     overhead = short.value.overhead

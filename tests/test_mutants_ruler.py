@@ -35,7 +35,7 @@ from fathom.tasks.ruler.niah import EssayWords, NeedleFamily
 from fathom.tasks.ruler.qa import QuestionAnswering
 from fathom.tasks.ruler.sizing import RulerFill
 from fathom.tasks.ruler.vt import VariableTracking, chain
-from fathom.tasks.ruler.words import SINGLES_POOL, CommonWords, FrequentWords, Repeats, _fill_gap, zipf_counts
+from fathom.tasks.ruler.words import SINGLES_POOL, CommonWords, FrequentWords, _fill_gap, zipf_counts
 
 CHAR = load_tokenizer("char")
 CL100K = load_tokenizer("cl100k_base")
@@ -682,8 +682,8 @@ def test_rulers_count_of_qa_documents_holds_each_document_once() -> None:
 
 def test_fwe_takes_the_zipf_counts_of_the_most_whole_words_that_fit() -> None:
     # The noise one token, every coded word two: the most words W whose Zipf counts fit the budget,
-    # found here by counting up, give ranks 2 to 4 (the answers, which closing the gap never touches);
-    # the noise's single tokens then close the gap exactly.
+    # found here by counting up, give every rank from 2 on; the noise's single tokens then close the
+    # gap exactly, alone, so no rarer word takes one more occurrence.
     family = FrequentWords(ALL_VARIANTS["fwe"], setting(CHAR))
     sizes = np.array([1] + [2] * 9, dtype=np.int64)
     for budget in range(90, 600, 7):
@@ -700,13 +700,14 @@ def test_cwe_takes_uncommon_words_only_while_one_more_entry_fits_after_them() ->
     # one more entry (its number and the shortest word set aside for the gap) still fits, so the
     # words that appear once have room to close it.
     family = CommonWords(ALL_VARIANTS["cwe"], setting(CHAR))
+    repeats, common = family.repeats, family.common
     order = random.Random(0).sample(family.words, len(family.words))
-    pool = order[10 : 10 + SINGLES_POOL]
+    pool = order[common : common + SINGLES_POOL]
     shortest = min(len(word) + 1 for word in pool)  # " word", a character a token
     for budget in range(4000, 4600, 3):
-        counts = family._counts(order, Repeats(30, 3), budget, budget + 100)
-        uncommon = [word for word, count in counts.items() if count == 3]
-        entries = 300 + 3 * len(uncommon)
+        counts = family._counts(order, repeats, budget, budget + 100)
+        uncommon = [word for word, count in counts.items() if count == repeats.uncommon]
+        entries = common * repeats.common + repeats.uncommon * len(uncommon)
         numbers = sum(len(f" {i}.") for i in range(1, entries + 1)) - 1  # "1." opens the list
         used = numbers + sum(count * (len(word) + 1) for word, count in counts.items() if count > 1)
         assert used + len(f" {entries + 1}.") + shortest <= budget, budget
