@@ -26,7 +26,6 @@ from fathom.prompts import ChatPrompt
 
 KEY = "sk-test-PLANTED-0b7f3c9e1d"
 NEEDLE = re.compile(r"One of the special magic numbers for [\w-]+ is: \d+\.")
-SLEEP_PAST_TIMEOUT = 1.0  # the runs that script "sleep" use timeout=0.4
 DRIP_GAP = 0.2  # seconds between the bytes of a dripped reply
 HELD_AT_MOST = 30.0  # a held request's longest wait for release, should a test forget it
 
@@ -139,9 +138,7 @@ class FaultHandler(BaseHTTPRequestHandler):
             return self._send(404, {"error": {"message": "Not Found"}})
         action, prompt = self.server.behaviour(body)
         chat = self.path.endswith("/chat/completions")
-        if action == "sleep":
-            time.sleep(SLEEP_PAST_TIMEOUT)
-        elif action == "hang":
+        if action == "hang":
             self.server.held.set()
             self.server.release.wait(HELD_AT_MOST)
         elif action == "reset":

@@ -55,14 +55,15 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     server: FaultServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.scripts = [
-        ["sleep"],
+        ["hang"],  # until the test ends: the client's timeout ends it
         ["429"],
         ["500", "malformed"],
         ["truncated"],
         ["missing", "reset"],
         ["500", "500", "500"],  # as many faults as attempts: this sample fails
     ]
-    model = f"openai:m@{server.url}?timeout=0.4&retries=3&concurrency=4"
+    # A timeout that a good reply on a loaded machine cannot reach: only the hang times out.
+    model = f"openai:m@{server.url}?timeout=3&retries=3&concurrency=4"
     folder = tmp_path / "run"
     started = time.monotonic()
     # The scripted faults meet samples only; one sample runs out of attempts.
@@ -75,7 +76,7 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     assert [r["error"] for r in failed] == ["backend_error: HTTP 500 (3 attempts)"]
     assert all(r["score"] == 1.0 for r in first if r["error"] is None)
     actions = Counter(action for _, action, _ in server.arrivals)
-    assert actions == {"ok": 11, "500": 4, "sleep": 1, "429": 1, "malformed": 1, "truncated": 1,
+    assert actions == {"ok": 11, "500": 4, "hang": 1, "429": 1, "malformed": 1, "truncated": 1,
                        "missing": 1, "reset": 1}  # fmt: skip
     # Retry-After: 1 was honoured, not replaced by the (tiny) backoff.
     at = {action: when for _, action, when in server.arrivals if action == "429"}
@@ -89,7 +90,7 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     # How requests travelled is recorded beside the identity, not in it (nor in its spec's model).
     transport = {
         "concurrency": 4,
-        "timeout": 0.4,
+        "timeout": 3.0,
         "retries": 3,
         "max_wait": 600.0,
         "api_key_env": "OPENAI_API_KEY",
@@ -159,7 +160,7 @@ def test_a_wrong_url_and_a_dead_server_fail_with_one_clear_line(
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
-        ("sleep", "backend_error: timeout: no complete reply within 0.4 s (1 attempt)"),
+        ("hang", "backend_error: timeout: no complete reply within 2 s (1 attempt)"),
         ("429", "backend_error: HTTP 429 (1 attempt)"),
         ("500", "backend_error: HTTP 500 (1 attempt)"),
         ("malformed", "backend_error: malformed JSON in a reply of 29 bytes (1 attempt)"),
@@ -171,7 +172,7 @@ def test_a_wrong_url_and_a_dead_server_fail_with_one_clear_line(
 )
 def test_each_fault_is_named_in_the_error(server: FaultServer, fault: str, reason: str) -> None:
     server.scripts = [[fault]]
-    backend = OpenAIBackend(f"m@{server.url}?retries=1&timeout=0.4", "cl100k_base")
+    backend = OpenAIBackend(f"m@{server.url}?retries=1&timeout=2", "cl100k_base")
     (completion,) = backend.generate([request()])
     assert completion.error is not None and completion.error.startswith(reason)
     assert completion.text == "" and completion.finish_reason == "error"
