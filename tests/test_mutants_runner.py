@@ -21,7 +21,7 @@ from fathom.analysis.failures import failure_kind, hedged_right
 from fathom.backends.base import Backend, Request, ScoreRequest, TokenScores
 from fathom.backends.sim import SimulatedBackend
 from fathom.errors import SpecError
-from fathom.prompts.builder import ChatPrompt, Insertion, Prompt, PromptText
+from fathom.prompts.builder import ChatPrompt, Insertion, Prompt, PromptText, TooShort
 from fathom.prompts.needle_sets import NeedleSet, Placement
 from fathom.prompts.tokenizers import CharTokenizer
 from fathom.records import (
@@ -700,15 +700,56 @@ def test_a_shuffled_run_sends_the_cells_in_the_seeds_order_and_an_unknown_order_
 
 def test_a_run_passes_its_progress_and_plan_settings_on(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     checks: list[tuple[bool, bool]] = []
-    progress: list[bool] = []
+    progress: list[tuple[str, bool]] = []
     monkeypatch.setattr(runner, "check_run", lambda _s, _t, _b, say, keep: checks.append((say, keep)))
     shown = runner.RunProgress
 
     def recorded(label: str, todo: Iterator[Cell], enabled: bool = True) -> Any:
-        progress.append(enabled)
+        progress.append((label, enabled))
         return shown(label, todo, enabled=False)
 
     monkeypatch.setattr(runner, "RunProgress", recorded)
     run(SIM, runs / "defaults")
     run(SIM, runs / "quiet", show_progress=False, keep_too_long=True)
-    assert (checks, progress) == ([(True, False), (False, True)], [True, False])
+    assert checks == [(True, False), (False, True)]
+    assert progress == [("niah sim:perfect", True), ("niah sim:perfect", False)]  # task and model
+
+
+def test_a_runs_times_are_its_wall_time_and_the_models_loading_and_answering(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loading, answering = 0.05, 0.05  # seconds: the simulated model's, slowed
+    created, generate = runner.create_backend, SimulatedBackend.generate
+
+    def create(model: str, tokenizer: str) -> Backend:
+        time.sleep(loading)
+        return created(model, tokenizer)
+
+    def slow(backend: SimulatedBackend, requests: Sequence[Request]) -> list[Completion]:
+        time.sleep(answering)
+        return generate(backend, requests)
+
+    monkeypatch.setattr(runner, "create_backend", create)
+    monkeypatch.setattr(SimulatedBackend, "generate", slow)
+    started = time.perf_counter()
+    result = run(SIM, runs / "timed", show_progress=False)
+    wall = time.perf_counter() - started
+    assert result.written == 8 <= runner.BATCH_SIZE  # one batch: one generate call
+    # The model's share (its loading and its answers) within the run's wall time, within the test's.
+    assert loading + answering <= result.backend_seconds <= result.seconds <= wall
+
+
+def test_preparing_refuses_a_length_too_short_and_says_a_real_backends_plan_only_when_asked(
+    server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(TooShort, match=r"^length 60 is below this prompt's fixed overhead of \d+ tokens"):
+        runner.prepare(replace(SIM, lengths=(60, 500)))  # before any folder: the shortest is built
+    spec = RunSpec("niah", f"openai:m@{server.url}", "cl100k_base", (1024, 2048), (0.5,), 1)
+    runner.prepare(spec)
+    assert capsys.readouterr().err == ""  # quiet by default
+    runner.prepare(spec, say=True)
+    plan = "plan: 2 x 1 x 1 prompts + 2 controls, 3.2k tokens, longest 2048 + 32 new"
+    assert capsys.readouterr().err == f"{plan}; memory not checked: the server's own\n"
+    limited = replace(spec, model=f"{spec.model}?max_prompt=2000")
+    with pytest.raises(SpecError, match=r"^1 of 4 prompts exceed the backend.s context of 2000 tokens"):
+        runner.prepare(limited)  # refused by default, not recorded as too_long

@@ -112,7 +112,7 @@ def documents_in(draft: Draft, tokenizer: Tokenizer) -> list[str]:
         prompt.ids[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens].tolist()
     )
     pieces = re.split(r"(?:^|\n\n)Document (\d+):\n", context)
-    assert pieces[0] == ""
+    assert pieces[0] == "" and context.startswith("Document 1:\n")  # no blank line before the first
     assert [int(n) for n in pieces[1::2]] == list(range(1, len(pieces) // 2 + 1))
     return pieces[2::2]
 
@@ -282,7 +282,10 @@ def test_a_text_backend_re_tokenising_the_prompt_counts_what_was_built(
     for seed in range(3):
         draft = fam.draft(4096, random.Random(seed), count)
         ids = draft.prompt.ids.tolist()
-        assert len(documents_in(draft, tok)) >= 10
+        bodies = documents_in(draft, tok)
+        # Each as written (the last cut where the length ends), with nothing added to its text.
+        assert len(bodies) >= 10 and set(bodies[:-1]) <= set(fam.data.documents)
+        assert any(document.startswith(bodies[-1]) for document in fam.data.documents)
         assert abs(len(tok.encode_with_specials(tok.decode(ids))) - len(ids)) <= 1
 
 
