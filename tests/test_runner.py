@@ -17,6 +17,7 @@ import pytest
 from fathom import BackendEntry, registry
 from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
+from fathom.cli import main
 from fathom.prompts.tokenizers import CharTokenizer, load_tokenizer
 from fathom.records import ANSWER_BYTES, SampleRecord
 from fathom.run.manifest import source_revision
@@ -239,4 +240,42 @@ def test_the_manifest_records_the_cpu_and_a_comparison_warns_when_machines_diffe
     ]  # a build recorded on one side only is no difference that can be judged
     comparison = compare_runs(runs / "a", runs / "b")
     assert comparison.machine_differences == (machine_differences(*manifests)[0],)
-    assert comparison_text(comparison)[-1].startswith("warning: the runs differ in CPU (")
+    assert comparison_text(comparison)[-1].startswith(
+        "warning: the runs' records come from more than one machine or build (CPU ("
+    )
+
+
+def test_a_run_resumed_on_another_machine_lists_the_resume_and_a_comparison_warns(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fathom.report.compare import compare_runs
+    from fathom.report.compare_text import comparison_text
+    from fathom.report.html.compare import write_comparison_html
+    from fathom.report.html.page import esc
+    from fathom.run import manifest as made
+
+    spec = replace(_spec("sim:perfect"), control=False)
+    here = made.cpu()
+    for name in ("base", "new"):
+        run(spec, runs / name, show_progress=False)
+    samples = runs / "new" / "samples.jsonl"
+    lines = samples.read_text().splitlines(keepends=True)
+    samples.write_text("".join(lines[:2]))  # the new run stopped after two samples...
+    assert comparison_text(compare_runs(runs / "base", runs / "new"))[-1].startswith("effective length")
+
+    elsewhere = {"model": "Intel Xeon", "simd": ["avx2"], "cores": 2}
+    monkeypatch.setattr(made, "cpu", lambda: elsewhere)
+    run(spec, runs / "new", show_progress=False)  # ...and was resumed on another machine
+    resumed = RunFolder(runs / "new").read_manifest()
+    assert resumed.environment.cpu == here and len(RunFolder(runs / "new").records()) == len(lines)
+    assert [(r.records_before, r.environment.cpu) for r in resumed.resumes] == [(2, elsewhere)]
+    warning = comparison_text(compare_runs(runs / "base", runs / "new"))[-1]
+    assert warning.startswith("warning: the runs' records come from more than one machine or build (CPU (")
+    assert "vs Intel Xeon, 1 SIMD flags)" in warning
+    comparison = compare_runs(runs / "base", runs / "new").to_json()
+    page = write_comparison_html(comparison, runs / "compare.html").read_text()
+    assert f"<p><strong>Warning:</strong> {esc(warning.removeprefix('warning: '))}.</p>" in page
+    assert main(["report", str(runs / "new")]) == 0  # the report says where the records were made
+    host, created = resumed.resumes[0].environment.host, resumed.resumes[0].environment.created
+    facts = f"<dt>resumed</dt><dd>{created} on {host}, after 2 records (differs in: cpu)</dd>"
+    assert facts in (runs / "new" / "report.html").read_text()

@@ -261,9 +261,16 @@ def test_a_manifest_keeps_its_identity_as_written(version: int) -> None:
     assert (manifest.planned is None) is (version < 3)  # the plan was recorded from schema 3's time on
 
 
-def test_todays_manifest_writes_back_as_it_was() -> None:
+def test_the_newest_fixtures_manifest_writes_back_as_it_was_in_todays_schema() -> None:
     written = json.loads((fixture(RECORD_SCHEMA) / "manifest.json").read_text())
-    assert Manifest.from_json(written).to_json() == written
+    assert written["schema"] == 4  # written before schema 5's resumes, of which it has none
+    assert Manifest.from_json(written).to_json() == written | {"schema": MANIFEST_SCHEMA}
+
+
+def test_a_manifest_of_schema_4_with_resumes_is_no_manifest() -> None:
+    written = json.loads((fixture(RECORD_SCHEMA) / "manifest.json").read_text())
+    with pytest.raises(TypeError, match="a field of schema 5, in a manifest of schema 4"):
+        Manifest.from_json(written | {"resumes": []})
 
 
 def test_a_manifest_of_schema_2_with_judges_is_no_manifest() -> None:
@@ -314,7 +321,7 @@ def test_an_exact_run_graded_before_the_extraction_does_not_resume_under_it(tmp_
     run(spec, tmp_path / "run", show_progress=False)
     path = tmp_path / "run" / "manifest.json"
     written = json.loads(path.read_text())
-    assert written["schema"] == 4 and written["identity"]["scoring"] == {"exact": 2}
+    assert written["schema"] == MANIFEST_SCHEMA and written["identity"]["scoring"] == {"exact": 2}
     # The manifest as the fathom before schema 4 wrote it: its exact took the output as it came.
     del written["identity"]["scoring"]
     path.write_text(json.dumps(written | {"schema": 3}))

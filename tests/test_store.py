@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import stat
@@ -414,3 +415,69 @@ def test_a_record_written_in_part_leaves_no_half_line_and_names_the_file(
         folder.append(record(1))
     assert str(refused.value) == f"could not write a whole record to {folder.samples_path}: is the disk full?"
     assert folder.samples_path.read_bytes() == whole
+
+
+def placed(base: Manifest, host: str, created: str, **transport: object) -> Manifest:
+    """``base`` as started on ``host`` at ``created`` with the transport settings given."""
+    environment = dataclasses.replace(base.environment, host=host, created=created, cpu={"model": host})
+    return dataclasses.replace(
+        base, environment=environment, backend=dataclasses.replace(base.backend, transport=transport)
+    )
+
+
+def test_a_resume_elsewhere_is_listed_with_the_records_before_it_and_one_here_is_not(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "run"
+    here = placed(manifest(), "here", "2026-11-24T10:00:00+00:00", concurrency=4)
+
+    def resume(by: Manifest, index: int) -> Manifest:
+        folder = RunFolder(path)
+        folder.start(by)
+        with folder:
+            folder.append(record(index))
+        return folder.read_manifest()
+
+    assert resume(here, 0).resumes == ()  # the first start: its place is the manifest's own
+    later_here = placed(here, "here", "2026-11-25T10:00:00+00:00", concurrency=4)
+    assert resume(later_here, 1) == here  # the same place a day later: nothing to say
+    there = placed(here, "there", "2026-11-26T10:00:00+00:00", concurrency=4)
+    assert not caplog.records  # nor a word
+    after_there = resume(there, 2)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"run folder '{path}' is resumed on another machine, build or setting than its last start "
+        "(differs in: host, cpu): the manifest lists this start, after the run's first 2 records"
+    ]
+    assert [(r.records_before, r.environment) for r in after_there.resumes] == [(2, there.environment)]
+    assert resume(placed(there, "there", "2026-11-27T10:00:00+00:00", concurrency=4), 3) == after_there
+    slower = placed(here, "here", "2026-11-28T10:00:00+00:00", concurrency=1)  # back, one at a time
+    listed = resume(slower, 4)
+    assert (
+        "(differs in: host, cpu, transport): the manifest lists this start, after the run's first 4 records"
+        in (caplog.records[-1].getMessage())
+    )
+    assert [(r.records_before, r.environment.host, r.transport) for r in listed.resumes] == [
+        (2, "there", {"concurrency": 4}), (4, "here", {"concurrency": 1})
+    ]  # fmt: skip
+    assert listed.environment == here.environment and listed.backend == here.backend  # the first start's
+    assert [(s.records_before, s.environment.host) for s in listed.starts()] == [
+        (0, "here"),
+        (2, "there"),
+        (4, "here"),
+    ]
+    assert [later.differences(earlier) for earlier, later in itertools.pairwise(listed.starts())] == [
+        ["host", "cpu"], ["host", "cpu", "transport"]
+    ]  # fmt: skip
+    written = json.loads(RunFolder(path).manifest_path.read_text())
+    assert written["schema"] == MANIFEST_SCHEMA and len(written["resumes"]) == 2
+    assert Manifest.from_json(written) == listed
+
+
+def test_a_start_on_a_folder_without_records_lists_no_resume(tmp_path: Path) -> None:
+    path = tmp_path / "run"
+    here = placed(manifest(), "here", "2026-11-24T10:00:00+00:00")
+    for start in (here, placed(here, "there", "2026-11-25T10:00:00+00:00")):  # none made here yet
+        folder = RunFolder(path)
+        folder.start(start)
+        folder.close()
+    assert folder.read_manifest().resumes == ()

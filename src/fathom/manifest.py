@@ -80,7 +80,7 @@ class Served:
     trained_window: int | None = None
     max_prompt_tokens: int | None = None
     # Schema 4: the backend's transport settings (``Tuned.transport_settings``), outside the identity:
-    # those of the run's first start (a resume keeps the manifest it finds).
+    # those of the run's first start; a resume with others is listed in ``Manifest.resumes``.
     transport: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -107,6 +107,32 @@ class Environment:
     # the backend's build decide near-ties, so these say where a run can be repeated.
     cpu: dict[str, Any] | None = None
     backend_build: dict[str, Any] | None = None
+
+    def differences(self, other: Environment) -> list[str]:
+        """The fields in which ``other`` differs from this environment, but for the time: where none
+        does, it is the same machine and software."""
+        return [
+            f.name for f in dataclasses.fields(self)
+            if f.name != "created" and getattr(self, f.name) != getattr(other, f.name)
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Start:
+    """A start of the run: the records written before it (in the order of samples.jsonl, damaged
+    lines aside), where it ran, and the backend's transport settings. The manifest lists the first
+    start in its own sections and (schema 5) each resume that differs from the start before it."""
+
+    records_before: int
+    environment: Environment
+    transport: dict[str, Any] = field(default_factory=dict)
+
+    def differences(self, earlier: Start) -> list[str]:
+        """What differs from ``earlier``: the environment's fields but the time, and "transport"."""
+        return [
+            *earlier.environment.differences(self.environment),
+            *["transport"] * (earlier.transport != self.transport),
+        ]
 
 
 @dataclass(frozen=True)
@@ -145,6 +171,9 @@ class Manifest:
     corpora: tuple[dict[str, Any], ...] = ()
     # Schema 3: the LLM judges of its answers, outside the identity (judging changes no answer).
     judges: tuple[JudgeIdentity, ...] = ()
+    # Schema 5: the resumes that ran elsewhere, or with other transport settings, than the start
+    # before them (``resumed_by``); a real model's answers can differ between machines and builds.
+    resumes: tuple[Start, ...] = ()
     schema: int = MANIFEST_SCHEMA
 
     @property
@@ -162,6 +191,8 @@ class Manifest:
             data["corpora"] = list(self.corpora)
         if self.judges:
             data["judges"] = [dataclasses.asdict(judge) for judge in self.judges]
+        if self.resumes:
+            data["resumes"] = [dataclasses.asdict(resume) for resume in self.resumes]
         return data if self.planned is None else data | {"planned": self.planned}
 
     @classmethod
@@ -181,6 +212,17 @@ class Manifest:
         """This manifest with what a manifest from an older fathom lacks taken from ``newer`` (a
         resume's, of the same identity), and only that: what it says about the run stays."""
         return self if self.planned is not None else dataclasses.replace(self, planned=newer.planned)
+
+    def resumed_by(self, resume: Start) -> Manifest:
+        """This manifest with ``resume`` (a later start of the same run) listed where it differs from
+        the latest start; else this manifest."""
+        if not resume.differences(self.starts()[-1]):
+            return self
+        return dataclasses.replace(self, resumes=(*self.resumes, resume))
+
+    def starts(self) -> list[Start]:
+        """The run's starts that the manifest holds: the first, then the resumes it lists."""
+        return [Start(0, self.environment, self.backend.transport), *self.resumes]
 
 
 def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -206,4 +248,12 @@ def v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4))
+def v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 5 lists the resumes made elsewhere (``Manifest.resumes``); one of schema 4 has none (a
+    resume kept the manifest it found, so its records may come from more than the one machine)."""
+    if "resumes" in data:
+        raise TypeError("unknown field 'resumes' (a field of schema 5, in a manifest of schema 4)")
+    return data
+
+
+MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5))

@@ -244,17 +244,28 @@ def _compare_cells(pairs: Sequence[Pair], alpha: float) -> tuple[CellComparison,
 
 
 def machine_differences(base: Manifest, new: Manifest) -> list[str]:
-    """What differs between two manifests' machines and backend builds: where it does, a real model's
-    greedy answers may differ for that reason alone, so a paired comparison should say so. What
-    one manifest does not record (an older fathom's) is no difference that can be judged."""
+    """The machines and backend builds that made two runs' records, where they are not all one:
+    a real model's greedy answers may differ for that reason alone, so a paired comparison should
+    say so. Each run is read at every start (a resume elsewhere too, ``Manifest.resumes``). What a
+    manifest does not record (an older fathom's) is no difference that can be judged."""
     found = []
-    for a, b, what in (
-        (base.environment.cpu, new.environment.cpu, "CPU"),
-        (base.environment.backend_build, new.environment.backend_build, "backend build"),
-    ):
-        if a is not None and b is not None and a != b:
-            found.append(f"{what} ({_short(a)} vs {_short(b)})")
+    for what, field in (("CPU", "cpu"), ("backend build", "backend_build")):
+        seen: list[Any] = []
+        for start in (*base.starts(), *new.starts()):
+            value = getattr(start.environment, field)
+            if value is not None and value not in seen:
+                seen.append(value)
+        if len(seen) > 1:
+            found.append(f"{what} ({' vs '.join(map(_short, seen))})")
     return found
+
+
+def machine_warning(differences: Sequence[str]) -> str:
+    """The warning that reports print where ``machine_differences`` found any."""
+    return (
+        f"the runs' records come from more than one machine or build ({'; '.join(differences)}): a real "
+        "model's greedy answers can change with these alone, so part of any difference may be the machine's"
+    )
 
 
 def _short(value: Any) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fathom.analysis.control import CONTROL_VERDICTS, CONTROL_WORDS, ControlComparison, ControlCount
-from fathom.analysis.paired import CellComparison, Comparison
+from fathom.analysis.paired import CellComparison, Comparison, machine_warning
 from fathom.analysis.pairing import PairedTest, TaskComparison
 from fathom.analysis.suite_pairs import SuiteComparison
 from fathom.report.text import length_or_none
@@ -116,10 +116,7 @@ def comparison_text(comparison: Comparison) -> list[str]:
     lines += _cells_text(comparison) if suite is None else suite_comparison_text(suite)
     lines += control_comparison_text(comparison.controls)
     if comparison.machine_differences:
-        lines.append(
-            f"warning: the runs differ in {'; '.join(comparison.machine_differences)}: a real model's greedy "
-            "answers can change with these alone, so part of any difference may be the machine's"
-        )
+        lines.append(f"warning: {machine_warning(comparison.machine_differences)}")
     return lines
 
 

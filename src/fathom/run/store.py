@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from fathom.errors import FathomError, NewerSchemaError, RunFolderError
-from fathom.manifest import Manifest
+from fathom.manifest import Manifest, Start
 from fathom.records import AnyRecord, is_retried
 from fathom.run.lines import Parsed, parse
 
@@ -86,13 +86,17 @@ class RunFolder:
 
     def start(self, manifest: Manifest) -> None:
         """Take the folder for writing: create it, or reopen it to resume a run of the same identity;
-        then move aside whatever in samples.jsonl is not a record of this run."""
+        then move aside whatever in samples.jsonl is not a record of this run, and list a resume made
+        elsewhere in the manifest (``Manifest.resumed_by``)."""
         _make_folder(self.path)
         self._take_lock()
         try:
             self._adopt(manifest)
             self._identity = manifest.identity.fingerprint
-            self._quarantine(self._parse())
+            parsed = self._parse()
+            self._quarantine(parsed)
+            if parsed.records:
+                self._note_resume(manifest, len(parsed.records))
         except BaseException:
             self.close()
             raise
@@ -124,6 +128,18 @@ class RunFolder:
             # the corrected spec takes the folder over.
             log.warning("run folder '%s' held a run with no samples; it now holds this one", self.path)
             self._write_manifest(manifest)
+
+    def _note_resume(self, manifest: Manifest, records_before: int) -> None:
+        existing = self.read_manifest()
+        resume = Start(records_before, manifest.environment, manifest.backend.transport)
+        differing = resume.differences(existing.starts()[-1])
+        if differing:
+            log.warning(
+                "run folder '%s' is resumed on another machine, build or setting than its last start "
+                "(differs in: %s): the manifest lists this start, after the run's first %d records",
+                self.path, ", ".join(differing), records_before,
+            )  # fmt: skip
+            self._write_manifest(existing.resumed_by(resume))
 
     def _holds_samples(self) -> bool:
         return any(_size(self.path / name) for name in (SAMPLES, QUARANTINE))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.analysis.control import CONTROL_WORDS
+from fathom.analysis.paired import machine_warning
 from fathom.analysis.summary import Summary
 from fathom.report.html.page import (
     FAILURE_LABELS,
@@ -192,6 +193,11 @@ def _failures(comparison: Mapping[str, Any]) -> str:
     return f"<h3>Failures by kind</h3><p>Over the {esc(held)} samples both runs hold.</p>{counts}"
 
 
+def _machines(comparison: Mapping[str, Any]) -> str:
+    differences = comparison.get("machine_differences") or []
+    return f"<p><strong>Warning:</strong> {esc(machine_warning(differences))}.</p>" if differences else ""
+
+
 def comparison_section(comparison: Mapping[str, Any]) -> str:
     c, left_out, overall = comparison, comparison["left_out"], comparison["overall"]
     items = f", {esc(left_out['items'])} of other items" if "items" in left_out else ""
@@ -201,7 +207,7 @@ def comparison_section(comparison: Mapping[str, Any]) -> str:
         f"{_comparison_boxes(c)}<p>{esc(c['test'])} per cell over {esc(c['pairs'])} paired samples, "
         f"{esc(c['correction'])}-corrected at alpha {esc(c['alpha'])}; {esc(overall['worse'])} pairs worse, "
         f"{esc(overall['better'])} better; left out: {esc(left_out['errors'])} with errors, "
-        f"{esc(left_out['unpaired'])} unpaired{items}.</p>{_tasks(c)}{difference_heatmap(c)}"
+        f"{esc(left_out['unpaired'])} unpaired{items}.</p>{_machines(c)}{_tasks(c)}{difference_heatmap(c)}"
         '<p class="legend">colour and label: new minus base, in points; ▼ regressed, ▲ improved (adjusted p '
         "below alpha); hover a cell for its numbers</p>"
         f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}{_failures(c)}{_controls(c)}</section>"

@@ -7,6 +7,7 @@ self-contained and safe with untrusted text).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import defaultdict
@@ -107,7 +108,19 @@ def _facts(manifest: Manifest, records: Sequence[SampleRecord]) -> list[tuple[st
         ("input", f"{served.input}, {'exact' if served.exact_lengths else 'approximate'} lengths"),
         ("fathom", f"{where.fathom_version} (git {_short(where.git_sha)}{_modified(where)})"),
         ("created", f"{where.created} on {where.host}"),
+        *_resumes(manifest),
     ]
+
+
+def _resumes(manifest: Manifest) -> list[tuple[str, str]]:
+    """The resumes made elsewhere, or with other transport settings: where each began and what in
+    it differed from the start before."""
+    starts = manifest.starts()
+    return [
+        ("resumed", f"{later.environment.created} on {later.environment.host}, after "
+         f"{later.records_before} records (differs in: {', '.join(later.differences(earlier))})")
+        for earlier, later in itertools.pairwise(starts)
+    ]  # fmt: skip
 
 
 def headline(summary: Summary) -> str:
