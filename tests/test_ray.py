@@ -12,16 +12,18 @@ import importlib.util
 import json
 import re
 import sys
+import types
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 
 from fathom.backends.local_models import smollm2_gguf
 from fathom.cli import main
 from fathom.errors import FathomError, MissingExtraError, SpecError
+from fathom.manifest import Manifest
 from fathom.records import AnyRecord, Cell
 from fathom.run import distributed
 from fathom.run.distributed import replica_resources, run_distributed, shards
@@ -52,6 +54,7 @@ SPEC = RunSpec(
     answer_logprob=True,
 )
 PLANNED = 2 * 3 * 10 * 2 + 2 * 10  # samples and their controls, and 10 documents per length
+FIXTURE_MANIFEST = Path(__file__).parent / "fixtures" / "records-v8" / "manifest.json"
 TIMES = ("latency_s", "prefill_s", "decode_s")  # what a replica's clock decides, not its model
 
 
@@ -253,6 +256,34 @@ def test_shards_keep_prefix_groups_whole_where_they_fit_and_cut_the_rest_evenly(
     assert [len(shard) for shard in cut] == [10, 14, 14, 12, 7]  # 40 in three near-even pieces
     assert len(shards(cells, 1)) == len(cut)  # a shard is at least a batch
     assert max(len(shard) for shard in shards(group(1024, 1000), 4)) == 63  # a 16th of the sweep
+
+
+class _Replica:
+    """A stand-in replica whose ``ready`` answers ``manifest`` (as Ray's ``get`` reads it)."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.ready = types.SimpleNamespace(remote=lambda: manifest)
+
+
+def test_replicas_on_another_cpu_or_build_are_warned_of_and_another_host_is_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    here = Manifest.from_json(json.loads((FIXTURE_MANIFEST).read_text()))
+    place = here.environment
+
+    def on(**changes: Any) -> Manifest:
+        return dataclasses.replace(here, environment=dataclasses.replace(place, **changes))
+
+    answers = [here, on(host="node-2"), on(host="node-3", cpu={"model": "Xeon"}, backend_build={"v": 2})]
+    slots = [distributed._Slot(index, _Replica(answer)) for index, answer in enumerate(answers)]
+    stand_in = types.SimpleNamespace(
+        get=lambda refs: refs, exceptions=types.SimpleNamespace(RayActorError=OSError)
+    )
+    assert distributed._ready(cast(Any, stand_in), slots) is here  # the manifest is replica 0's
+    assert [r.getMessage() for r in caplog.records] == [
+        "Ray replica 2 runs on another machine or build than replica 0 (differs in: cpu, backend_build): "
+        "the manifest records replica 0's, and a real model's greedy answers can differ between them"
+    ]
 
 
 def test_a_replica_reserves_the_cpus_and_gpus_its_backend_uses() -> None:

@@ -322,6 +322,11 @@ def _ready(ray: ModuleType, slots: list[_Slot]) -> Manifest:
                 f"{other.identity.fingerprint}, not {first.identity.fingerprint}): install the same "
                 "fathom, backend and model files on every node"
             )
+        # Another host is expected; another CPU or build may change a real model's greedy answers.
+        if differing := [n for n in first.environment.differences(other.environment) if n != "host"]:
+            log.warning("Ray replica %d runs on another machine or build than replica 0 (differs in: %s): "
+                        "the manifest records replica 0's, and a real model's greedy answers can differ "
+                        "between them", slot.index, ", ".join(differing))  # fmt: skip
     return first
 
 
