@@ -4,6 +4,7 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -43,6 +44,11 @@ def identity(spec: dict[str, object]) -> dict[str, object]:
         "task": {"task": "niah", "version": 1},
         "backend": {"name": str(spec["model"]), "settings": {}},
     }
+
+
+def named(path: Path) -> str:
+    """A pattern for how a message names the run folder ``path``: the path as it is, not a pattern."""
+    return re.escape(f"run folder '{path}'")
 
 
 def started(path: Path, seed: int = 0, count: int = 2) -> RunFolder:
@@ -271,10 +277,10 @@ def test_a_reader_names_the_first_damaged_line_and_counts_the_others(
 def test_a_folder_without_manifest_is_not_a_run(tmp_path: Path) -> None:
     with pytest.raises(RunFolderError, match="not a fathom run folder"):
         RunFolder(tmp_path).read_manifest()
-    with pytest.raises(RunFolderError, match=rf"^run folder '{tmp_path / 'nope'}' does not exist$"):
+    with pytest.raises(RunFolderError, match=rf"^{named(tmp_path / 'nope')} does not exist$"):
         RunFolder(tmp_path / "nope").read_manifest()
     (tmp_path / "afile").write_text("x")
-    with pytest.raises(RunFolderError, match=rf"^run folder '{tmp_path / 'afile'}' is not a folder$"):
+    with pytest.raises(RunFolderError, match=rf"^{named(tmp_path / 'afile')} is not a folder$"):
         RunFolder(tmp_path / "afile").read_manifest()
 
 
@@ -396,7 +402,7 @@ def test_a_record_is_one_line_of_sorted_keys_in_a_file_others_may_read_only(tmp_
 
 
 def test_a_record_appended_to_a_folder_not_started_is_refused_naming_the_folder(tmp_path: Path) -> None:
-    with pytest.raises(RunFolderError, match=rf"^run folder '{tmp_path}' was not started for writing$"):
+    with pytest.raises(RunFolderError, match=rf"^{named(tmp_path)} was not started for writing$"):
         RunFolder(tmp_path).append(record(0))
 
 
