@@ -214,10 +214,8 @@ class Manifest:
         return self if self.planned is not None else dataclasses.replace(self, planned=newer.planned)
 
     def resumed_by(self, resume: Start) -> Manifest:
-        """This manifest with ``resume`` (a later start of the same run) listed where it differs from
-        the latest start; else this manifest."""
-        if not resume.differences(self.starts()[-1]):
-            return self
+        """This manifest with ``resume`` (a later start of the same run) listed: the run folder lists
+        the resumes that differ from the latest start (``Start.differences``)."""
         return dataclasses.replace(self, resumes=(*self.resumes, resume))
 
     def starts(self) -> list[Start]:

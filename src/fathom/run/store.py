@@ -91,17 +91,18 @@ class RunFolder:
         _make_folder(self.path)
         self._take_lock()
         try:
-            self._adopt(manifest)
+            adopted = self._adopt(manifest)
             self._identity = manifest.identity.fingerprint
             parsed = self._parse()
             self._quarantine(parsed)
             if parsed.records:
-                self._note_resume(manifest, len(parsed.records))
+                self._note_resume(adopted, manifest, len(parsed.records))
         except BaseException:
             self.close()
             raise
 
-    def _adopt(self, manifest: Manifest) -> None:
+    def _adopt(self, manifest: Manifest) -> Manifest:
+        """The manifest the folder holds once ``manifest``'s run has taken it."""
         holds_samples = self._holds_samples()
         if not self.manifest_path.exists():
             if holds_samples:
@@ -110,27 +111,28 @@ class RunFolder:
                     "wrote them: restore its manifest.json, or give --run-dir a new folder"
                 )
             self._write_manifest(manifest)
-            return
+            return manifest
         existing = self.read_manifest()
         written, new = existing.identity.written, manifest.identity.written
         if written == new:
             completed = existing.completed_by(manifest)
             if completed != existing:
                 self._write_manifest(completed)
-        elif holds_samples:
+            return completed
+        if holds_samples:
             raise RunFolderError(
                 f"run folder '{self.path}' holds a different run (differs in: "
                 f"{', '.join(_differences(written, new))}); refusing to mix them: "
                 "pass --run-dir with a new folder, or delete this one"
             )
-        else:
-            # A run that stopped before its first sample (a bad setting, say) has nothing to protect:
-            # the corrected spec takes the folder over.
-            log.warning("run folder '%s' held a run with no samples; it now holds this one", self.path)
-            self._write_manifest(manifest)
+        # A run that stopped before its first sample (a bad setting, say) has nothing to protect:
+        # the corrected spec takes the folder over.
+        log.warning("run folder '%s' held a run with no samples; it now holds this one", self.path)
+        self._write_manifest(manifest)
+        return manifest
 
-    def _note_resume(self, manifest: Manifest, records_before: int) -> None:
-        existing = self.read_manifest()
+    def _note_resume(self, existing: Manifest, manifest: Manifest, records_before: int) -> None:
+        """List ``manifest``'s start in ``existing`` (the folder's) where it differs from the latest."""
         resume = Start(records_before, manifest.environment, manifest.backend.transport)
         differing = resume.differences(existing.starts()[-1])
         if differing:
