@@ -268,7 +268,7 @@ class _Replica:
 def test_replicas_on_another_cpu_or_build_are_warned_of_and_another_host_is_not(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    here = Manifest.from_json(json.loads((FIXTURE_MANIFEST).read_text()))
+    here = Manifest.from_json(json.loads(FIXTURE_MANIFEST.read_text()))
     place = here.environment
 
     def on(**changes: Any) -> Manifest:

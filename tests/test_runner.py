@@ -269,11 +269,11 @@ def test_a_run_resumed_on_another_machine_lists_the_resume_and_a_comparison_warn
     resumed = RunFolder(runs / "new").read_manifest()
     assert resumed.environment.cpu == here and len(RunFolder(runs / "new").records()) == len(lines)
     assert [(r.records_before, r.environment.cpu) for r in resumed.resumes] == [(2, elsewhere)]
-    warning = comparison_text(compare_runs(runs / "base", runs / "new"))[-1]
+    comparison = compare_runs(runs / "base", runs / "new")
+    warning = comparison_text(comparison)[-1]
     assert warning.startswith("warning: the runs' records come from more than one machine or build (CPU (")
     assert "vs Intel Xeon, 1 SIMD flags)" in warning
-    comparison = compare_runs(runs / "base", runs / "new").to_json()
-    page = write_comparison_html(comparison, runs / "compare.html").read_text()
+    page = write_comparison_html(comparison.to_json(), runs / "compare.html").read_text()
     assert f"<p><strong>Warning:</strong> {esc(warning.removeprefix('warning: '))}.</p>" in page
     assert main(["report", str(runs / "new")]) == 0  # the report says where the records were made
     host, created = resumed.resumes[0].environment.host, resumed.resumes[0].environment.created
