@@ -1,0 +1,128 @@
+"""A run folder's contents as the index's rows: one per run, one per record, one per judgement.
+
+Columns are built as arrays, one per column, for DuckDB to take whole (a row at a time is a hundred
+times slower). Strings are stored as DuckDB takes them, valid UTF-8: a lone surrogate that a JSON
+escape put into an answer is shown as '?' in its column, while the row's ``json`` keeps the line as
+written, exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fathom.judgement import JudgementRecord
+from fathom.manifest import Manifest
+from fathom.records import AnyRecord, PerplexityRecord, error_kind
+from fathom.run.lines import Parsed
+from fathom.run.store import is_final, latest_records
+
+# The records' own fields that the samples table holds as columns, under their own names; a field a
+# perplexity record lacks (depth, score, output, ...) is NULL in its row.
+SAMPLE_FIELDS = (
+    "sample_id", "task", "length", "depth", "sample", "seed", "control", "score", "error", "output",
+    "answers", "scoring", "finish_reason", "target_tokens", "actual_tokens", "beyond_window", "latency_s",
+    "prefill_s", "decode_s", "first_token", "needle_kind", "item_id", "truncated", "prompt_sha256",
+)  # fmt: skip
+JUDGEMENT_FIELDS = (
+    "sample_id", "prompt_sha256", "answer_sha256", "role", "judge", "judge_identity", "rubric",
+    "rubric_sha256", "score", "reason", "reply", "attempts", "latency_s", "error",
+)  # fmt: skip
+
+Columns = dict[str, np.ndarray[Any, np.dtype[Any]]]
+# ``run_row``'s values into the runs table: its labels come as two lists, keys and values, for a MAP.
+INSERT_RUN = f"INSERT INTO runs VALUES ({'?, ' * 14}map(?::VARCHAR[], ?::VARCHAR[]){', ?' * 6})"
+
+
+def run_row(
+    run_id: int,
+    path: Path,
+    manifest: Manifest,
+    samples: Parsed[AnyRecord],
+    judgements: Parsed[JudgementRecord],
+    stamp: str,
+) -> list[Any]:
+    """The runs table's row, in its columns' order."""
+    spec = manifest.spec
+    labels = manifest.labels
+    row = [
+        run_id, path_key(path), path.name, manifest.identity.fingerprint,
+        spec.task, spec.model, spec.tokenizer, spec.lengths, spec.depths,
+        spec.samples, spec.seed, manifest.planned, manifest.environment.created,
+        manifest.environment.fathom_version, tuple(labels), tuple(labels.values()),
+        len(samples.records), len(samples.damaged), len(judgements.records), len(judgements.damaged),
+        json.dumps(manifest.to_json(), sort_keys=True), stamp,
+    ]  # fmt: skip
+    return [_cell(value) for value in row]
+
+
+def sample_columns(run_id: int, parsed: Parsed[AnyRecord]) -> Columns:
+    """The samples table's columns for a run's records: every record, in the order written, the
+    one that counts for its sample flagged ``latest`` (``fathom.run.store.latest_records``)."""
+    records = parsed.records
+    counted = {id(record) for record in latest_records(records)}
+    columns = _common(run_id, parsed)
+    columns |= {
+        "latest": np.array([id(r) in counted for r in records], dtype=bool),
+        "final": np.array([is_final(r) for r in records], dtype=bool),
+        "kind": _objects("perplexity" if isinstance(r, PerplexityRecord) else "sample" for r in records),
+        "error_kind": _objects(None if r.error is None else _text(error_kind(r.error)) for r in records),
+    }
+    fields = {name: _objects(_cell(getattr(r, name, None)) for r in records) for name in SAMPLE_FIELDS}
+    return columns | fields
+
+
+def judgement_columns(run_id: int, parsed: Parsed[JudgementRecord]) -> Columns:
+    """The judgements table's columns for a run's judgements.jsonl, in the order written."""
+    records = parsed.records
+    fields = {name: _objects(_cell(getattr(r, name)) for r in records) for name in JUDGEMENT_FIELDS}
+    return _common(run_id, parsed) | fields
+
+
+def _common(run_id: int, parsed: Parsed[Any]) -> Columns:
+    """Each record's run, line number in its file and line as written."""
+    count = len(parsed.records)
+    return {
+        "run_id": np.full(count, run_id, dtype=np.int32),
+        "line": np.array(_line_numbers(parsed), dtype=np.int32),
+        # The line as written, newline aside; it was read as UTF-8, and is stored exactly.
+        "json": _objects(raw[:-1].decode("utf-8") for raw in parsed.good),
+    }
+
+
+def _line_numbers(parsed: Parsed[Any]) -> list[int]:
+    """The 1-based line of each record: the lines of the file, damaged ones aside."""
+    damaged = {damage.line for damage in parsed.damaged}
+    total = len(parsed.records) + len(damaged)
+    return [number for number in range(1, total + 1) if number not in damaged]
+
+
+def _objects(values: Iterable[Any]) -> np.ndarray[Any, np.dtype[Any]]:
+    """A column of Python values (None for NULL); a list stays one cell, not a dimension."""
+    return np.fromiter(values, dtype=object)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, tuple):
+        return [_cell(item) for item in value]
+    return value
+
+
+def _text(text: str) -> str:
+    """``text`` as valid UTF-8, which DuckDB requires: a lone surrogate (JSON can escape one) as '?'."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def path_key(path: Path) -> str:
+    """How the index names a run folder: its resolved path, as text DuckDB can hold."""
+    return _text(str(path.resolve()))
