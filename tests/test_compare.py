@@ -21,6 +21,8 @@ import pytest
 from test_store import identity
 
 from fathom.analysis.failures import FAILURE_KINDS
+from fathom.analysis.gate import SCHEME, gate
+from fathom.analysis.pairing import graded_pairs, twins
 from fathom.analysis.paired import (
     EffectiveLength,
     RunRecords,
@@ -33,7 +35,7 @@ from fathom.cli import main
 from fathom.errors import RunFolderError
 from fathom.manifest import Manifest
 from fathom.records import SampleRecord
-from fathom.report.compare import compare_runs, write_comparison
+from fathom.report.compare import compare_runs, read_run, write_comparison
 from fathom.report.derive import run_spec
 from fathom.report.runs import list_runs
 from fathom.run.runner import run
@@ -222,9 +224,12 @@ def test_a_planted_regression_is_found_past_the_cliff_and_nowhere_else(
     out = capsys.readouterr().out
     assert "base: sim:perfect" in out and f"new:  {CLIFF}" in out
     assert "pairs: 90; left out: 0 with an error in either run, 0 in one run only" in out
-    assert "regressed cells (Holm-adjusted p < 0.05 over 9 cells): 3" in out
+    assert "gate: REGRESSED: overall, length 16k, cell 16k, depth 0%, cell 16k, depth 50%, cell 16k, " \
+        "depth 100%, effective length 16k → 4k (" in out
+    assert "  length 16k: 100.0% → 0.0% (30 pairs: 30 worse, 0 better), p = 9.31e-10" in out
+    assert "regressed cells (by the gate, of 9): 3" in out
     assert "  16k, depth 50%: 100.0% → 0.0% (10 pairs: 10 worse, 0 better)" in out
-    assert "improved cells (Holm-adjusted p < 0.05 over 9 cells): none" in out
+    assert "improved cells (by the gate, of 9): none" in out
     assert "effective length: 16k → 4k;" in out
     written = new / "compare-base"
     assert (
@@ -251,9 +256,12 @@ def test_swapped_runs_show_improvements_and_pass_the_gate(
     assert not comparison.regressed
     assert comparison.base_effective_length.mean == 4096 and comparison.new_effective_length.mean == 16384
 
+    assert comparison.gate is not None and comparison.gate.fired() == ()
+    assert [t.name for t in comparison.gate.tests if t.verdict == "improved"][:2] == ["overall", "16k"]
     assert cli("compare", new, base, "--out", tmp_path / "swapped") == 0
     out = capsys.readouterr().out
-    assert "regressed cells (Holm-adjusted p < 0.05 over 9 cells): none" in out
+    assert "gate: no regression found (" in out
+    assert "regressed cells (by the gate, of 9): none" in out
     assert "  16k, depth 0%: 0.0% → 100.0% (10 pairs: 0 worse, 10 better)" in out
     assert (tmp_path / "swapped" / "compare.json").is_file()
 
@@ -279,7 +287,9 @@ def test_comparison_json_has_exactly_the_agreed_shape(cliff_pair: tuple[Path, Pa
     assert set(data) == {
         "base", "new", "alpha", "correction", "test", "pairs", "left_out", "overall", "cells",
         "machine_differences", "effective_length", "regressions", "improvements", "failures", "controls",
+        "verdict", "gate",
     }  # fmt: skip
+    assert data["verdict"] == "regressed" and data["gate"]["regressed"] is True
     # Neither simulated model finds a needle that is not there: 0 of 90 controls each, no pair differs.
     controls = data["controls"]
     none_answered = {"graded": 90, "answered": 0}
@@ -297,7 +307,7 @@ def test_comparison_json_has_exactly_the_agreed_shape(cliff_pair: tuple[Path, Pa
         "beyond_window": {"base": 0, "new": 30}, "refusal": {"base": 0, "new": 1}
     }  # fmt: skip
     assert data["machine_differences"] == []  # both runs made here, by one simulated build
-    assert data["alpha"] == 0.02 and data["correction"] == "holm"
+    assert data["alpha"] == 0.02 and data["correction"] == SCHEME
     assert data["test"] == "exact McNemar (sign test on paired scores)"
     assert data["left_out"] == {"errors": 0, "unpaired": 0}
     assert set(data["overall"]) == {"base_mean", "new_mean", "worse", "better", "p_value"}
@@ -315,10 +325,13 @@ def test_comparison_json_has_exactly_the_agreed_shape(cliff_pair: tuple[Path, Pa
     assert regressed_means == [(1.0, 0.0, -1.0)] * 3
     assert data["regressions"] == sum(c["verdict"] == "regressed" for c in data["cells"]) == 3
     assert data["improvements"] == 0
-    # 10 of 10 worse gives p = 2/1024 per cell; Holm over 9 cells makes it 0.0176: above alpha = 0.01.
-    regressed = [c["p_adjusted"] for c in data["cells"] if c["verdict"] == "regressed"]
-    assert regressed == pytest.approx([9 * 2 / 1024] * 3)
-    assert compare_runs(*cliff_pair, alpha=0.01).to_json()["regressions"] == 0
+    # The cells' adjusted p and verdicts are the gate's cell tests'.
+    gate_cells = [t for t in data["gate"]["tests"] if t["level"] == "cell"]
+    assert [(c["p_adjusted"], c["verdict"]) for c in data["cells"]] == [
+        (t["p_adjusted"], t["verdict"]) for t in gate_cells
+    ]
+    assert [t["level"] for t in data["gate"]["tests"]] == ["overall"] + ["length"] * 3 + ["cell"] * 9
+    assert [p["level"] for p in data["gate"]["power"]] == ["overall", "length", "cell"]
     json.dumps(data)  # plain JSON values throughout
 
 
@@ -359,12 +372,13 @@ GAIN_OUTWEIGHS_DROPS = ([0.0] + [0.1] * 9, [1.0] + [0.0] * 9)  # mean 0.09 -> 0.
 @pytest.mark.parametrize(
     ("scores", "worse", "better", "p_value", "verdict"),
     [
-        # 2 * P(X <= 1), X ~ Bin(10, 1/2) = 2 * (1 + 10) / 1024: significant at 0.05, and a verdict only
-        # if the mean moves the way most pairs do.
-        (DROP_OUTWEIGHS_GAINS, 1, 9, 22 / 1024, "unchanged"),
-        (GAIN_OUTWEIGHS_DROPS, 9, 1, 22 / 1024, "unchanged"),
-        (([0.5] * 10, [0.4] * 10), 10, 0, 2 / 1024, "regressed"),
-        (([0.4] * 10, [0.5] * 10), 0, 10, 2 / 1024, "improved"),
+        # The gate's one-sided p for a drop, P(X >= worse) with X ~ Bin(10, 1/2), exact: with ten pairs
+        # every flip is enumerated, and the one cell is the whole run. A verdict only if the mean moves
+        # the way the significant pairs do: 9 better (p for a rise 11/1024) with a falling mean is none.
+        (DROP_OUTWEIGHS_GAINS, 1, 9, 1023 / 1024, "unchanged"),
+        (GAIN_OUTWEIGHS_DROPS, 9, 1, 11 / 1024, "unchanged"),
+        (([0.5] * 10, [0.4] * 10), 10, 0, 1 / 1024, "regressed"),
+        (([0.4] * 10, [0.5] * 10), 0, 10, 1.0, "improved"),
     ],
 )
 def test_a_verdict_needs_the_mean_and_the_pairs_to_point_the_same_way(
@@ -381,20 +395,21 @@ def test_a_verdict_needs_the_mean_and_the_pairs_to_point_the_same_way(
     base, new = scored_pair(one_cell, tmp_path, *scores)
     (cell,) = compare_runs(base, new).cells
     assert (cell.test.pairs, cell.test.worse, cell.test.better) == (10, worse, better)
-    assert cell.p_adjusted == pytest.approx(p_value, rel=1e-12) and cell.p_adjusted < 0.05
+    assert cell.p_adjusted == pytest.approx(p_value, rel=1e-12)
     assert cell.verdict == verdict
 
 
-def test_an_adjusted_p_equal_to_alpha_is_not_significant(cliff_pair: tuple[Path, Path]) -> None:
-    """The criterion is p < alpha. Ten of ten pairs worse gives p = 2 / 2**10; Holm over the nine cells
-    multiplies the three tied smallest by 9, 8 and 7 and keeps the running maximum, 18 / 1024: binary
-    fractions, exact in floating point, so alpha can equal them exactly."""
-    at = 18 / 1024
-    cells = compare_runs(*cliff_pair, alpha=at).cells
-    assert [c.p_adjusted for c in cells if c.length == 16384] == [at] * 3
-    assert all(c.verdict == "unchanged" for c in cells)
-    just_above = compare_runs(*cliff_pair, alpha=math.nextafter(at, 1.0))
-    assert [c.length for c in just_above.regressed] == [16384] * 3
+def test_an_adjusted_p_equal_to_alpha_is_not_significant(one_cell: Path, tmp_path: Path) -> None:
+    """The criterion is p < alpha. Ten of ten pairs worse in the one cell of a run: every flip of the ten
+    is enumerated, so the adjusted p is exactly 1 / 2**10 (a binary fraction); without the effective
+    length's share the signs have all of alpha, which can then equal it exactly."""
+    base, new = scored_pair(one_cell, tmp_path, [1.0] * 10, [0.0] * 10)
+    pairs = graded_pairs(twins(read_run(base), read_run(new)).pairs)
+    at = 1 / 1024
+    (cell,) = gate(pairs, at, lambda r: r.sample_id, effective=False).at("cell")
+    assert (cell.p_adjusted, cell.verdict) == (at, "unchanged")
+    (cell,) = gate(pairs, math.nextafter(at, 1.0), lambda r: r.sample_id, effective=False).at("cell")
+    assert cell.verdict == "regressed"
 
 
 def test_ruler_cells_are_tasks_at_lengths_with_fractional_scores(tmp_path: Path) -> None:

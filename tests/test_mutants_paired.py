@@ -12,7 +12,9 @@ import pytest
 from test_store import manifest, record
 
 from fathom.analysis.failures import FAILURE_KINDS
+from fathom.analysis.gate import gate
 from fathom.analysis.paired import (
+    CellComparison,
     EffectiveLength,
     Pair,
     PairedTest,
@@ -70,6 +72,11 @@ def _pair(sample_id: str, task: str, length: int, depth: float | None, base: flo
     return dataclasses.replace(twin, score=base), dataclasses.replace(twin, score=new)
 
 
+def _cells(pairs: list[Pair]) -> tuple[CellComparison, ...]:
+    """The cells of a comparison of these pairs, with the gate's verdicts."""
+    return _compare_cells(pairs, gate(pairs, 0.05, lambda r: r.sample_id))
+
+
 def test_ruler_cells_come_in_the_suites_task_order_then_by_length() -> None:
     # Sample ids sort cwe before vt, and 16384 before 4096 as text: the order must come from neither.
     pairs = [
@@ -78,7 +85,7 @@ def test_ruler_cells_come_in_the_suites_task_order_then_by_length() -> None:
         _pair("vt|L16384|S0", "vt", 16384, None, 0.0, 1.0),
         _pair("vt|L4096|S0", "vt", 4096, None, 1.0, 1.0),
     ]
-    cells = _compare_cells(pairs, 0.05)
+    cells = _cells(pairs)
     assert [(c.task, c.length, c.depth) for c in cells] == [
         ("vt", 4096, None),
         ("vt", 16384, None),
@@ -95,7 +102,7 @@ def test_niah_cells_come_by_length_then_depth_whatever_their_ids() -> None:
         _pair("c", "niah", 1024, 0.0, 0.0, 1.0),
         _pair("d", "niah", 1024, 0.5, 1.0, 1.0),
     ]
-    cells = _compare_cells(pairs, 0.05)
+    cells = _cells(pairs)
     assert [(c.task, c.length, c.depth) for c in cells] == [
         (None, 1024, 0.0),
         (None, 1024, 0.5),
@@ -202,7 +209,7 @@ def test_a_niah_run_of_several_variants_compares_each_variant_apart() -> None:
         _pair("a", "niah", 1024, 0.5, 1.0, 1.0),
         _pair("c", "niah", 1024, 0.0, 0.0, 1.0),
     ]
-    cells = _compare_cells(pairs, 0.05)
+    cells = _cells(pairs)
     assert [(c.task, c.length, c.depth) for c in cells] == [
         ("niah", 1024, 0.0),
         ("niah", 1024, 0.5),
@@ -210,7 +217,7 @@ def test_a_niah_run_of_several_variants_compares_each_variant_apart() -> None:
     ]
     assert [(c.test.worse, c.test.better) for c in cells] == [(0, 1), (0, 0), (1, 0)]
     # One variant: the cells have no task, as compare.json always had them.
-    assert [c.task for c in _compare_cells(pairs[1:], 0.05)] == [None, None]
+    assert [c.task for c in _cells(pairs[1:])] == [None, None]
 
 
 def test_a_run_of_literal_twins_alone_has_no_effective_length() -> None:

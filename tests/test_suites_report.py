@@ -263,8 +263,9 @@ def test_compare_tests_each_task_over_its_items_and_a_regressed_task_fails_the_c
     data = json.loads((out / "compare.json").read_text())
     hotpot, multifield = data["tasks"]
     # hotpotqa, item by item, each its mean over the two limits: items 0-6 from 1 to 0, item 7 a tie at 0.
-    # 7 worse, none better: p = 2 / 2^7 = 1/64; Holm doubles the smaller of the two tasks' p
-    # (multifieldqa_en's is 1/16), 1/32 < 0.05, and the mean fell: regressed.
+    # 7 worse, none better: two-sided p = 2 / 2^7 = 1/64. The gate's one-sided p is 1/128, and its
+    # adjusted p too: 12 items moved in all, so every one of the 2^12 flips (an item flips whole, at
+    # both limits) is enumerated, and no other test reaches 1/128 without hotpotqa's 7 all worse.
     low, high = bootstrap_interval([-1.0] * 7 + [0.0])
     assert hotpot == {
         "task": "hotpotqa",
@@ -278,15 +279,16 @@ def test_compare_tests_each_task_over_its_items_and_a_regressed_task_fails_the_c
         "difference": -7 / 8,
         "difference_ci_low": low,
         "difference_ci_high": high,
-        "p_adjusted": 1 / 32,
+        "p_adjusted": 1 / 128,
         "verdict": "regressed",
     }
     assert low < -7 / 8 < high  # the bootstrap's resamples hold more or fewer of the one tie
     # multifieldqa_en: items 0-4 worse by 0.25, items 5-7 ties (item 7's +0.25 at 1k and -0.25 at 8k
-    # average to 0): 5 worse, none better, p = 2 / 2^5 = 1/16, which Holm keeps (the larger p times 1,
-    # and no less than the smaller's 1/32): unchanged. The items' means: 3.625 / 8 = 29/64 before,
-    # 2.375 / 8 = 19/64 after. Counted as 16 samples it would have been 11 worse (items 0-4 at both
-    # limits, item 7 at 8k) and 1 better, p = 2 (1 + 12) / 2^12 = 13/2048: a regression after Holm.
+    # average to 0): 5 worse, none better, two-sided p = 2 / 2^5 = 1/16. The items' means: 3.625 / 8 =
+    # 29/64 before, 2.375 / 8 = 19/64 after. The gate's one-sided p is 1/32, and so is its adjusted p:
+    # the tests left when it steps down to it (itself and the 1k cell, whose 6 moved items include its 5)
+    # all reach 1/32 only when those 5 flip worse together. Counted as 16 samples it would have been 11
+    # worse (items 0-4 at both limits, item 7 at 8k) and 1 better: the items are the evidence, not twice.
     assert (multifield["items"], multifield["pairs"], multifield["worse"], multifield["better"]) == (
         8,
         16,
@@ -298,23 +300,24 @@ def test_compare_tests_each_task_over_its_items_and_a_regressed_task_fails_the_c
         19 / 64,
         -10 / 64,
     )
-    assert (
-        multifield["p_value"] == multifield["p_adjusted"] == 1 / 16 and multifield["verdict"] == "unchanged"
-    )
+    assert multifield["p_value"] == 1 / 16
+    assert multifield["p_adjusted"] == 1 / 32 and multifield["verdict"] == "regressed"
     assert (multifield["difference_ci_low"], multifield["difference_ci_high"]) == bootstrap_interval(
         [-0.25] * 5 + [0.0] * 3
     )
-    # The cells stay per sample (each item at one limit is one pair), Holm over 4 cells: hotpotqa's are 7
-    # worse of 8, p = 1/64 each; multifieldqa_en's 1k 5 worse, 1 better, p = 2 (1 + 6) / 2^6 = 7/32, its
-    # 8k 6 worse, p = 2 / 2^6 = 1/32. The smallest adjusted, 4 x 1/64 = 1/16, is above 0.05: no cell
-    # regressed, and the task's verdict is the one that fails the command.
-    assert [(c["pairs"], c["p_value"]) for c in data["cells"]] == [
-        (8, 1 / 64),
-        (8, 1 / 64),
-        (8, 7 / 32),
-        (8, 1 / 32),
+    # The cells stay per sample (each item at one limit is one pair): hotpotqa's are 7 worse of 8,
+    # two-sided p = 1/64 each; multifieldqa_en's 1k 5 worse, 1 better, p = 2 (1 + 6) / 2^6 = 7/32, its
+    # 8k 6 worse, p = 2 / 2^6 = 1/32. The gate's one-sided adjusted p: 1/128 for hotpotqa's (as its
+    # task), 7/64 for multifieldqa_en's 1k (P(X >= 5) of 6, which nothing else reaches alone), and 1/32
+    # for its 8k (its own 1/64, raised to the task's 1/32 as the step-down keeps them in order).
+    assert [(c["pairs"], c["p_value"], c["p_adjusted"]) for c in data["cells"]] == [
+        (8, 1 / 64, 1 / 128),
+        (8, 1 / 64, 1 / 128),
+        (8, 7 / 32, 7 / 64),
+        (8, 1 / 32, 1 / 32),
     ]
-    assert [c["verdict"] for c in data["cells"]] == ["unchanged"] * 4 and data["regressions"] == 1
+    assert [c["verdict"] for c in data["cells"]] == ["regressed", "regressed", "unchanged", "regressed"]
+    assert data["regressions"] == 2  # the tasks' verdicts, as a suite's comparison counts them
     # Over all 32 pairs of samples (reported, no verdict): 14 + 11 worse, 1 better.
     assert data["pairs"] == 32 and data["overall"]["p_value"] == sign_test(25, 1) == 2 * 27 / 2**26
     assert "effective_length" not in data and data["left_out"] == {"errors": 0, "unpaired": 0, "items": 0}
@@ -324,19 +327,18 @@ def test_compare_tests_each_task_over_its_items_and_a_regressed_task_fails_the_c
     assert (
         "  hotpotqa: 87.5% → 0.0% (-87.5 points, "
         f"95% interval {100 * low:+.1f} to {100 * high:+.1f}; 8 items: 7 worse, 0 better), p = 0.0156, "
-        "adjusted p = 0.0312: regressed"
+        "adjusted p = 0.00781: regressed"
     ) in lines
     low, high = multifield["difference_ci_low"], multifield["difference_ci_high"]
     assert (
         "  multifieldqa_en: 45.3% → 29.7% (-15.6 points, "
         f"95% interval {100 * low:+.1f} to {100 * high:+.1f}; 8 items: 5 worse, 0 better), p = 0.0625, "
-        "adjusted p = 0.0625"
+        "adjusted p = 0.0312: regressed"
     ) in lines
-    assert "regressed tasks (Holm-adjusted p < 0.05 over 2 tasks): hotpotqa" in text
-    assert "improved tasks (Holm-adjusted p < 0.05 over 2 tasks): none" in text
-    assert (
-        "cells (task x length limit, Holm-adjusted over 4 cells, drawn in compare.html): 0 regressed" in text
-    )
+    assert "regressed tasks (by the gate): hotpotqa, multifieldqa_en" in text
+    assert "improved tasks (by the gate): none" in text
+    assert "cells (task x length limit, 4, drawn in compare.html): 3 regressed, 0 improved" in text
+    assert "gate: REGRESSED: overall, length 1k, length 8k, task hotpotqa, task multifieldqa_en, " in text
     page = (out / "compare.html").read_text()
     assert "<h3>By task</h3>" in page and "regressed tasks" in page and "effective length" not in page
     assert "<th>items</th>" in page and "<td>hotpotqa</td><td>87.5%</td><td>0.0%</td><td>-87.5</td>" in page
@@ -350,11 +352,11 @@ def test_pairs_of_different_items_are_left_out_with_a_warning(
     those two items' pairs out, at both lengths and in both tasks: 8 of the 32."""
     swapped = make_run(tmp_path / "swapped", write_data(tmp_path / "data", (1, 0, *range(2, ITEMS))), NEW)
     out = tmp_path / "comparison"
-    # hotpotqa's items left, 2-7: 2-6 from 1 to 0 and 7 a tie, p = 2 / 2^5 = 1/16, 1/8 after Holm;
-    # multifieldqa_en's: 2-4 worse, 5-7 ties, p = 2 / 2^3 = 1/4. No task regressed: the command passes.
-    # Counted as samples, hotpotqa's 10 worse of 10 would have had p = 2 / 2^10, 1/256 after Holm, and
-    # the command would have failed.
-    assert main(["compare", str(runs / "base"), str(swapped), "--out", str(out)]) == 0
+    # hotpotqa's items left, 2-7: 2-6 from 1 to 0 and 7 a tie, two-sided p = 2 / 2^5 = 1/16, one-sided
+    # 1/32; multifieldqa_en's: 2-4 worse, 5-7 ties, two-sided p = 2 / 2^3 = 1/4. The 8 items that moved
+    # are flipped whole (at both limits): hotpotqa's 5 all worse by chance is 1/32, and no other test
+    # reaches its p otherwise, so it regressed on the items it has, and the command fails.
+    assert main(["compare", str(runs / "base"), str(swapped), "--out", str(out)]) == 1
     text = capsys.readouterr().out
     data = json.loads((out / "compare.json").read_text())
     assert data["left_out"] == {"errors": 0, "unpaired": 0, "items": 8} and data["pairs"] == 24
@@ -363,8 +365,8 @@ def test_pairs_of_different_items_are_left_out_with_a_warning(
         (t["items"], t["pairs"], t["worse"], t["better"], t["p_value"], t["p_adjusted"])
         for t in data["tasks"]
     ]
-    assert tested == [(6, 12, 5, 0, 1 / 16, 1 / 8), (6, 12, 3, 0, 1 / 4, 1 / 4)]
-    assert data["regressions"] == 0
+    assert tested == [(6, 12, 5, 0, 1 / 16, 1 / 32), (6, 12, 3, 0, 1 / 4, 1 / 8)]
+    assert [t["verdict"] for t in data["tasks"]] == ["regressed", "unchanged"] and data["regressions"] == 1
     assert "left out: 0 with an error in either run, 0 in one run only, 8 whose item differs" in text
     assert (
         "warning: the runs read different data files (hotpotqa.jsonl, multifieldqa_en.jsonl): a sample is "

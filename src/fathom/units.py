@@ -31,3 +31,8 @@ def format_count(n: int) -> str:
         if n >= scale and n % scale == 0:
             return f"{n // scale}{suffix}"
     return str(n)
+
+
+def length_or_none(length: int | None) -> str:
+    """A length as ``format_count`` writes it, or "none" (no effective length)."""
+    return "none" if length is None else format_count(length)

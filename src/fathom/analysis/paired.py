@@ -1,9 +1,11 @@
 """Did a new checkpoint regress against its baseline? Paired exact tests over the samples two runs share.
 
 Each sample of the new run is paired with its twin in the base run, which asked the very same question
-(``fathom.analysis.pairing``): the exact McNemar test (a sign test on the paired scores) per cell,
-Holm's correction over the cells, and a pooled test over all pairs. The runs' no-context controls are
-compared beside (``fathom.analysis.control``), as a family of their own that no verdict reads.
+(``fathom.analysis.pairing``). The verdict is the gate's (``fathom.analysis.gate``): one-sided exact
+sign tests overall, per length, per task and per cell, adjusted together, and the effective length's
+drop on a paired bootstrap. The cells keep their two-sided test for the map, with the gate's adjusted
+p and verdict. The runs' no-context controls are compared beside (``fathom.analysis.control``), as a
+family of their own that no verdict reads.
 """
 
 from __future__ import annotations
@@ -19,32 +21,27 @@ from typing import Any, Protocol
 from fathom.analysis.control import ControlComparison, compare_controls
 from fathom.analysis.effective import EffectiveLength, run_effective_length
 from fathom.analysis.failures import FAILURE_KINDS, failure_counts
+from fathom.analysis.gate import SCHEME, CellKey, Gate, cell_key, gate, has_variants
 from fathom.analysis.pairing import (
-    CORRECTION,
     TEST,
     Pair,
     PairedTest,
     RunRecords,
     Verdict,
     graded_pairs,
+    item_pairs,
     paired_test,
-    tested_groups,
     twins,
 )
 
 # Re-exported: the comparison's statistics, which hard.py and the tests read from here.
 from fathom.analysis.pairing import holm_adjust as holm_adjust
 from fathom.analysis.pairing import sign_test as sign_test
-from fathom.analysis.ruler import task_order
-from fathom.analysis.suites import is_suite_run
+from fathom.analysis.suites import is_suite_run, item_key
 from fathom.errors import RunFolderError
 from fathom.manifest import Identity, Manifest
 from fathom.records import SampleRecord
 
-# NIAH cells sit at fixed depths: (None, length, depth), or (task, length, depth) in a run of several
-# variants (haystack domains, literal twins), whose cells at one length and depth are not one cell.
-# RULER draws depths per sample, so its cells are tasks: (task, length, None).
-CellKey = tuple[str | None, int, float | None]
 # What a real suite's runs may differ in and still have asked the same questions: the folder and the
 # files its items were read from. Each pair must then be of one item (``twins``) with one prompt.
 SUITE_INPUTS = ("spec.data", "task.files")
@@ -67,9 +64,9 @@ class CellComparison:
     length: int
     depth: float | None  # NIAH's cells
     task: str | None  # RULER's cells, and NIAH's in a run of several variants
-    test: PairedTest
-    p_adjusted: float  # Holm's, over all cells of the comparison
-    verdict: Verdict
+    test: PairedTest  # two-sided, as the map describes the cell
+    p_adjusted: float  # the gate's, for a drop, over all its tests
+    verdict: Verdict  # the gate's
 
     def to_json(self) -> dict[str, Any]:
         where = {"length": self.length, "depth": self.depth, "task": self.task}
@@ -96,15 +93,15 @@ class FailureChange:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Two runs of one spec compared pair by pair: per cell with Holm's correction over the cells,
-    pooled over all pairs, and their effective lengths on the pairs both graded."""
+    """Two runs of one spec compared pair by pair: the gate's tests at every level, the cells' map,
+    and their effective lengths on the pairs both graded."""
 
     base: RunRef
     new: RunRef
     alpha: float
     left_out_errors: int  # pairs with an error in either run: no grade to compare
     left_out_unpaired: int  # samples present in one run only (a partial run)
-    overall: PairedTest  # all pairs pooled; reported, not used for the verdicts
+    overall: PairedTest  # all pairs pooled, two-sided: the change described (the gate tests it too)
     cells: tuple[CellComparison, ...]
     base_effective_length: EffectiveLength
     new_effective_length: EffectiveLength
@@ -117,6 +114,12 @@ class Comparison:
     # beside the verdicts, never among them: knowing an answer without the context is no regression
     # in using it.
     controls: ControlComparison = dataclasses.field(default_factory=ControlComparison)
+    gate: Gate | None = None  # None only for a comparison made by hand without one
+
+    @property
+    def verdict(self) -> Verdict:
+        """What ``fathom compare`` exits on: regressed when any of the gate's tests found a drop."""
+        return "regressed" if self.gate is not None and self.gate.regressed else "unchanged"
 
     @property
     def regressed(self) -> Sequence[Tested]:
@@ -132,7 +135,8 @@ class Comparison:
             "base": self.base.to_json(),
             "new": self.new.to_json(),
             "alpha": self.alpha,
-            "correction": CORRECTION,
+            "verdict": self.verdict,
+            "correction": SCHEME if self.gate is None else self.gate.to_json()["scheme"],
             "test": TEST,
             "pairs": overall.pairs,
             "left_out": {"errors": self.left_out_errors, "unpaired": self.left_out_unpaired},
@@ -153,6 +157,7 @@ class Comparison:
             "regressions": len(self.regressed),
             "improvements": len(self.improved),
             "controls": self.controls.to_json(),
+            "gate": None if self.gate is None else self.gate.to_json(),
         }
 
 
@@ -161,8 +166,7 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
     if not 0.0 < alpha < 1.0:
         raise RunFolderError(f"alpha must lie strictly between 0 and 1, got {alpha}: pass e.g. --alpha 0.05")
     base_identity, new_identity = base.manifest.identity, new.manifest.identity
-    may_differ = RUN_OPTIONS + (SUITE_INPUTS if is_suite_run(base.samples) else ())
-    _check_same_prompts(base_identity, new_identity, may_differ)
+    check_same_prompts(base, new)
     pairs, _, unpaired = twins(base, new)
     graded = graded_pairs(pairs)
     if not graded:
@@ -170,6 +174,14 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
             f"'{base.path}' and '{new.path}' share no sample that both graded without an error: "
             "finish both runs (run the same command again to resume), then compare"
         )
+    suite = is_suite_run(base.samples)
+    verdicts = gate(
+        graded,
+        alpha,
+        item_key if suite else _sample_id,
+        item_pairs(graded, item_key) if suite else None,
+        effective=not suite,
+    )
     return Comparison(
         base=RunRef(base.path, base_identity.spec.model),
         new=RunRef(new.path, new_identity.spec.model),
@@ -177,19 +189,32 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
         left_out_errors=len(pairs) - len(graded),
         left_out_unpaired=unpaired,
         overall=paired_test(graded),
-        cells=_compare_cells(graded, alpha),
+        cells=_compare_cells(graded, verdicts),
         base_effective_length=run_effective_length([b for b, _ in graded]),
         new_effective_length=run_effective_length([n for _, n in graded]),
         machine_differences=tuple(machine_differences(base.manifest, new.manifest)),
         failures=failure_changes(pairs),
         controls=compare_controls(base, new, alpha),
+        gate=verdicts,
     )
+
+
+def _sample_id(record: SampleRecord) -> str:
+    return record.sample_id
 
 
 def failure_changes(pairs: Sequence[Pair]) -> tuple[FailureChange, ...]:
     """Each failure kind's count in the base run and in the new, over the same samples."""
     base, new = failure_counts(b for b, _ in pairs), failure_counts(n for _, n in pairs)
     return tuple(FailureChange(kind, base[kind], new[kind]) for kind in FAILURE_KINDS)
+
+
+def check_same_prompts(base: RunRecords, new: RunRecords) -> None:
+    """Refuse two runs that did not build the same prompts (``_check_same_prompts``), what a real
+    suite's runs may differ in aside: what ``compare_records`` checks first, and ``fathom series``
+    of every run before it compares any."""
+    may_differ = RUN_OPTIONS + (SUITE_INPUTS if is_suite_run(base.samples) else ())
+    _check_same_prompts(base.manifest.identity, new.manifest.identity, may_differ)
 
 
 def _check_same_prompts(base: Identity, new: Identity, may_differ: Collection[str] = ()) -> None:
@@ -219,28 +244,19 @@ def _check_same_prompts(base: Identity, new: Identity, may_differ: Collection[st
         )
 
 
-def _cell_key(record: SampleRecord, variants: bool) -> CellKey:
-    if record.depth is None:
-        return record.task, record.length, None
-    return record.task if variants else None, record.length, record.depth
-
-
-def _compare_cells(pairs: Sequence[Pair], alpha: float) -> tuple[CellComparison, ...]:
-    """One comparison per cell, sorted by task (RULER's suite order, or a NIAH run's variants by
-    name), length, depth."""
-    # A NIAH run of one variant keeps its cells keyed without a task, as compare.json always had them.
-    variants = len({base.task for base, _ in pairs if base.depth is not None}) > 1
+def _compare_cells(pairs: Sequence[Pair], verdicts: Gate) -> tuple[CellComparison, ...]:
+    """One comparison per cell, in the gate's order (task: RULER's suite order, or a NIAH run's
+    variants by name; length; depth), with the gate's adjusted p and verdict."""
+    variants = has_variants(pairs)
     groups: defaultdict[CellKey, list[Pair]] = defaultdict(list)
     for pair in pairs:
-        groups[_cell_key(pair[0], variants)].append(pair)
-    rank = {task: i for i, task in enumerate(task_order(t for t, _, _ in groups if t is not None))}
-    keys = sorted(groups, key=lambda k: (-1 if k[0] is None else rank[k[0]], k[1], k[2] or 0.0))
-    return tuple(
-        CellComparison(length, depth, task, *tested)
-        for (task, length, depth), tested in zip(
-            keys, tested_groups([groups[k] for k in keys], alpha), strict=True
-        )
-    )
+        groups[cell_key(pair[0], variants)].append(pair)
+    cells = []
+    for test in verdicts.at("cell"):
+        length = test.length or 0  # a cell always has its length
+        tested = paired_test(groups[test.task, length, test.depth])
+        cells.append(CellComparison(length, test.depth, test.task, tested, test.p_adjusted, test.verdict))
+    return tuple(cells)
 
 
 def machine_differences(base: Manifest, new: Manifest) -> list[str]:

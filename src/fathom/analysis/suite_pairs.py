@@ -1,12 +1,11 @@
 """Two runs of a real suite compared task by task: what a checkpoint on LongBench or InfiniteBench is
 judged on.
 
-A suite reports one score per task, so its comparison's verdicts are per task: the exact sign test
-over the task's items, Holm's correction over the tasks, and the mean paired difference with a 95%
-percentile-bootstrap interval over the items (``fathom.analysis.pairing.compare_tasks``; an item
-asked at several length limits is one pair, of its mean scores over them). The task x length cells
-are compared as every run's are (``fathom.analysis.paired``) and drawn in the heatmap; the verdicts,
-and so ``fathom compare``'s exit status, are the tasks'.
+A suite reports one score per task, so its comparison lists each task: the exact sign test over the
+task's items and the mean paired difference with a 95% percentile-bootstrap interval over the items
+(``fathom.analysis.pairing.compare_tasks``; an item asked at several length limits is one pair, of its
+mean scores over them). The verdicts are the gate's (``fathom.analysis.gate``), whose task level tests
+the same item pairs, flipping an item whole; its other levels (overall, length limit, cell) gate too.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fathom.analysis.gate import Gate
 from fathom.analysis.paired import Comparison, compare_records
 from fathom.analysis.pairing import RunRecords, TaskComparison, compare_tasks, graded_pairs, twins
 from fathom.analysis.suites import item_key
@@ -59,9 +59,22 @@ def compare_suites(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> Su
     fields = {field.name: getattr(comparison, field.name) for field in dataclasses.fields(comparison)}
     return SuiteComparison(
         **fields,
-        tasks=compare_tasks(graded, alpha, item_key),
+        tasks=_gated(compare_tasks(graded, alpha, item_key), comparison.gate),
         left_out_items=other_items,
         data_differences=_data_differences(base, new),
+    )
+
+
+def _gated(tasks: Sequence[TaskComparison], gate: Gate | None) -> tuple[TaskComparison, ...]:
+    """The tasks with the gate's adjusted p and verdict (a one-task run's task is the overall test)."""
+    if gate is None:
+        return tuple(tasks)
+    tested = {test.task: test for test in gate.at("task")} or {
+        task.task: gate.at("overall")[0] for task in tasks
+    }
+    return tuple(
+        dataclasses.replace(task, p_adjusted=tested[task.task].p_adjusted, verdict=tested[task.task].verdict)
+        for task in tasks
     )
 
 

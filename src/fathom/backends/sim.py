@@ -60,6 +60,10 @@ def _pi_decay(length: int, depth: float, p: dict[str, float]) -> float:
     return float(1.0 / (1.0 + (length / p["half"]) ** p["slope"]))
 
 
+def _noisy(length: int, depth: float, p: dict[str, float]) -> float:
+    return p["accuracy"] - (p["drop"] if length == p["at"] else 0.0)
+
+
 def _yarn(length: int, depth: float, p: dict[str, float]) -> float:
     if length <= p["window"]:
         return p["accuracy"]
@@ -144,6 +148,14 @@ ARCHETYPES = {
     # slope: the chance lost per doubling past the window; 1 already loses it all at once.
     "yarn": Archetype(
         _yarn, {"window": count(65536), "accuracy": _chance(0.97), "slope": _chance(0.15)}, has_window=True
+    ),
+    # A coin per answer: right with chance ``accuracy`` at every length and depth, less ``drop`` at the
+    # length ``at`` (0: none). Two seeds of it are one model asked twice, for calibrating the gate;
+    # ``drop`` plants a regression of a known size at one length, for measuring its power.
+    "noisy": Archetype(
+        _noisy,
+        {"accuracy": _chance(0.95), "drop": _chance(0.0), "at": count(0, least=0)},
+        has_window=False,
     ),
     # Finds every sentence it looks for, at any length; what it looks for is the template's wording,
     # so it answers with a distractor whenever one lies nearer the end (or the start) than the gold.

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from fathom.analysis.control import CONTROL_VERDICTS, CONTROL_WORDS, ControlComparison, ControlCount
+from fathom.analysis.flips import RESAMPLES
+from fathom.analysis.gate import Gate, GateTest
 from fathom.analysis.paired import CellComparison, Comparison, machine_warning
 from fathom.analysis.pairing import PairedTest, TaskComparison
 from fathom.analysis.suite_pairs import SuiteComparison
-from fathom.report.text import length_or_none
-from fathom.units import format_count
+from fathom.units import format_count, length_or_none
 
 
 def _cell_name(cell: CellComparison) -> str:
@@ -56,19 +57,17 @@ def _task_line(
 def suite_comparison_text(comparison: SuiteComparison) -> list[str]:
     """A suite's comparison by task (its verdicts), then the cells' verdicts in a line, and a warning
     where the runs read different data files."""
-    tasks = len(comparison.tasks)
     lines = [
-        f"by task, over its items, each scored by its mean over the length limits (exact sign test, "
-        f"Holm-adjusted over {tasks} tasks; the difference is new minus base, with a 95% bootstrap "
-        "interval over the items):",
+        "by task, over its items, each scored by its mean over the length limits (two-sided exact sign "
+        "test; adjusted p: the gate's, for a drop; the difference is new minus base, with a 95% "
+        "bootstrap interval over the items):",
         *(_task_line(task) for task in comparison.tasks),
     ]
-    criterion = f"Holm-adjusted p < {comparison.alpha:g} over {tasks} tasks"
     for name, changed in (("regressed", comparison.regressed), ("improved", comparison.improved)):
-        lines.append(f"{name} tasks ({criterion}): {', '.join(t.task for t in changed) or 'none'}")
+        lines.append(f"{name} tasks (by the gate): {', '.join(t.task for t in changed) or 'none'}")
     verdicts = [cell.verdict for cell in comparison.cells]
     lines.append(
-        f"cells (task x length limit, Holm-adjusted over {len(verdicts)} cells, drawn in compare.html): "
+        f"cells (task x length limit, {len(verdicts)}, drawn in compare.html): "
         f"{verdicts.count('regressed')} regressed, {verdicts.count('improved')} improved"
     )
     if comparison.data_differences:
@@ -81,12 +80,11 @@ def suite_comparison_text(comparison: SuiteComparison) -> list[str]:
 
 
 def _cells_text(comparison: Comparison) -> list[str]:
-    """The regressed and improved cells, and the change of effective length."""
+    """The regressed and improved cells (the map's), and the change of effective length."""
     lines = []
-    criterion = f"Holm-adjusted p < {comparison.alpha:g} over {len(comparison.cells)} cells"
     for name in ("regressed", "improved"):
         cells = [cell for cell in comparison.cells if cell.verdict == name]
-        lines.append(f"{name} cells ({criterion}): {len(cells) or 'none'}")
+        lines.append(f"{name} cells (by the gate, of {len(comparison.cells)}): {len(cells) or 'none'}")
         lines += [_cell_line(cell) for cell in cells]
     base_length, new_length = comparison.base_effective_length, comparison.new_effective_length
     lines.append(
@@ -113,6 +111,8 @@ def comparison_text(comparison: Comparison) -> list[str]:
         f"{overall.better} better; pooled exact test p = {overall.p_value:.3g})",
         failures_line(comparison),
     ]
+    if comparison.gate is not None:
+        lines += gate_text(comparison.gate)
     lines += _cells_text(comparison) if suite is None else suite_comparison_text(suite)
     lines += control_comparison_text(comparison.controls)
     if comparison.machine_differences:
@@ -166,4 +166,66 @@ def control_comparison_text(controls: ControlComparison) -> list[str]:
             f"run, {controls.left_out_unpaired} in one run only (the runs asked different controls; "
             "those both asked are compared)"
         )
+    return lines
+
+
+def _gate_line(test: GateTest) -> str:
+    verdict = "" if test.verdict == "unchanged" else f": {test.verdict}"
+    name = test.name if test.level == "overall" else f"{test.level} {test.name}"
+    return (
+        f"  {name}: {test.base_mean:.1%} → {test.new_mean:.1%} ({test.pairs} pairs: {test.worse} "
+        f"worse, {test.better} better), p = {test.p_value:.3g}, adjusted p = {test.p_adjusted:.3g}{verdict}"
+    )
+
+
+def gate_text(gate: Gate) -> list[str]:
+    """The gate: its verdict and what fired, each level's tests (the cells only where they changed:
+    the lines above list them), the effective length's bootstrap, and the power each level had."""
+    fired = gate.fired()
+    flips = "every" if gate.exact else f"{RESAMPLES:,} random"
+    how = (
+        f"one-sided exact sign tests for a drop, adjusted together by step-down minP over {flips} paired "
+        f"sign flips, at alpha {gate.signs_alpha:.3g}"
+    )
+    if gate.effective_length is not None:
+        how += f"; the effective length by a paired bootstrap at {gate.effective_length.alpha:.3g}"
+    lines = [
+        f"gate: {'REGRESSED: ' + ', '.join(fired) if fired else 'no regression found'} ({how})",
+        *(_gate_line(test) for test in gate.tests if test.level != "cell"),
+    ]
+    change = gate.effective_length
+    if change is not None:
+        lines.append(
+            f"  effective length: {length_or_none(change.base)} → {length_or_none(change.new)} (paired "
+            f"bootstrap, 95% intervals: base {_span(change.base_low, change.base_high)}, new "
+            f"{_span(change.low, change.high)}; not shorter in {change.p_value:.1%} of resamples)"
+            + (": regressed" if change.regressed else "")
+        )
+    lines += power_text(gate)
+    return lines
+
+
+def _span(low: int | None, high: int | None) -> str:
+    return length_or_none(low) if low == high else f"{length_or_none(low)} to {length_or_none(high)}"
+
+
+def power_text(gate: Gate) -> list[str]:
+    """The smallest drop each level would have flagged with the pairs it had, and a warning for each
+    level that could flag none."""
+    seen = [
+        f"{power.level} {power.detectable:.0%} of {power.pairs} pairs"
+        for power in gate.power
+        if power.detectable is not None
+    ]
+    lines = [
+        "power (the smallest drop each level would have flagged, as a share of its pairs turning from "
+        f"right to wrong, none the other way): {'; '.join(seen) or 'none'}"
+    ]
+    for power in gate.power:
+        if power.detectable is None:
+            lines.append(
+                f"warning: no {power.level} test can reach significance at alpha {gate.signs_alpha:.3g} with "
+                f"{power.pairs} pairs (its least one-sided p is {0.5**power.pairs:.3g}): raise --samples to "
+                "gate on them; the levels that pool them decide"
+            )
     return lines

@@ -28,6 +28,10 @@ ARCHETYPE_NOTES = {
     "lost-in-the-middle": "finds needles at the edges; the middle fades as the context grows",
     "pi-decay": "position interpolation: a smooth decline with length, half right at 32k",
     "yarn": "YaRN-style extension: flat to a 64k window, then a gentle slope per doubling",
+    "noisy": (
+        "a coin per answer, right 95% of the time everywhere: the same model under another seed is a "
+        "checkpoint that did not change (drop=0.2&at=8k plants a loss at one length)"
+    ),
     "pattern-matcher": (
         "matches the needle's template instead of reading it: perfect on plain needles, fooled by "
         "look-alike distractors (--distractors)"

@@ -91,6 +91,7 @@ def _comparison_boxes(comparison: Mapping[str, Any]) -> str:
     # A suite's verdicts are its tasks' (``fathom.analysis.suite_pairs``), and it has no effective length.
     units = "tasks" if "tasks" in comparison else "cells"
     boxes = [
+        number_box(comparison.get("verdict", "unchanged"), "the gate's verdict"),
         number_box(
             f"{percent(overall['base_mean'])} → {percent(overall['new_mean'])}",
             f"overall, base → new (p {overall['p_value']:.3g})",
@@ -110,6 +111,75 @@ def _comparison_boxes(comparison: Mapping[str, Any]) -> str:
     return f'<div class="headline">{"".join(boxes)}</div>'
 
 
+def _gate(comparison: Mapping[str, Any]) -> str:
+    """The gate: its verdict and what fired, its tests above the cells, the effective length's
+    bootstrap, and the power each level had (with a warning for a level that could flag nothing)."""
+    gate = comparison.get("gate")
+    if gate is None:
+        return ""
+    fired = gate["fired"]
+    exits = "<code>fathom compare</code> exits with"
+    verdict = (
+        f"<p><strong>Regressed:</strong> {esc(', '.join(fired))}. {exits} 1.</p>"
+        if fired
+        else f"<p><strong>No regression found.</strong> {exits} 0.</p>"
+    )
+    head = ("level", "where", "base", "new", "pairs", "worse", "better", "p (one-sided)", "adjusted p",
+            "verdict")  # fmt: skip
+    rows = [
+        (t["level"], _gate_name(t), percent(t["base_mean"]), percent(t["new_mean"]), t["pairs"], t["worse"],
+         t["better"], f"{t['p_value']:.3g}", f"{t['p_adjusted']:.3g}", t["verdict"])
+        for t in gate["tests"] if t["level"] != "cell"
+    ]  # fmt: skip
+    signs = f"{gate['signs_alpha']:.3g}"
+    return (
+        f"<h3>The gate</h3>{verdict}<p>{esc(gate['scheme'])}; alpha {esc(gate['alpha'])} ({esc(signs)} "
+        "for the sign tests). The cells are in the map below.</p>"
+        f"{table(head, rows)}{_effective(gate['effective_length'])}"
+        f"<p>Power, with the pairs these runs had:</p><ul>{''.join(map(_power, gate['power']))}</ul>"
+    )
+
+
+def _effective(change: Mapping[str, Any] | None) -> str:
+    if change is None:
+        return ""
+    lengths = f"{length_or_none(change['base'])} → {length_or_none(change['new'])}"
+    intervals = (
+        f"base {_span(change['base_low'], change['base_high'])}, new {_span(change['low'], change['high'])}"
+    )
+    flagged = "regressed" if change["regressed"] else "not flagged"
+    return (
+        f"<p>Effective length {esc(lengths)}: in a paired bootstrap over the samples (within each cell), "
+        f"the new run's is not shorter in {change['p_value']:.1%} of resamples (95% intervals: "
+        f"{esc(intervals)}); a drop is flagged at {change['alpha']:.3g} or less: {flagged}.</p>"
+    )
+
+
+def _power(power: Mapping[str, Any]) -> str:
+    drop = power["detectable_drop"]
+    seen = (
+        f"a drop of {drop:.0%} of them (right to wrong, none the other way) would be flagged"
+        if drop is not None
+        else "<strong>no test can reach significance</strong> (the least one-sided p is "
+        f"{0.5 ** power['pairs']:.3g})"
+    )
+    tests = f"{power['level']}: {power['tests']} test(s), at most {power['pairs']} pairs each"
+    return f"<li>{esc(tests)}: {seen}</li>"
+
+
+def _gate_name(test: Mapping[str, Any]) -> str:
+    parts = (
+        None if test["length"] is None else format_length(test["length"]),
+        test["task"],
+        None if test["depth"] is None else depth_label(test["depth"]),
+    )
+    return " · ".join(p for p in parts if p) or "all pairs"
+
+
+def _span(low: int | None, high: int | None) -> str:
+    return length_or_none(low) if low == high else f"{length_or_none(low)} to {length_or_none(high)}"
+
+
 def _tasks(comparison: Mapping[str, Any]) -> str:
     """A suite's tasks, each over its items: what its verdicts are given to."""
     if "tasks" not in comparison:
@@ -125,10 +195,8 @@ def _tasks(comparison: Mapping[str, Any]) -> str:
     return (
         f"<h3>By task</h3>{warning}<p>Each task over its items, each scored in each run by its mean over "
         "the length limits (a question asked at 1k and at 8k is one piece of evidence, not two): the exact "
-        f"sign test, {esc(comparison['correction'])}-corrected over the tasks; the difference is new minus "
-        "base, with a 95% percentile-bootstrap interval over the items' differences. A task whose adjusted "
-        "p is below alpha has a verdict, and a regressed task makes <code>fathom compare</code> exit with "
-        "1.</p>"
+        "sign test (two-sided p); the adjusted p and the verdict are the gate's, for a drop; the difference "
+        "is new minus base, with a 95% percentile-bootstrap interval over the items' differences.</p>"
         f"{_task_table(comparison['tasks'], ('worse', 'better'))}"
     )
 
@@ -204,12 +272,12 @@ def comparison_section(comparison: Mapping[str, Any]) -> str:
     return (
         f'<section id="comparison"><h2>Comparison</h2><p>base: {esc(c["base"]["model"])} '
         f"({esc(c['base']['path'])})<br>new: {esc(c['new']['model'])} ({esc(c['new']['path'])})</p>"
-        f"{_comparison_boxes(c)}<p>{esc(c['test'])} per cell over {esc(c['pairs'])} paired samples, "
-        f"{esc(c['correction'])}-corrected at alpha {esc(c['alpha'])}; {esc(overall['worse'])} pairs worse, "
+        f"{_comparison_boxes(c)}<p>{esc(c['pairs'])} paired samples, {esc(overall['worse'])} pairs worse, "
         f"{esc(overall['better'])} better; left out: {esc(left_out['errors'])} with errors, "
-        f"{esc(left_out['unpaired'])} unpaired{items}.</p>{_machines(c)}{_tasks(c)}{difference_heatmap(c)}"
-        '<p class="legend">colour and label: new minus base, in points; ▼ regressed, ▲ improved (adjusted p '
-        "below alpha); hover a cell for its numbers</p>"
+        f"{esc(left_out['unpaired'])} unpaired{items}.</p>{_machines(c)}{_gate(c)}{_tasks(c)}"
+        f"{difference_heatmap(c)}"
+        '<p class="legend">colour and label: new minus base, in points; ▼ regressed, ▲ improved (by the '
+        "gate); hover a cell for its numbers</p>"
         f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}{_failures(c)}{_controls(c)}</section>"
     )
 
