@@ -171,12 +171,13 @@ def test_read_runs_gives_back_what_the_folders_give(runs: Path, tmp_path: Path) 
 
 
 def test_runs_lists_from_the_index_as_from_the_folders(
-    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = tmp_path / "results.duckdb"
     index_runs([runs], index)
     capsys.readouterr()
-    assert cli("runs", runs) == 0
+    monkeypatch.chdir(runs.parent)
+    assert cli("runs") == 0  # runs/, by default
     listed = capsys.readouterr().out
     assert "step=200" in listed and len(listed.splitlines()) == 2
     assert cli("runs", "--index", index) == 0
@@ -433,3 +434,15 @@ def test_judgements_read_back_as_records(runs: Path, tmp_path: Path) -> None:
     stored = [JudgementRecord.from_json(json.loads(line)) for (line,) in
               query(index, "SELECT json FROM judgements ORDER BY line")]  # fmt: skip
     assert stored == [JudgementRecord.from_json(r) for r in lines_of(runs / "step-200" / JUDGEMENTS)]
+
+
+def test_a_perplexity_run_is_indexed_with_the_columns_it_has(tmp_path: Path) -> None:
+    folder = tmp_path / "runs" / "ppl"
+    grid = ["--tokenizer", "char", "--lengths", "1k", "--samples", "2", "--no-progress"]
+    assert cli("run", "perplexity", "--model", "sim:perfect", *grid, "--run-dir", folder) == 0
+    index = tmp_path / "results.duckdb"
+    index_runs([folder], index)
+    rows = query(index, "SELECT kind, length, depth, control, score, output FROM samples ORDER BY line")
+    assert rows == [("perplexity", 1024, None, False, None, None)] * 2
+    (run,) = read_runs(index)
+    assert run.records == RunFolder(folder).records()

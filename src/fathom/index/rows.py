@@ -28,6 +28,8 @@ SAMPLE_FIELDS = (
     "answers", "scoring", "finish_reason", "target_tokens", "actual_tokens", "beyond_window", "latency_s",
     "prefill_s", "decode_s", "first_token", "needle_kind", "item_id", "truncated", "prompt_sha256",
 )  # fmt: skip
+# What a perplexity record's row holds for the flags only sample records have: it is neither.
+_ABSENT = {"control": False, "truncated": False}
 JUDGEMENT_FIELDS = (
     "sample_id", "prompt_sha256", "answer_sha256", "role", "judge", "judge_identity", "rubric",
     "rubric_sha256", "score", "reason", "reply", "attempts", "latency_s", "error",
@@ -72,7 +74,9 @@ def sample_columns(run_id: int, parsed: Parsed[AnyRecord]) -> Columns:
         "kind": _objects("perplexity" if isinstance(r, PerplexityRecord) else "sample" for r in records),
         "error_kind": _objects(None if r.error is None else _text(error_kind(r.error)) for r in records),
     }
-    fields = {name: _objects(_cell(getattr(r, name, None)) for r in records) for name in SAMPLE_FIELDS}
+    fields = {
+        name: _objects(_cell(getattr(r, name, _ABSENT.get(name))) for r in records) for name in SAMPLE_FIELDS
+    }
     return columns | fields
 
 
