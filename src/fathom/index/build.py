@@ -84,11 +84,11 @@ def index_runs(folders: Sequence[Path], index: Path) -> list[Outcome]:
 
 
 def _index(connection: DuckDBPyConnection, path: Path, run_id: int, indexed: str | None) -> Outcome:
-    # Stamped before it is read: a write after this shows in the next stamp, so nothing is missed.
-    stamp = _stamp(path)
-    if stamp == indexed:
-        return Outcome(path, UNCHANGED)
     try:
+        # Stamped before it is read: a write after this shows in the next stamp, so nothing is missed.
+        stamp = _stamp(path)
+        if stamp == indexed:
+            return Outcome(path, UNCHANGED)
         folder = _read(path)
     except (FathomError, OSError) as exc:
         problem = str(exc)

@@ -123,7 +123,7 @@ def _connected(path: Path, read_only: bool) -> Iterator[DuckDBPyConnection]:
 
 
 def _refusal(path: Path, exc: Exception) -> IndexFileError:
-    reason = first_line(exc)
+    reason = _first_line(exc)
     if "Could not set lock" in reason:  # another process has the file open for writing
         return IndexFileError(f"index '{path}' is in use by another process ({reason}): wait for it")
     return IndexFileError(
@@ -164,5 +164,5 @@ def _damaged(path: Path, reason: str) -> IndexFileError:
     return IndexFileError(f"index '{path}' is damaged ({reason}): delete it and index the run folders again")
 
 
-def first_line(exc: Exception) -> str:
+def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
