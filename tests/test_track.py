@@ -263,6 +263,21 @@ def test_series_logs_each_checkpoint_at_its_step(
     assert sorted(Path(p).name for p in folder) == ["series.html", "series.json"]
 
 
+@needs("mlflow")
+@needs("duckdb")
+def test_a_series_from_an_index_logs_without_its_folders(
+    tmp_path: Path, store: str, checkpoints: tuple[Path, Path, Path]
+) -> None:
+    runs = shutil.copytree(checkpoints[0].parent, tmp_path / "runs")
+    assert cli("index", runs, "--out", tmp_path / "runs.duckdb") == 0
+    shutil.rmtree(runs)  # the index holds the runs' records: their folders are not needed
+    assert cli("series", "--index", tmp_path / "runs.duckdb", "--by", "step", "--out", tmp_path / "series",
+               "--log", f"mlflow={store}") == 1  # fmt: skip
+    client, [run] = mlflow_runs(store)
+    assert sorted(history(client, run, "score/len_2k")) == [(100, 1.0), (200, 1.0), (300, 0.0)]
+    assert "task" not in run.data.params and run.data.params["checkpoints"] == "3"
+
+
 # --- W&B offline, read back from the run's log -------------------------------------------------------
 
 _BLOCK = 32 * 1024  # the .wandb log's blocks (LevelDB's log format: records cut into chunks)

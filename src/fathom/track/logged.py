@@ -87,9 +87,12 @@ def comparison_logged(comparison: Comparison, out: Path) -> Logged:
 def series_logged(series: Series, out: Path) -> Logged:
     """``fathom series``: each checkpoint's numbers (``run_metrics``' names) and whether it regressed
     (``regressed``, ``regressed/baseline``, ``regressed/best``) at its step (``series_steps``), the
-    baseline's spec as parameters, the series' plots, and a copy of its folder."""
-    params = spec_params(RunFolder(series.baseline.path).read_manifest())
-    del params["model"]  # each checkpoint has its own
+    baseline's spec as parameters, the series' plots, and a copy of its folder. Nothing is read but
+    the baseline's manifest and each checkpoint's summary (its control), where their folders exist."""
+    # A series read from an index (fathom series --index) may have no folders here: no spec then.
+    baseline = RunFolder(series.baseline.path)
+    params = spec_params(baseline.read_manifest()) if baseline.manifest_path.is_file() else {}
+    params.pop("model", None)  # each checkpoint has its own
     params |= {
         "by": series.by or "",
         "alpha": series.alpha,
