@@ -334,3 +334,21 @@ def test_fathom_run_takes_the_ray_executor_and_refuses_its_options_without_it(
     # A local run of the same command finds the folder done.
     assert main([*common, "--run-dir", str(runs / "ray")]) == 0
     assert "samples written: 0, already done: 12" in capsys.readouterr().out
+
+
+# A run's labels (fathom.run.labels): kept, and checked, as a local run keeps them.
+LABELLED = RunSpec("niah", "sim:perfect", "char", (1024,), (0.5,), 2)
+
+
+@needs_ray
+@pytest.mark.usefixtures("cluster")
+@pytest.mark.slow
+def test_a_ray_run_keeps_its_labels_as_a_local_run_does(tmp_path: Path) -> None:
+    folder = tmp_path / "ray"
+    with pytest.raises(SpecError, match="label step has an empty value"):
+        run_distributed(LABELLED, folder, 1, show_progress=False, labels={"step": ""})
+    assert not folder.exists()
+    run_distributed(LABELLED, folder, 1, show_progress=False, labels={"step": "7"})
+    assert RunFolder(folder).read_manifest().labels == {"step": "7"}
+    with pytest.raises(FathomError, match="labelled step=7, not step=8"):
+        run_distributed(LABELLED, folder, 1, show_progress=False, labels={"step": "8"})

@@ -174,7 +174,16 @@ class Manifest:
     # Schema 5: the resumes that ran elsewhere, or with other transport settings, than the start
     # before them (``resumed_by``); a real model's answers can differ between machines and builds.
     resumes: tuple[Start, ...] = ()
+    # Schema 6: the run's labels (``--label step=1200``): which checkpoint of a training run made it,
+    # for ``fathom series``. Outside the identity, so checkpoints' runs still compare; a resume keeps
+    # them (``fathom.run.store`` refuses one with other labels).
+    labels: dict[str, str] = field(default_factory=dict)
     schema: int = MANIFEST_SCHEMA
+
+    def __post_init__(self) -> None:
+        # Read as a dict alone (``schemas.read``): a label is text, which orders and prints as such.
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.labels.items()):
+            raise TypeError("field 'labels' is not an object of text labels")
 
     @property
     def spec(self) -> RunSpec:
@@ -193,6 +202,8 @@ class Manifest:
             data["judges"] = [dataclasses.asdict(judge) for judge in self.judges]
         if self.resumes:
             data["resumes"] = [dataclasses.asdict(resume) for resume in self.resumes]
+        if self.labels:
+            data["labels"] = dict(self.labels)
         return data if self.planned is None else data | {"planned": self.planned}
 
     @classmethod
@@ -217,6 +228,10 @@ class Manifest:
         """This manifest with ``resume`` (a later start of the same run) listed: the run folder lists
         the resumes that differ from the latest start (``Start.differences``)."""
         return dataclasses.replace(self, resumes=(*self.resumes, resume))
+
+    def labelled(self, labels: Mapping[str, str]) -> Manifest:
+        """This manifest with ``labels`` in place of its own."""
+        return dataclasses.replace(self, labels=dict(labels))
 
     def starts(self) -> list[Start]:
         """The run's starts that the manifest holds: the first, then the resumes it lists."""
@@ -254,4 +269,11 @@ def v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5))
+def v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 6 holds the run's labels (``Manifest.labels``); one of schema 5 has none."""
+    if "labels" in data:
+        raise TypeError("unknown field 'labels' (a field of schema 6, in a manifest of schema 5)")
+    return data
+
+
+MANIFESTS = Versions("manifest", MANIFEST_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6))

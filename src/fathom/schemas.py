@@ -40,8 +40,9 @@ RECORD_SCHEMA = 8
 # judges of the run's answers, with their rubrics. 4: the identity names the version of the scoring
 # method the spec names, where it has one (``exact`` 2 takes the answer out of a chatty output).
 # 5: the resumes made on another machine or build, or with other transport settings, than the start
-# before them, each with the count of records written before it.
-MANIFEST_SCHEMA = 5
+# before them, each with the count of records written before it. 6: the run's labels (``--label
+# step=1200``), outside the identity: which checkpoint of a training run it is, for ``fathom series``.
+MANIFEST_SCHEMA = 6
 # 1: summary.json without a schema, and without a kind for NIAH's grid. 2: both, and error kinds in
 # every summary. 3: NIAH's variants (domains, literal twins) and hard-needle sections, where a run has
 # them; cells with the needles' similarity to their corpus. 4: the real suites' section (scores by

@@ -21,12 +21,13 @@ def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
     """Compare two run folders of one spec that differ only in the model; refuse runs whose prompts
     differ. Two runs of a real suite are compared task by task as well (``SuiteComparison``), and the
     runs' no-context controls beside (``Comparison.controls``)."""
-    base_run, new_run = _read(base), _read(new)
+    base_run, new_run = read_run(base), read_run(new)
     compare = compare_suites if is_suite_run(base_run.samples) else compare_records
     return compare(base_run, new_run, alpha)
 
 
-def _read(path: Path) -> RunRecords:
+def read_run(path: Path) -> RunRecords:
+    """A run folder as a comparison reads it: its manifest, its graded samples and its controls."""
     folder = RunFolder(path)
     manifest = folder.read_manifest()  # first: a folder that is no run is refused for that
     records = folder.latest()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from fathom.analysis.niah import CellStats
@@ -37,15 +37,19 @@ def run_spec(
     replicas: int | None = None,
     address: str | None = None,
     keep_too_long: bool = False,
+    labels: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run (or resume) ``spec`` into ``run_dir`` (``fathom.run.runner.run``, or with ``replicas`` on a
     Ray cluster, ``fathom.run.distributed.run_distributed``), then derive its files: what ``fathom
-    run`` does. The result's wall time includes the deriving."""
+    run`` does. ``labels`` (``fathom.run.labels``) say which checkpoint it is, outside the run's
+    identity. The result's wall time includes the deriving."""
     started = time.perf_counter()
     if replicas is None:
-        result = run(spec, run_dir, show_progress, order, keep_too_long)
+        result = run(spec, run_dir, show_progress, order, keep_too_long, labels)
     else:
-        result = run_distributed(spec, run_dir, replicas, address, show_progress, order, keep_too_long)
+        result = run_distributed(
+            spec, run_dir, replicas, address, show_progress, order, keep_too_long, labels
+        )
     derive(RunFolder(run_dir))
     return dataclasses.replace(result, seconds=time.perf_counter() - started)
 

@@ -24,6 +24,9 @@ COMPARISON_JSON = "compare.json"
 COMPARISON_PNG = "compare.png"
 COMPARISON_HTML = "compare.html"
 
+SERIES_JSON = "series.json"  # fathom series: written outside every run folder
+SERIES_HTML = "series.html"
+
 # A variant's name holds whatever --corpus was given (a dir: path, a mix: of weights): outside these
 # characters it could climb out of the run folder or fail to name a file on some file system.
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")

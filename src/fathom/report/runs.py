@@ -6,7 +6,7 @@ listed with the reason, never allowed to stop the others from being listed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fathom.analysis.control import ControlCount, control_count
@@ -14,6 +14,8 @@ from fathom.analysis.effective import run_effective_length
 from fathom.analysis.select import control_records, split_records
 from fathom.analysis.suites import TaskMean, is_suite_run, mean_over_tasks
 from fathom.errors import FathomError, RunFolderError
+from fathom.manifest import Manifest
+from fathom.records import AnyRecord
 from fathom.run.store import MANIFEST, RunFolder, is_final
 
 
@@ -33,6 +35,7 @@ class RunEntry:
     effective_length: int | None = None  # on the mean; None for perplexity-only runs and suites'
     task_mean: TaskMean | None = None  # a real suite's run: its mean score over tasks, in its stead
     controls: ControlCount | None = None  # its no-context controls; None for a run without any
+    labels: dict[str, str] = field(default_factory=dict)  # fathom run --label, e.g. {"step": "1200"}
     problem: str | None = None
 
     @property
@@ -53,6 +56,16 @@ class RunEntry:
 def list_runs(folder: Path) -> list[RunEntry]:
     """The run folders directly under ``folder`` (or ``folder`` itself, if it is one), oldest first
     by the manifest's creation time; unreadable ones last."""
+    return by_creation([_entry(path) for path in run_folders(folder)])
+
+
+def by_creation(entries: list[RunEntry]) -> list[RunEntry]:
+    """Oldest first by the manifest's creation time; unreadable ones last."""
+    return sorted(entries, key=lambda e: (e.created is None, e.created or "", e.folder.name))
+
+
+def run_folders(folder: Path) -> list[Path]:
+    """``folder`` itself if it is a run folder, else the run folders directly under it, by name."""
     if not folder.is_dir():
         problem = "is not a folder" if folder.exists() else "does not exist"
         raise RunFolderError(
@@ -68,8 +81,7 @@ def list_runs(folder: Path) -> list[RunEntry]:
             )
         except OSError as exc:
             raise RunFolderError(f"cannot list '{folder}': {exc.strerror or exc}") from None
-    entries = [_entry(path) for path in candidates]
-    return sorted(entries, key=lambda e: (e.created is None, e.created or "", e.folder.name))
+    return candidates
 
 
 def _is_run_folder(path: Path) -> bool:
@@ -86,6 +98,11 @@ def _entry(path: Path) -> RunEntry:
         records = folder.latest()
     except (FathomError, OSError, ValueError) as exc:
         return RunEntry(path, problem=str(exc))
+    return run_entry(path, manifest, records)
+
+
+def run_entry(path: Path, manifest: Manifest, records: list[AnyRecord]) -> RunEntry:
+    """A run's entry from its manifest and latest records, read from its folder or from an index."""
     samples, _ = split_records(records)
     spec = manifest.spec
     # A suite's lengths are limits its items were cut to, so RULER's effective length means nothing.
@@ -103,4 +120,5 @@ def _entry(path: Path) -> RunEntry:
         effective_length=None if suite else run_effective_length(samples).mean,
         task_mean=mean_over_tasks(samples) if suite else None,
         controls=control_count(control_records(records)),
+        labels=manifest.labels,
     )

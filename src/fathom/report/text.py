@@ -8,16 +8,13 @@ from collections.abc import Sequence
 
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.report.runs import RunEntry
-from fathom.units import format_count
+from fathom.run.labels import labels_text
+from fathom.units import format_count, length_or_none
 
 RULER_FILL = (
     "fill: RULER's (--fill ruler): each haystack sized by RULER's search, so prompts fall below their "
     "length; each record keeps its prompt's own length (actual_tokens)"
 )
-
-
-def length_or_none(length: int | None) -> str:
-    return "none" if length is None else format_count(length)
 
 
 def summary_text(summary: Summary) -> list[str]:
@@ -283,12 +280,13 @@ def _created(created: str | None) -> str:
     return NONE if created is None else created[:16].replace("T", " ")
 
 
-def _columns(entry: RunEntry) -> list[str]:
+def _columns(entry: RunEntry, labelled: bool) -> list[str]:
     if entry.problem is not None:
         return [_created(entry.created), entry.folder.name, entry.status]
     return [
         _created(entry.created),
         entry.folder.name,
+        *([labels_text(entry.labels)] if labelled else []),
         entry.model or NONE,
         entry.task or NONE,
         _lengths(entry.lengths),
@@ -314,10 +312,11 @@ def _found(entry: RunEntry) -> str:
 
 
 def runs_text(entries: Sequence[RunEntry]) -> list[str]:
-    """One line per run: created, folder, model, task, lengths, k, status, the no-context controls
-    answered and effective length (a suite's mean over tasks), in aligned columns; an unreadable
-    folder's line gives the reason instead."""
-    rows = [_columns(entry) for entry in entries]
+    """One line per run: created, folder, its labels (where any run has some), model, task, lengths, k,
+    status, the no-context controls answered and effective length (a suite's mean over tasks), in
+    aligned columns; an unreadable folder's line gives the reason instead."""
+    labelled = any(entry.labels for entry in entries)
+    rows = [_columns(entry, labelled) for entry in entries]
     # The last column is never padded, so a long reason does not widen the columns of the others.
     widths: defaultdict[int, int] = defaultdict(int)
     for row in rows:

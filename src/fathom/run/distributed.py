@@ -25,7 +25,7 @@ import random
 import socket
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -36,6 +36,7 @@ from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.manifest import Manifest
 from fathom.records import AnyRecord, Cell
 from fathom.registry import check_spec
+from fathom.run.labels import check_labels
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
 from fathom.run.runner import (
@@ -74,6 +75,7 @@ def run_distributed(
     show_progress: bool = True,
     order: str = "prefix",
     keep_too_long: bool = False,
+    labels: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run (or resume) ``spec`` into ``run_dir`` on ``replicas`` Ray actors, on the cluster at
     ``address`` (``HOST:PORT``, ``auto``, ``ray://...``; ``RAY_ADDRESS`` when None) or on a local one
@@ -84,6 +86,7 @@ def run_distributed(
     if replicas < 1:
         raise SpecError(f"--replicas {replicas}: a Ray run needs at least one replica")
     check_spec(spec)
+    checked = check_labels(labels or {})
     ray = _ray()
     address = address if address is not None else os.environ.get("RAY_ADDRESS")
     connected = _connect(ray, address, replicas * _replica_cpus(spec.model))
@@ -94,7 +97,7 @@ def run_distributed(
         actor = ray.remote(Replica).options(**need, max_restarts=RESTARTS, max_task_retries=0)
         slots = [_Slot(index, actor.remote(spec, order, keep_too_long)) for index in range(replicas)]
         try:
-            return _sweep(ray, spec, run_dir, slots, order, show_progress, started)
+            return _sweep(ray, spec, run_dir, slots, order, show_progress, started, checked)
         finally:
             for slot in slots:
                 ray.kill(slot.actor)  # a replica's model goes with it, on an interrupt too
@@ -283,11 +286,12 @@ def _sweep(
     order: str,
     show_progress: bool,
     started: float,
+    labels: dict[str, str],
 ) -> RunResult:
     """Wait for every replica to be ready, take the folder, and run what is left of the sweep."""
     first = _ready(ray, slots)
     with RunFolder(run_dir) as folder:
-        folder.start(first)
+        folder.start(first.labelled(labels))
         done = folder.finished_ids()
         todo: list[Cell] = ray.get(slots[0].actor.todo.remote(frozenset(done)))
         if order == "shuffled":

@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,16 @@ from fathom.version import __version__
 PACKAGE = Path(__file__).parents[1]  # fathom's own files, whose git state a run records
 
 
-def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, planned: int) -> Manifest:
-    """The resolved run: ``identity`` decides the prompts and answers and must match to resume."""
+def manifest(
+    spec: RunSpec,
+    tokenizer: Tokenizer,
+    task: Task,
+    backend: Backend,
+    planned: int,
+    labels: Mapping[str, str] | None = None,
+) -> Manifest:
+    """The resolved run: ``identity`` decides the prompts and answers and must match to resume;
+    ``labels`` (``fathom.run.labels``, checked) say which checkpoint made it, outside the identity."""
     data = {
         "schema": MANIFEST_SCHEMA,
         "identity": {
@@ -42,6 +51,7 @@ def manifest(spec: RunSpec, tokenizer: Tokenizer, task: Task, backend: Backend, 
             ),
         },
         "planned": planned,
+        **({"labels": dict(labels)} if labels else {}),
         **({"corpora": task.corpora()} if isinstance(task, DescribesCorpora) else {}),
         "backend": {
             "input": backend.input,

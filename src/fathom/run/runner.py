@@ -12,7 +12,7 @@ import hashlib
 import random
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,7 @@ from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import AnyRecord, Cell, Completion, ErrorKind, PerplexityRecord, SampleRecord, cap_answer
 from fathom.registry import answering_spec, check_backend, check_spec, create_backend, create_task, score
+from fathom.run.labels import check_labels
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
 from fathom.run.store import RunFolder
@@ -54,12 +55,15 @@ def run(
     show_progress: bool = True,
     order: str = "prefix",
     keep_too_long: bool = False,
+    labels: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run (or resume) a spec into ``run_dir``. ``order`` "prefix" sends prompts that share the
     longest prefixes one after another, so a backend's prefix cache can reuse them; "shuffled" is
     the naive order, for measuring what that saves. Neither changes any answer. ``keep_too_long``
-    records prompts longer than the backend's context as ``too_long`` where the sweep is refused."""
+    records prompts longer than the backend's context as ``too_long`` where the sweep is refused.
+    ``labels`` go into the manifest (``fathom.run.labels``; a resume without them keeps the folder's)."""
     started = time.perf_counter()
+    labels = check_labels(labels or {})
     backend, task, loading = prepare(spec, order, say=show_progress, keep_too_long=keep_too_long)
     tokenizer = backend.tokenizer
 
@@ -68,7 +72,7 @@ def run(
 
     folder = RunFolder(run_dir)
     with folder:
-        folder.start(manifest(spec, tokenizer, task, backend, sum(1 for _ in planned())))
+        folder.start(manifest(spec, tokenizer, task, backend, sum(1 for _ in planned()), labels))
         done = folder.finished_ids()
 
         def todo() -> Iterator[Cell]:

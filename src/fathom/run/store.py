@@ -19,6 +19,7 @@ from typing import Any
 from fathom.errors import FathomError, NewerSchemaError, RunFolderError
 from fathom.manifest import Manifest, Start
 from fathom.records import AnyRecord, is_retried
+from fathom.run.labels import labels_text
 from fathom.run.lines import Parsed, parse
 
 MANIFEST = "manifest.json"
@@ -33,6 +34,15 @@ def is_final(record: AnyRecord) -> bool:
     """Whether a sample is done: graded, or failed in a way that another attempt would repeat (a
     prompt that missed its length, one too long); a resume retries the rest (``ErrorKind.retried``)."""
     return not is_retried(record.error)
+
+
+def latest_records(records: list[AnyRecord]) -> list[AnyRecord]:
+    """One record per sample: the last one written. A retried sample keeps its failed attempt in
+    samples.jsonl (append-only), but only its latest record counts."""
+    latest: dict[str, AnyRecord] = {}
+    for record in records:
+        latest[record.sample_id] = record
+    return list(latest.values())
 
 
 class RunFolder:
@@ -115,7 +125,7 @@ class RunFolder:
         existing = self.read_manifest()
         written, new = existing.identity.written, manifest.identity.written
         if written == new:
-            completed = existing.completed_by(manifest)
+            completed = self._relabel(existing.completed_by(manifest), manifest.labels, holds_samples)
             if completed != existing:
                 self._write_manifest(completed)
             return completed
@@ -130,6 +140,21 @@ class RunFolder:
         log.warning("run folder '%s' held a run with no samples; it now holds this one", self.path)
         self._write_manifest(manifest)
         return manifest
+
+    def _relabel(self, existing: Manifest, labels: dict[str, str], holds_samples: bool) -> Manifest:
+        """``existing`` (the folder's, of this run) as a start with ``labels`` takes it: none keeps the
+        folder's labels; others are refused where the folder holds records, whose checkpoint its
+        labels name, and taken where it holds none."""
+        if not labels or labels == existing.labels:
+            return existing
+        if holds_samples:
+            held = labels_text(existing.labels) or "no labels"
+            raise RunFolderError(
+                f"run folder '{self.path}' holds records labelled {held}, not {labels_text(labels)}: "
+                "resume it without --label (it keeps its own), or give another checkpoint's run a new "
+                "--run-dir"
+            )
+        return existing.labelled(labels)
 
     def _note_resume(self, existing: Manifest, manifest: Manifest, records_before: int) -> None:
         """List ``manifest``'s start in ``existing`` (the folder's) where it differs from the latest."""
@@ -205,12 +230,8 @@ class RunFolder:
         return parsed.records
 
     def latest(self) -> list[AnyRecord]:
-        """One record per sample: the last one written. A retried sample keeps its failed
-        attempt in samples.jsonl (append-only), but only its latest record counts."""
-        latest: dict[str, AnyRecord] = {}
-        for record in self.records():
-            latest[record.sample_id] = record
-        return list(latest.values())
+        """One record per sample: the last one written (``latest_records``)."""
+        return latest_records(self.records())
 
     def finished_ids(self) -> set[str]:
         return {record.sample_id for record in self.latest() if is_final(record)}
