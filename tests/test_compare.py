@@ -22,7 +22,6 @@ from test_store import identity
 
 from fathom.analysis.failures import FAILURE_KINDS
 from fathom.analysis.gate import SCHEME, gate
-from fathom.analysis.pairing import graded_pairs, twins
 from fathom.analysis.paired import (
     EffectiveLength,
     RunRecords,
@@ -31,6 +30,7 @@ from fathom.analysis.paired import (
     paired_test,
     sign_test,
 )
+from fathom.analysis.pairing import graded_pairs, twins
 from fathom.cli import main
 from fathom.errors import RunFolderError
 from fathom.manifest import Manifest
@@ -224,8 +224,10 @@ def test_a_planted_regression_is_found_past_the_cliff_and_nowhere_else(
     out = capsys.readouterr().out
     assert "base: sim:perfect" in out and f"new:  {CLIFF}" in out
     assert "pairs: 90; left out: 0 with an error in either run, 0 in one run only" in out
-    assert "gate: REGRESSED: overall, length 16k, cell 16k, depth 0%, cell 16k, depth 50%, cell 16k, " \
+    assert (
+        "gate: REGRESSED: overall, length 16k, cell 16k, depth 0%, cell 16k, depth 50%, cell 16k, "
         "depth 100%, effective length 16k → 4k (" in out
+    )
     assert "  length 16k: 100.0% → 0.0% (30 pairs: 30 worse, 0 better), p = 9.31e-10" in out
     assert "regressed cells (by the gate, of 9): 3" in out
     assert "  16k, depth 50%: 100.0% → 0.0% (10 pairs: 10 worse, 0 better)" in out

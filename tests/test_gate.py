@@ -259,3 +259,22 @@ def test_plan_detect_prints_each_levels_samples_and_refuses_a_drop_out_of_range(
         assert cli(*plan, *bad) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_ruler_runs_effective_length_by_bootstrap_is_its_own_on_the_data(tmp_path: Path) -> None:
+    """RULER's effective length averages its tasks' means and passes above 85.6: the bootstrap's
+    reading of the data must be the run's own, as the summary computes it."""
+    from fathom.analysis.pairing import graded_pairs, twins
+    from fathom.report.compare import read_run
+
+    grid = ["--tokenizer", "cl100k_base", "--lengths", "2k,8k", "--samples", "8", "--corpus", "noise",
+            "--no-progress", "--no-control"]  # fmt: skip
+    models = {"base": "sim:perfect", "new": "sim:cliff?window=4k&floor=0.5"}
+    for name, model in models.items():
+        assert cli("run", "niah_multiquery", "--model", model, *grid, "--run-dir", tmp_path / name) == 0
+    pairs = graded_pairs(twins(read_run(tmp_path / "base"), read_run(tmp_path / "new")).pairs)
+    change = effective_length_change(pairs, 0.01)
+    assert change is not None
+    assert (change.base, change.new) == (8192, 2048)
+    assert change.base == run_effective_length([b for b, _ in pairs]).mean
+    assert change.new == run_effective_length([n for _, n in pairs]).mean

@@ -417,3 +417,37 @@ def test_a_click_on_a_heatmap_opens_that_checkpoints_report(
     assert tab.url == (runs / "c300" / REPORT).resolve().as_uri()
     assert problems == []
     tab.close()
+
+
+def test_a_series_read_from_an_index_is_the_series_read_from_the_folders(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fathom series --index reads the checkpoints from fathom index's file: named one by one, as the
+    folder that holds them, or not at all (every run the index holds); the series is the same."""
+    pytest.importorskip("duckdb")
+    index = tmp_path / "results.duckdb"
+    assert cli("index", runs, "--out", index) == 0
+    before = fingerprint(runs)
+    from_folders = read_series(folders(runs, *CHECKPOINTS), "step")
+    named = read_series(folders(runs, *CHECKPOINTS), "step", index=index)
+    whole = read_series([], "step", index=index)
+    held = read_series([runs], "step", index=index)
+
+    def numbers(series: Any) -> Any:
+        data = series.to_json()
+        for checkpoint in (data["baseline"], *data["checkpoints"]):
+            checkpoint.pop("path")
+        for checkpoint in data["checkpoints"]:
+            for against in ("against_baseline", "against_best"):
+                if checkpoint[against] is not None:
+                    checkpoint[against].pop("base")
+        return data
+
+    assert numbers(named) == numbers(whole) == numbers(held) == numbers(from_folders)
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert cli("series", "--index", index, "--by", "step", "--out", out) == 1
+    assert "last checkpoint step=1000: regressed" in capsys.readouterr().out
+    assert fingerprint(runs) == before
+    assert cli("series", "--by", "step", "--out", out) == 2  # no runs and no index
+    assert "name the checkpoints' run folders" in capsys.readouterr().err

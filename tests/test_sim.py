@@ -164,7 +164,8 @@ def test_settings_read_into_the_same_manifest_as_before() -> None:
     assert json.dumps(defaults) == (
         '{"perfect": {}, "cliff": {"window": 8192, "accuracy": 0.98, "floor": 0.02}, '
         '"lost-in-the-middle": {"window": 131072, "dip": 0.7}, "pi-decay": {"half": 32768, "slope": 2.0}, '
-        '"yarn": {"window": 65536, "accuracy": 0.97, "slope": 0.15}, "pattern-matcher": {}, "literal": {}}'
+        '"yarn": {"window": 65536, "accuracy": 0.97, "slope": 0.15}, '
+        '"noisy": {"accuracy": 0.95, "drop": 0.0, "at": 0}, "pattern-matcher": {}, "literal": {}}'
     )
     # How a reader reads changes its answers, so it is in the identity, under its own key.
     matcher = SimulatedBackend("pattern-matcher?pick=first", TOKENIZER).settings()
@@ -260,3 +261,11 @@ def test_a_key_repeated_through_the_context_is_one_draw_not_many() -> None:
         hits = sum(word in halfway.generate([request])[0].text for word in words)
         partly += 0 < hits < len(words)
     assert partly > 10
+
+
+def test_the_noisy_model_is_a_coin_of_its_accuracy_less_its_drop_at_one_length() -> None:
+    from fathom.backends.sim import _noisy
+
+    params = SimulatedBackend("noisy?accuracy=0.9&drop=0.3&at=8k", TOKENIZER).params
+    assert params == {"accuracy": 0.9, "drop": 0.3, "at": 8192}
+    assert [_noisy(n, 0.5, params) for n in (4096, 8192, 16384)] == [0.9, pytest.approx(0.6), 0.9]

@@ -29,7 +29,21 @@ def add_series_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "exit 1 if the last one regressed",
         description=DESCRIPTION,
     )
-    series.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="each checkpoint's run folder")
+    series.add_argument(
+        "runs",
+        type=Path,
+        nargs="*",
+        metavar="RUN",
+        help="each checkpoint's run folder; with --index, also a folder holding them, or none for every run "
+        "the index holds",
+    )
+    series.add_argument(
+        "--index",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read the runs from this index (fathom index) instead of their folders",
+    )
     series.add_argument(
         "--by",
         default=None,
@@ -55,8 +69,9 @@ def add_series_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
 def series_command(args: argparse.Namespace) -> int:
     trackers = open_trackers(args.log or ())  # a tracker not installed is refused before any work
-    series = read_series(args.runs, args.by, args.baseline, args.alpha)
-    data, page = write_series(series, args.out or default_out(args.runs[0]))
+    series = read_series(args.runs, args.by, args.baseline, args.alpha, args.index)
+    first = args.runs[0] if args.runs else series.steps[0].numbers.path
+    data, page = write_series(series, args.out or default_out(first))
     print("\n".join(series_text(series)))
     print(f"wrote {data} and {page}")
     for line in log_series(trackers, series, data.parent):

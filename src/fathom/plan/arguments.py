@@ -47,6 +47,21 @@ def add_plan_options(plan: argparse.ArgumentParser) -> None:
         help=f"{', '.join(WEIGHT_DTYPES)}; by default as the model file stores them (a GGUF), else bf16",
     )
     plan.add_argument("--json", type=Path, default=None, help="write every cell's numbers to this file")
+    plan.add_argument(
+        "--detect",
+        type=float,
+        default=None,
+        metavar="POINTS",
+        help="also say the samples per cell (--samples) that fathom compare's gate needs to detect a drop "
+        "of this many points at one length and at one cell with 80%% power, and what they cost",
+    )
+    plan.add_argument(
+        "--base-accuracy",
+        type=float,
+        default=0.9,
+        help="with --detect: the baseline's accuracy the drop is taken from",
+    )
+    plan.add_argument("--alpha", type=float, default=0.05, help="with --detect: fathom compare's --alpha")
     plan.add_argument("--list", action="store_true", help="list the architectures and GPUs, and stop")
 
 

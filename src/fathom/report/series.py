@@ -14,8 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from fathom.analysis.pairing import RunRecords
+from fathom.analysis.select import control_records, split_records
 from fathom.analysis.series import Series, make_series
 from fathom.errors import SpecError
+from fathom.index import read_runs
 from fathom.report.compare import read_run
 from fathom.report.files import GRID, HEATMAP, REPORT, SERIES_HTML, SERIES_JSON
 from fathom.report.html.series import SeriesFiles, series_page
@@ -26,11 +29,17 @@ FOLDER = "series"  # the default --out, beside the first run's folder
 
 
 def read_series(
-    runs: Sequence[Path], by: str | None = None, baseline: Path | None = None, alpha: float = 0.05
+    runs: Sequence[Path],
+    by: str | None = None,
+    baseline: Path | None = None,
+    alpha: float = 0.05,
+    index: Path | None = None,
 ) -> Series:
     """The series of the run folders ``runs`` (``fathom.analysis.series.make_series``); ``baseline``
     may be one of them or another run of the same spec. A folder named twice (by two spellings too)
-    is refused before any is read."""
+    is refused before any is read. With ``index`` (``fathom index``'s file) the runs are read from it,
+    not from their folders: ``runs`` may then name folders that hold run folders, or nothing (every
+    run the index holds)."""
     if not 0.0 < alpha < 1.0:
         raise SpecError(f"alpha must lie strictly between 0 and 1, got {alpha}: pass e.g. --alpha 0.05")
     where = [path.resolve() for path in runs]
@@ -39,12 +48,30 @@ def read_series(
             first = runs[where.index(path)]
             spelt = "" if first == runs[i] else f" (as '{first}' and as '{runs[i]}')"
             raise SpecError(f"run folder '{first}' is named twice{spelt}: name each checkpoint's run once")
-    records = [read_run(path) for path in runs]
+    if index is not None:
+        records = _indexed(index, runs or None)
+        where = [run.path.resolve() for run in records]
+    elif not runs:
+        raise SpecError("name the checkpoints' run folders (or give --index FILE to read them from an index)")
+    else:
+        records = [read_run(path) for path in runs]
     reference = None
     if baseline is not None:
         inside = baseline.resolve() in where
-        reference = records[where.index(baseline.resolve())] if inside else read_run(baseline)
+        if inside:
+            reference = records[where.index(baseline.resolve())]
+        else:
+            reference = _indexed(index, [baseline])[0] if index is not None else read_run(baseline)
     return make_series(records, by, reference, alpha)
+
+
+def _indexed(index: Path, folders: Sequence[Path] | None) -> list[RunRecords]:
+    """Runs read from an index, as ``read_run`` reads them from their folders."""
+    runs = []
+    for run in read_runs(index, folders):
+        latest = run.latest()
+        runs.append(RunRecords(run.path, run.manifest, split_records(latest)[0], control_records(latest)))
+    return runs
 
 
 def default_out(first: Path) -> Path:

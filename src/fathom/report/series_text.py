@@ -5,16 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fathom.analysis.series import (
-    EFFECTIVE,
-    AtLength,
-    FirstRegression,
-    Numbers,
-    Scored,
-    Series,
-    Step,
-    fired,
-)
+from fathom.analysis.checkpoint import AtLength, Numbers, Scored
+from fathom.analysis.series import EFFECTIVE, FirstRegression, Series, Step, fired
 from fathom.run.labels import labels_text
 from fathom.units import format_count, length_or_none
 

@@ -12,7 +12,8 @@ import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fathom.analysis.series import AtLength, Series
+from fathom.analysis.checkpoint import AtLength
+from fathom.analysis.series import Series
 from fathom.report.html.page import esc, number_box, page
 from fathom.report.plots import format_length
 from fathom.report.series_text import (
