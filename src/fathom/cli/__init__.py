@@ -14,9 +14,12 @@ from fathom import registry
 from fathom.backends.local_models import LOCAL_MODELS
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli.arguments import parser
+from fathom.cli.series import series_command
 from fathom.errors import FathomError, SpecError
 from fathom.export import check_export, check_text, write_examples
 from fathom.export.arguments import export_spec
+from fathom.index import indexed_entries
+from fathom.index.command import index_command
 from fathom.judge.arguments import judges_named
 from fathom.judge.runner import check_judges, judge_run
 from fathom.plan import plan_sweep, write_plan
@@ -25,15 +28,19 @@ from fathom.plan.text import list_text, plan_text
 from fathom.report.compare import compare_runs, write_comparison
 from fathom.report.compare_text import comparison_text
 from fathom.report.derive import report, run_spec, trap
+from fathom.report.detect import detect_text
 from fathom.report.files import COMPARISON_HTML, read_summary
 from fathom.report.gallery import gallery
 from fathom.report.runs import list_runs
 from fathom.report.text import runs_text, summary_text
+from fathom.run.labels import parse_labels
 from fathom.run.runner import default_run_dir
 from fathom.run.store import QUARANTINE, RunFolder
 from fathom.spec import RunSpec, parse_depths, parse_lengths, prompt_options
 from fathom.tasks.suites.arguments import spec_options
 from fathom.tasks.suites.demo import make_demo
+from fathom.track.logged import log_comparison, log_run
+from fathom.track.trackers import open_trackers
 
 # Exit statuses (README, "Guarantees"): 0 done; 1 fathom compare found a regression; 2 bad input or
 # an unusable folder, nothing run; 3 the run finished but some samples ended in errors; 130 interrupted.
@@ -64,15 +71,18 @@ def _spec(args: argparse.Namespace) -> RunSpec:
 
 def _run(args: argparse.Namespace) -> int:
     spec = _spec(args)
+    labels = parse_labels(args.label or ())
     run_dir = args.run_dir or default_run_dir(spec, args.out)
     judges = judges_named(args)
     check_judges(judges, args.rubric)  # a misnamed judge or rubric is found before the run, not after
+    trackers = open_trackers(args.log or ())  # so is a tracker not installed
     replicas, address = _executor(args)
     progress = not args.no_progress
     keep = args.keep_too_long
     result = run_spec(
-        spec, run_dir, progress, args.order, replicas=replicas, address=address, keep_too_long=keep
-    )
+        spec, run_dir, progress, args.order, replicas=replicas, address=address, keep_too_long=keep,
+        labels=labels,
+    )  # fmt: skip
     judge_errors = _judge_folder(result.folder, judges, args) if judges else 0
     print(f"run folder: {result.folder}")
     print(f"samples written: {result.written}, already done: {result.skipped}, errors: {result.errors}")
@@ -81,6 +91,8 @@ def _run(args: argparse.Namespace) -> int:
         f"(fathom's own share: {result.harness_share:.1%})"
     )
     _print_summary(result.folder)
+    for line in log_run(trackers, result.folder):  # after the folder is complete; a failure only warns
+        print(f"logged to {line}")
     if result.retryable:
         print(
             f"fathom: {result.retryable} samples ended in backend errors (the server failed or timed out): "
@@ -137,8 +149,12 @@ def _plan(args: argparse.Namespace) -> None:
         return
     if not args.task:
         raise SpecError("name a task to plan, e.g. fathom plan niah --arch llama-3.1-8b (fathom plan --list)")
+    if args.detect is not None and not 0.0 < args.alpha < 1.0:
+        raise SpecError(f"--alpha must lie strictly between 0 and 1, not {args.alpha:g}: e.g. --alpha 0.05")
     plan = plan_sweep(_spec(args), plan_architecture(args), plan_setup(args), args.order)
     print("\n".join(plan_text(plan)))
+    if args.detect is not None:
+        print("\n".join(detect_text(plan, args.detect, args.base_accuracy, args.alpha)))
     if args.json:
         write_plan(plan, args.json)
         print(f"wrote {args.json} (every cell)")
@@ -173,14 +189,17 @@ def _models(args: argparse.Namespace) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    trackers = open_trackers(args.log or ())
     comparison = compare_runs(args.base, args.new, args.alpha)
     out = args.out or args.new / f"compare-{args.base.resolve().name}"
     data, figure = write_comparison(comparison, out)
     print("\n".join(comparison_text(comparison)))
     print(f"wrote {data}, {figure} and {data.with_name(COMPARISON_HTML)}")
+    for line in log_comparison(trackers, comparison, out):
+        print(f"logged to {line}")
     # 1 on a regression, so a training pipeline can gate a checkpoint on this command; flagged
     # controls only warn (COMPARE_DESCRIPTION in arguments.py says why).
-    return 1 if comparison.regressed else 0
+    return 1 if comparison.verdict == "regressed" else 0
 
 
 def _repair(args: argparse.Namespace) -> None:
@@ -190,8 +209,12 @@ def _repair(args: argparse.Namespace) -> None:
 
 
 def _runs(args: argparse.Namespace) -> None:
-    entries = list_runs(args.folder)
-    print("\n".join(runs_text(entries)) if entries else f"no run folders in {args.folder}")
+    if args.index is not None:
+        entries, where = indexed_entries(args.index, args.folder), args.folder or args.index
+    else:
+        where = args.folder or Path("runs")
+        entries = list_runs(where)
+    print("\n".join(runs_text(entries)) if entries else f"no run folders in {where}")
 
 
 def _gallery(args: argparse.Namespace) -> None:
@@ -234,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             "export-check": _export_check,
             "suites": _suites,
             "judge": _judge,
+            "series": series_command,
+            "index": index_command,
         }
         status = handlers[args.command](args)
     except FathomError as exc:

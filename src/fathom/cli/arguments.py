@@ -6,10 +6,13 @@ import argparse
 from pathlib import Path
 
 from fathom import registry
+from fathom.cli.series import add_series_command
 from fathom.export.arguments import add_export_commands
+from fathom.index.command import add_index_command
 from fathom.judge.arguments import add_judge_command, add_judge_options
 from fathom.plan.arguments import add_plan_options
 from fathom.tasks.suites.arguments import add_run_options, add_suite_commands
+from fathom.track.arguments import add_log_option
 
 
 class _Defaults(argparse.HelpFormatter):
@@ -26,13 +29,16 @@ class _Defaults(argparse.HelpFormatter):
 # The exit status gates retrieval alone: a checkpoint that answers its questions without the context
 # is suspect (memorised or leaked), but failing a CI gate on it would read as a lost ability.
 COMPARE_DESCRIPTION = (
-    "Pair each sample of NEW with its twin in BASE (the same question) and test each cell with the "
-    "exact sign test, Holm-adjusted over the cells (a real suite's verdicts are its tasks'). The runs' "
-    "no-context controls are tested the same way, per task, as a family of their own: a NEW that "
-    "answers significantly more questions without their context is flagged with a warning (a sign of "
-    "memorisation or of the questions leaking into its training data) and listed in compare.json "
-    "under controls.flagged, but it does not change the exit status, which gates on retrieval alone. "
-    "Exit status: 0 no cell regressed; 1 a cell regressed; 2 the runs cannot be compared."
+    "Pair each sample of NEW with its twin in BASE (the same question) and gate on a drop where the "
+    "evidence is: one-sided exact sign tests overall, per length, per task and per cell, adjusted together "
+    "by step-down minP over paired sign flips, and the effective length's drop on a paired bootstrap "
+    "(docs/gate.md). It prints the smallest drop each level could have flagged, and warns where a level "
+    "cannot reach significance (cells at k = 3). The runs' no-context controls are tested per task, as a "
+    "family of their own: a NEW that answers significantly more questions without their context is "
+    "flagged with a warning (a sign of memorisation or of the questions leaking into its training data) "
+    "and listed in compare.json under controls.flagged, but it does not change the exit status, which "
+    "gates on retrieval alone. Exit status: 0 no regression; 1 the gate found a drop; 2 the runs cannot "
+    "be compared."
 )
 
 
@@ -62,7 +68,8 @@ def parser() -> argparse.ArgumentParser:
 
     compare = commands.add_parser(
         "compare",
-        help="did NEW regress against BASE? paired exact tests per cell; exit 1 if a cell regressed",
+        help="did NEW regress against BASE? paired exact tests overall, per length, task and cell; exit 1 "
+        "on a drop",
         description=COMPARE_DESCRIPTION,
     )
     compare.add_argument("base", type=Path, help="the baseline's run folder")
@@ -73,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
         "--alpha",
         type=float,
         default=0.05,
-        help="family-wise error rate over the cells, and apart over the control tasks (Holm's correction)",
+        help="the gate's false-alarm rate (all its tests together), and apart the control tasks' (Holm)",
     )
     compare.add_argument(
         "--out", type=Path, default=None, help="for compare.json and compare.png (default: NEW/compare-BASE)"
@@ -85,7 +92,12 @@ def parser() -> argparse.ArgumentParser:
     repair.add_argument("run_dir", type=_folder)
 
     runs = commands.add_parser("runs", help="list the run folders under a folder, with status and results")
-    runs.add_argument("folder", type=Path, nargs="?", default=Path("runs"), help="default: runs")
+    runs.add_argument(
+        "folder", type=Path, nargs="?", default=None, help="default: runs (with --index: every run it holds)"
+    )
+    runs.add_argument(
+        "--index", type=Path, default=None, help="list from this index (fathom index), not from the folders"
+    )
 
     gallery = commands.add_parser(
         "gallery", help="run the simulated archetypes on one grid and write gallery.html of their heatmaps"
@@ -95,6 +107,10 @@ def parser() -> argparse.ArgumentParser:
     add_export_commands(commands, _Defaults)
     add_suite_commands(commands)
     add_judge_command(commands)
+    add_series_command(commands)
+    add_index_command(commands)
+    for logged in ("run", "compare", "series"):
+        add_log_option(commands.choices[logged])
     return parser
 
 
@@ -113,6 +129,13 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_judge_options(run)
     run.add_argument("--out", type=_folder, default=Path("runs"), help="where new run folders go")
     run.add_argument("--run-dir", type=_folder, default=None, help="this exact run folder")
+    run.add_argument(
+        "--label",
+        action="append",
+        metavar="KEY=VALUE",
+        help="label the run (repeatable), e.g. --label step=1200: kept in its manifest outside its identity, "
+        "listed by fathom runs, ordered by fathom series --by step",
+    )
     _add_order(run)
     run.add_argument(
         "--executor",
