@@ -192,11 +192,27 @@ def test_a_checkpoint_that_did_not_change_is_flagged_at_most_alpha_of_the_time(a
 
 
 @pytest.mark.slow
-def test_a_20_point_drop_at_one_length_is_caught_at_k_3() -> None:
-    """5 lengths x 11 depths x 3 samples, a base right 98% of the time, the new run 20 points down at
-    8k: the gate flags it in at least 80% of trials."""
-    rate = flag_rate(TRIALS, seed=11, design=Design(), accuracy=0.98, drops={8192: 0.2})
-    assert rate.rate >= 0.8
+def test_a_20_point_drop_at_one_length_is_caught_as_often_as_any_test_could() -> None:
+    """5 lengths x 11 depths x 3 samples, a perfect base, the new run's accuracy 20 points down at 8k:
+    a pair there turns worse with chance 0.2, never better. With 33 pairs the one-sided test needs 5
+    worse (2^-5 = 0.031 <= 0.04 < 2^-4), so no test at alpha 0.05 catches it more often than
+    P(Bin(33, 0.2) >= 5) = 0.818. The gate's multiplicity must cost nothing here: its rate over 1,000
+    trials lies within 3 standard errors (0.037) of that ceiling, and no higher."""
+    import math
+
+    ceiling = 1 - sum(math.comb(33, i) * 0.2**i * 0.8 ** (33 - i) for i in range(5))
+    rate = flag_rate(1000, seed=11, design=Design(), accuracy=1.0, drops={8192: 0.2})
+    assert ceiling - 0.037 <= rate.rate <= ceiling + 0.037
+
+
+@pytest.mark.slow
+def test_a_20_point_drop_seen_in_the_scores_is_caught_at_k_3() -> None:
+    """7 of the 33 samples at 8k lost (21 points in the scores): from a perfect base every trial is
+    caught (7 worse of 7: p = 2^-7); from a 98% base at least 80% of them."""
+    perfect = flag_rate(TRIALS, seed=13, design=Design(), accuracy=1.0, drops={8192: 0.2}, realised=True)
+    assert perfect.rate == 1.0
+    noisy = flag_rate(TRIALS, seed=17, design=Design(), accuracy=0.98, drops={8192: 0.2}, realised=True)
+    assert noisy.rate >= 0.75  # measured 0.819 over 1,000 trials (benchmarks/results/gate_calibration.json)
 
 
 def test_a_simulated_trial_holds_every_cell_of_the_design() -> None:
