@@ -3,11 +3,44 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
 # The scripted HTTP server of tests/http_faults.py, for the tests of the HTTP backend.
 pytest_plugins = ["http_faults"]
+
+# The pages' browser tests: Debian's Chromium, driven by playwright (nothing downloads a browser).
+CHROMIUM = Path("/usr/bin/chromium")
+# As root in a container: no sandbox; and nothing that would reach for the network on its own.
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """One headless Chromium for the pages' tests; they skip, saying what to install, without it."""
+    if not CHROMIUM.is_file():
+        pytest.skip("the pages' browser tests need Debian's Chromium: apt-get install chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("the pages' browser tests need playwright: pip install 'fathom-eval[test]'")
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS, headless=True)
+        yield launched
+        launched.close()
+
 
 # Data that registry packages ship and the CI installs; elsewhere the tests that need them skip, and
 # say what to install (one rule for every data package: mark the test, never fail for its absence).

@@ -129,13 +129,14 @@ def test_the_gate_says_the_power_each_level_had(issue_runs: tuple[Path, Path]) -
     assert verdicts is not None
     power = {p.level: p for p in verdicts.power}
     assert set(power) == {"overall", "length", "cell"}
-    assert power["cell"].pairs == 3 and power["cell"].detectable is None  # 1/8 can never pass
-    assert power["length"].pairs == 9 and power["length"].detectable is not None
+    assert power["cell"].pairs == 3 and power["cell"].detectable_drop is None  # 1/8 can never pass
+    assert power["length"].pairs == 9 and power["length"].detectable_drop is not None
     # A length's least detectable drop: w of its 9 pairs all worse, w the least with 2^-w plus the
     # chance another test reaches 2^-w under these flips within 0.04; at least 5 (2^-5 = 0.031).
-    assert 5 / 9 <= power["length"].detectable <= 1.0
+    assert 5 / 9 <= power["length"].detectable_drop <= 1.0
     assert (
-        power["overall"].detectable is not None and power["overall"].detectable < power["length"].detectable
+        power["overall"].detectable_drop is not None
+        and power["overall"].detectable_drop < power["length"].detectable_drop
     )
 
 

@@ -37,17 +37,6 @@ from fathom.run.store import RunFolder
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-CHROMIUM = Path("/usr/bin/chromium")
-# As root in a container: no sandbox; and nothing that would reach for the network on its own.
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 PAYLOADS = (
     "<script>window.__pwned=1</script>",
     '<img src=x onerror="window.__pwned=1">',
@@ -107,20 +96,6 @@ def hostile_run(niah_run: Path) -> Path:
         handle.writelines(json.dumps(r.to_json()) + "\n" for r in again)
     assert cli("report", folder) == 0
     return folder
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.is_file():
-        pytest.skip("the report's browser tests need Debian's Chromium: apt-get install chromium")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("the report's browser tests need playwright: pip install 'fathom-eval[test]'")
-    with sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS, headless=True)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

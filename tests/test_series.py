@@ -13,14 +13,12 @@ import dataclasses
 import hashlib
 import json
 import shutil
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pytest
-from test_html_report import CHROMIUM, LAUNCH_ARGS
 from test_store import manifest, record
 
 from fathom.analysis.pairing import RunRecords
@@ -381,20 +379,6 @@ def test_a_label_that_does_not_parse_is_refused_by_fathom_run(tmp_path: Path) ->
 
 
 # --- in the browser ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.is_file():
-        pytest.skip("the page's browser test needs Debian's Chromium: apt-get install chromium")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("the page's browser test needs playwright: pip install 'fathom-eval[test]'")
-    with sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS, headless=True)
-        yield launched
-        launched.close()
 
 
 @pytest.mark.slow

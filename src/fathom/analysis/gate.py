@@ -15,6 +15,7 @@ whole gate's false-alarm rate is at most alpha.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
@@ -74,20 +75,7 @@ class GateTest:
         return ", ".join(part for part in (length, self.task, depth) if part)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "level": self.level,
-            "length": self.length,
-            "task": self.task,
-            "depth": self.depth,
-            "pairs": self.pairs,
-            "base_mean": self.base_mean,
-            "new_mean": self.new_mean,
-            "worse": self.worse,
-            "better": self.better,
-            "p_value": self.p_value,
-            "p_adjusted": self.p_adjusted,
-            "verdict": self.verdict,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -99,15 +87,10 @@ class LevelPower:
     level: Level
     tests: int
     pairs: int
-    detectable: float | None
+    detectable_drop: float | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "level": self.level,
-            "tests": self.tests,
-            "pairs": self.pairs,
-            "detectable_drop": self.detectable,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

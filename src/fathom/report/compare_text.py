@@ -213,16 +213,16 @@ def power_text(gate: Gate) -> list[str]:
     """The smallest drop each level would have flagged with the pairs it had, and a warning for each
     level that could flag none."""
     seen = [
-        f"{power.level} {power.detectable:.0%} of {power.pairs} pairs"
+        f"{power.level} {power.detectable_drop:.0%} of {power.pairs} pairs"
         for power in gate.power
-        if power.detectable is not None
+        if power.detectable_drop is not None
     ]
     lines = [
         "power (the smallest drop each level would have flagged, as a share of its pairs turning from "
         f"right to wrong, none the other way): {'; '.join(seen) or 'none'}"
     ]
     for power in gate.power:
-        if power.detectable is None:
+        if power.detectable_drop is None:
             lines.append(
                 f"warning: no {power.level} test can reach significance at alpha {gate.signs_alpha:.3g} with "
                 f"{power.pairs} pairs (its least one-sided p is {0.5**power.pairs:.3g}): raise --samples to "
