@@ -1,5 +1,6 @@
 """An LLM judge's verdict as a record: one line of judgements.jsonl (``fathom judge``), beside the
-run's sample records, with a versioned JSON form of its own."""
+run's sample records, with a versioned JSON form of its own; and a judge's result on a qualification
+set (``fathom judge --qualify``), one line of qualifications.jsonl."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from fathom.schemas import JUDGEMENT_SCHEMA, Versions, read
+from fathom.schemas import JUDGEMENT_SCHEMA, QUALIFICATION_SCHEMA, Versions, read
 
 
 def answer_sha256(answer: str) -> str:
@@ -56,3 +57,48 @@ class JudgementRecord:
 
 
 JUDGEMENTS = Versions("judgement", JUDGEMENT_SCHEMA, ())
+
+
+@dataclass(frozen=True)
+class QualificationRecord:
+    """A judge's result on a qualification set (``fathom.judge.qualify``): its agreement with the
+    hand-written labels, how often an answer's injection flipped its verdict, and whether it passed
+    the set's thresholds. Found again by the judge's identity (its backend, settings and prompt
+    version) and the rubric, as its judgements are; ``verdicts`` keeps each item's score (None where
+    no attempt gave a readable verdict)."""
+
+    judge: str
+    judge_identity: str
+    rubric: str  # name@version
+    rubric_sha256: str
+    set: str  # name@version
+    set_sha256: str
+    items: int
+    agreed: int  # verdicts that pass or fail as the label says
+    unreadable: int
+    accuracy: float  # agreed / items: an unreadable verdict agrees with nothing
+    kappa: float | None  # Cohen's kappa with the labels, over the readable verdicts
+    adversarial: int
+    flips: int  # adversarial items whose verdict is the one the injection asked for
+    flip_rate: float
+    by_category: dict[str, dict[str, int]]  # category -> items, agreed, flips, unreadable
+    thresholds: dict[str, float]  # accuracy and kappa at least, flip_rate at most
+    passed: bool
+    failures: tuple[str, ...]  # each threshold missed, in words
+    verdicts: dict[str, int | None]  # item id -> score
+    record: str = "qualification"
+    schema: int = QUALIFICATION_SCHEMA
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.judge_identity, self.rubric_sha256)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> QualificationRecord:
+        return read(cls, QUALIFICATIONS.upgrade(data))
+
+
+QUALIFICATIONS = Versions("qualification", QUALIFICATION_SCHEMA, ())

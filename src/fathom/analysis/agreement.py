@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fathom.analysis.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_interval
-from fathom.judgement import JudgementRecord, answer_sha256
+from fathom.judgement import JudgementRecord, QualificationRecord, answer_sha256
 from fathom.manifest import JudgeIdentity
 from fathom.records import SampleRecord
 
@@ -104,10 +104,15 @@ def _agreement(
 
 
 def judge_sections(
-    samples: Sequence[SampleRecord], judgements: Sequence[JudgementRecord], judges: Sequence[JudgeIdentity]
+    samples: Sequence[SampleRecord],
+    judgements: Sequence[JudgementRecord],
+    judges: Sequence[JudgeIdentity],
+    qualifications: Sequence[QualificationRecord] = (),
 ) -> list[dict[str, Any]]:
     """summary.json's ``judges``: one section per rubric the run was judged under. A verdict counts
-    only for the answer it judged (a sample answered again after it was judged is not judged yet)."""
+    only for the answer it judged (a sample answered again after it was judged is not judged yet);
+    a qualification only for the judge of its identity and rubric (the latest, where there are several)."""
+    qualified = {record.key: _qualification(record) for record in qualifications}
     answered = {r.sample_id: r for r in samples if not r.control and r.error is None}
     # What each sample's current answer is judged under, hashed once for every judge and rubric.
     current = {i: (r.prompt_sha256, answer_sha256(r.output)) for i, r in answered.items()}
@@ -115,9 +120,26 @@ def judge_sections(
     for judge in judges:
         by_rubric[judge.rubric_sha256].append(judge)
     return [
-        _section(answered, current, judgements, sorted(group, key=lambda j: j.role))
+        _section(answered, current, judgements, sorted(group, key=lambda j: j.role), qualified)
         for group in by_rubric.values()
     ]
+
+
+def _qualification(record: QualificationRecord) -> dict[str, Any]:
+    """What a judge's row shows of its qualification."""
+    keep = (
+        "set",
+        "set_sha256",
+        "passed",
+        "failures",
+        "accuracy",
+        "kappa",
+        "flips",
+        "adversarial",
+        "flip_rate",
+    )
+    row = {name: getattr(record, name) for name in keep}
+    return row | {"failures": list(record.failures)}
 
 
 def _verdicts(
@@ -139,6 +161,7 @@ def _section(
     current: dict[str, tuple[str, str]],
     judgements: Sequence[JudgementRecord],
     judges: Sequence[JudgeIdentity],
+    qualified: dict[tuple[str, str], dict[str, Any]],
 ) -> dict[str, Any]:
     first = judges[0]
     scale, passing, weighted = list(first.scale), first.passing, first.rubric_kind == "ordinal"
@@ -164,6 +187,8 @@ def _section(
                 "ci_high": high,
                 "pass_rate": float(np.mean(passed)) if passed else None,
                 "metric_agreement": _agreement(passed, metric, [0, 1], weighted=False),
+                # ``fathom judge --qualify``'s result for this judge and rubric; None: never qualified.
+                "qualification": qualified.get((judge.identity, judge.rubric_sha256)),
             }
         )
     section: dict[str, Any] = {

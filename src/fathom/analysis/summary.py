@@ -21,7 +21,7 @@ from fathom.analysis.ruler import ruler_summary
 from fathom.analysis.select import control_records, is_literal_twin, is_ruler_run, split_records
 from fathom.analysis.slow import slow_samples
 from fathom.analysis.suites import is_suite_run, suite_summary
-from fathom.judgement import JudgementRecord
+from fathom.judgement import JudgementRecord, QualificationRecord
 from fathom.manifest import JudgeIdentity, Manifest
 from fathom.records import AnyRecord, SampleRecord
 from fathom.schemas import SUMMARY_SCHEMA, Versions, read
@@ -211,6 +211,7 @@ def run_summary(
     threshold: float = 0.85,
     judgements: Sequence[JudgementRecord] = (),
     judges: Sequence[JudgeIdentity] = (),
+    qualifications: Sequence[QualificationRecord] = (),
 ) -> Summary:
     """NIAH's grid with ``threshold`` for its effective length (and the gold answer's likelihood, where
     read), or RULER's grid with RULER's own thresholds; the no-context control; the perplexity table;
@@ -235,7 +236,7 @@ def run_summary(
         summary["documents"] = len(documents)
         summary["document_errors"] = sum(1 for r in documents if r.error is not None)
     if judges:
-        summary["judges"] = judge_sections(samples, judgements, judges)
+        summary["judges"] = judge_sections(samples, judgements, judges, qualifications)
     slow = slow_samples(samples)
     if slow["samples"]:
         summary["slow"] = slow

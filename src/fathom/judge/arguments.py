@@ -1,5 +1,6 @@
 """The command line's options for LLM judges, kept here so that cli.py stays a list of commands:
-``fathom judge RUN`` and the same options on ``fathom run`` (judging once the run is done)."""
+``fathom judge RUN``, ``fathom judge [RUN] --qualify`` and the same options on ``fathom run``
+(judging once the run is done)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from fathom.errors import SpecError
 from fathom.prompts.judging import rubric_names
+from fathom.prompts.qualify_sets import set_names
 
 
 def add_judge_options(parser: argparse.ArgumentParser, required: bool = False) -> None:
@@ -46,6 +48,18 @@ def add_judge_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "judge",
         help="have one or two LLM judges grade a run's answers under a rubric (resumes; pays nothing twice)",
     )
-    judge.add_argument("run_dir", type=Path)
+    judge.add_argument("run_dir", type=Path, nargs="?", help="the run folder (optional with --qualify)")
     add_judge_options(judge, required=True)
+    judge.add_argument(
+        "--qualify",
+        action="store_true",
+        help="grade a qualification set of hand-labelled and adversarial answers instead of a run's, and "
+        "report agreement, flips and pass/fail (exit 0 pass, 1 fail); with RUN, record it there for the "
+        "report",
+    )
+    judge.add_argument(
+        "--qualify-set",
+        default="qa-judge",
+        help=f"the qualification set: {', '.join(set_names())}, or the path of a set file",
+    )
     judge.add_argument("--no-progress", action="store_true")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 from tqdm import tqdm
@@ -25,14 +26,7 @@ from fathom.judge.verdicts import Malformed, parse_verdict
 from fathom.judgement import JudgementRecord, answer_sha256
 from fathom.manifest import JudgeIdentity, Manifest, identity_sha256
 from fathom.prompts import ChatPrompt, PromptText, frame
-from fathom.prompts.judging import (
-    PROMPT_VERSION,
-    VERDICT_PREFIX,
-    Rubric,
-    judge_prompt,
-    load_rubric,
-    retry_note,
-)
+from fathom.prompts.judging import PROMPT_VERSION, JudgePrompt, Rubric, judge_prompt, load_rubric, retry_note
 from fathom.prompts.templates import ChatTemplate, resolve_template
 from fathom.records import SampleRecord, cap_answer
 from fathom.registry import BACKEND, create_backend
@@ -54,10 +48,27 @@ class JudgingResult:
 
 
 @dataclass(frozen=True)
-class _Judge:
-    identity: JudgeIdentity
+class Judge:
+    role: str  # "judge" or "judge2"
+    name: str  # as named, e.g. llamacpp:gemma3-270m
+    identity: str  # a hash of its backend, settings and PROMPT_VERSION, which its judgements carry
     backend: Backend
     template: ChatTemplate  # the judge's own (its tokenizer's, where it has one), resolved once
+
+
+class Case(Protocol):
+    """What a judge is shown of one answer: a run's ``SampleRecord``, or a qualification item."""
+
+    @property
+    def sample_id(self) -> str: ...
+    @property
+    def prompt_sha256(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def answers(self) -> tuple[str, ...]: ...
+    @property
+    def output(self) -> str: ...
 
 
 def check_judges(judges: Sequence[str], rubric_name: str) -> None:
@@ -87,18 +98,17 @@ def judge_run(
     samples = [r for r in run.latest() if isinstance(r, SampleRecord) and not r.control and r.error is None]
     if not samples:
         raise SpecError(f"run folder '{folder}' holds no answered sample to judge")
-    chosen = [_make_judge(role, spec, manifest, rubric) for role, spec in zip(ROLES, judges, strict=False)]
-    if len(chosen) == 2 and same_model(
-        judges[0], chosen[0].identity.settings, judges[1], chosen[1].identity.settings
-    ):
+    chosen = [load_judge(role, spec) for role, spec in zip(ROLES, judges, strict=False)]
+    identities = [_checked(judge, manifest, rubric) for judge in chosen]
+    if len(chosen) == 2 and same_model(judges[0], identities[0].settings, judges[1], identities[1].settings):
         raise SpecError(
             f"--judge2 {judges[1]} is the same model as --judge: agreement of a model with itself "
             "measures nothing; name a judge of another family"
         )
     run.hold()
     try:
-        for judge in chosen:
-            run.rewrite_manifest(run.read_manifest().judged_by(judge.identity))
+        for identity in identities:
+            run.rewrite_manifest(run.read_manifest().judged_by(identity))
         writer = JudgementWriter(folder)
         try:
             return _judge_all(writer, chosen, rubric, samples, retries, show_progress)
@@ -108,13 +118,22 @@ def judge_run(
         run.close()
 
 
-def _make_judge(role: str, spec: str, manifest: Manifest, rubric: Rubric) -> _Judge:
-    """The judge's backend, refused if it is the model under test, with a warning if it is of its
-    family."""
+def load_judge(role: str, spec: str) -> Judge:
+    """The judge named ``spec`` (a backend spec, as ``--model`` takes it), loaded."""
+    backend = create_backend(spec, "auto")
+    identity = identity_sha256(
+        {"backend": backend.name, "settings": backend.settings(), "prompt": PROMPT_VERSION}
+    )
+    return Judge(role, spec, identity, backend, resolve_template("auto", backend.tokenizer))
+
+
+def _checked(judge: Judge, manifest: Manifest, rubric: Rubric) -> JudgeIdentity:
+    """The judge as the manifest lists it; refused if it is the model under test, with a warning if
+    it is of its family."""
+    role, spec = judge.role, judge.name
     tested = manifest.identity.backend
     tested_spec = manifest.spec.model
-    backend = create_backend(spec, "auto")
-    settings = backend.settings()
+    settings = judge.backend.settings()
     if same_model(spec, settings, tested_spec, tested.settings):
         raise SpecError(
             f"--{role} {spec} is the model under test ({tested_spec}): a model grading its own answers "
@@ -130,11 +149,11 @@ def _make_judge(role: str, spec: str, manifest: Manifest, rubric: Rubric) -> _Ju
             judge_family,
             tested_spec,
         )
-    identity = JudgeIdentity(
+    return JudgeIdentity(
         role=role,
         name=spec,
         settings=settings,
-        identity=identity_sha256({"backend": backend.name, "settings": settings, "prompt": PROMPT_VERSION}),
+        identity=judge.identity,
         family=judge_family,
         tested_family=tested_family,
         rubric=rubric.label,
@@ -143,12 +162,11 @@ def _make_judge(role: str, spec: str, manifest: Manifest, rubric: Rubric) -> _Ju
         scale=rubric.scale,
         passing=rubric.passing,
     )
-    return _Judge(identity, backend, resolve_template("auto", backend.tokenizer))
 
 
 def _judge_all(
     writer: JudgementWriter,
-    judges: Sequence[_Judge],
+    judges: Sequence[Judge],
     rubric: Rubric,
     samples: Sequence[SampleRecord],
     retries: int,
@@ -162,20 +180,27 @@ def _judge_all(
     with tqdm(total=len(todo), desc="judging", unit="answer", disable=not show_progress) as bar:
         for judge in judges:
             mine = [sample for j, sample in todo if j is judge]
-            for start in range(0, len(mine), BATCH):
-                for record in _judge_batch(judge, rubric, mine[start : start + BATCH], retries):
-                    writer.append(record)
-                    errors += record.error is not None
-                    bar.update()
+            for record in judge_cases(judge, rubric, mine, retries):
+                writer.append(record)
+                errors += record.error is not None
+                bar.update()
     return JudgingResult(len(todo) - errors, len(judges) * len(samples) - len(todo), errors)
 
 
-def _key(judge: _Judge, rubric: Rubric, sample: SampleRecord) -> tuple[str, str, str, str]:
-    return (sample.prompt_sha256, answer_sha256(sample.output), judge.identity.identity, rubric.sha256)
+def _key(judge: Judge, rubric: Rubric, sample: SampleRecord) -> tuple[str, str, str, str]:
+    return (sample.prompt_sha256, answer_sha256(sample.output), judge.identity, rubric.sha256)
+
+
+def judge_cases(
+    judge: Judge, rubric: Rubric, cases: Sequence[Case], retries: int
+) -> Iterator[JudgementRecord]:
+    """Each case's judgement, ``BATCH`` cases to a call, yielded as each batch is done."""
+    for start in range(0, len(cases), BATCH):
+        yield from _judge_batch(judge, rubric, cases[start : start + BATCH], retries)
 
 
 def _judge_batch(
-    judge: _Judge, rubric: Rubric, samples: Sequence[SampleRecord], retries: int
+    judge: Judge, rubric: Rubric, samples: Sequence[Case], retries: int
 ) -> list[JudgementRecord]:
     """Each sample's judgement: asked once, then again with the reason for those whose reply was
     no verdict, up to ``retries`` more times."""
@@ -185,7 +210,7 @@ def _judge_batch(
     pending = list(samples)
     for attempt in range(1, retries + 2):
         requests = [
-            _request(judge, s.sample_id, prompts[s.sample_id] + notes.get(s.sample_id, "")) for s in pending
+            _request(judge, s.sample_id, prompts[s.sample_id], notes.get(s.sample_id, "")) for s in pending
         ]
         started = time.perf_counter()
         completions = judge.backend.generate(requests)
@@ -196,7 +221,7 @@ def _judge_batch(
             score, reason, error = None, "", completion.error
             if error is None:
                 try:
-                    verdict = parse_verdict(reply, rubric)
+                    verdict = parse_verdict(reply, rubric, prompts[sample.sample_id].marker)
                     score, reason = verdict.score, verdict.reason
                 except Malformed as exc:
                     error = f"malformed: {exc}"
@@ -206,9 +231,9 @@ def _judge_batch(
                 sample_id=sample.sample_id,
                 prompt_sha256=sample.prompt_sha256,
                 answer_sha256=answer_sha256(sample.output),
-                role=judge.identity.role,
-                judge=judge.identity.name,
-                judge_identity=judge.identity.identity,
+                role=judge.role,
+                judge=judge.name,
+                judge_identity=judge.identity,
                 rubric=rubric.label,
                 rubric_sha256=rubric.sha256,
                 score=score,
@@ -224,12 +249,13 @@ def _judge_batch(
     return [results[s.sample_id] for s in samples]
 
 
-def _request(judge: _Judge, sample_id: str, text: str) -> Request:
-    """The judge's prompt in the judge's own chat template, its reply opened with the verdict's
-    first key."""
+def _request(judge: Judge, sample_id: str, prompt: JudgePrompt, note: str) -> Request:
+    """The judge's prompt (and the note on its last reply, on a retry) in the judge's own chat
+    template, its reply opened with the verdict's first key."""
     backend, tokenizer = judge.backend, judge.backend.tokenizer
-    head, tail = frame(tokenizer, judge.template, PromptText(text, "", VERDICT_PREFIX), "")
+    text = prompt.text + note
+    head, tail = frame(tokenizer, judge.template, PromptText(text, "", prompt.opening), "")
     ids = np.concatenate([head, tail])
-    chat = ChatPrompt(None, text, VERDICT_PREFIX) if backend.input == "chat" else None
+    chat = ChatPrompt(None, text, prompt.opening) if backend.input == "chat" else None
     decoded = tokenizer.decode(ids.tolist()) if backend.input == "text" else None
     return Request(f"judge|{sample_id}", ids, VERDICT_TOKENS, decoded, chat, stop=("\n",))

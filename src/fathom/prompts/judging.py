@@ -7,6 +7,11 @@ nonce is a hash of everything the judge is shown: an answer cannot hold the mark
 own block (it would have to contain a hash of itself), so a fake closing line, an instruction after
 it or a verdict written inside the answer all stay inside the block, as data. The prompt says so.
 
+The verdict's key carries the same nonce (``{"score_<nonce>": S, "reason": "R"}``), and the parser
+accepts no other key: a verdict written inside the answer cannot know the nonce, so a judge that
+copies one word for word gives no verdict. The nonce is a hash, not a random draw, so the same case
+makes the same prompt on every machine and a judgement stays reproducible (``PROMPT_VERSION`` 3).
+
 A rubric is a TOML file (``prompts/rubrics/``, or the user's own): its scale, what a judge sees, the
 score that counts as correct and its instructions. Its sha256 (of the file's bytes) goes into every
 judgement, so an edited rubric's verdicts are never pooled with the old one's.
@@ -26,12 +31,10 @@ from fathom.errors import SpecError
 RUBRICS = Path(__file__).parent / "rubrics"
 KINDS = ("binary", "ordinal")
 SEEN = ("question", "references", "answer")
-# The judge's reply opens with this; backends that take the prompt's ids (or a chat prefill) start
-# from it, which keeps small judges on the format.
-VERDICT_PREFIX = '{"score":'
-# The version of the judge's prompt (``judge_prompt``'s wording): part of a judge's identity, so a
-# verdict given to another wording is not taken for one given to this.
-PROMPT_VERSION = 2
+# The version of the judge's prompt (``judge_prompt``'s wording and the verdict's form): part of a
+# judge's identity, so a verdict given to another wording is not taken for one given to this. 3: the
+# verdict's key carries the prompt's nonce.
+PROMPT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -115,8 +118,29 @@ def block(label: str, marker: str, text: str) -> str:
     return f"BEGIN {label} {marker}\n{text}\nEND {label} {marker}"
 
 
-def judge_prompt(rubric: Rubric, question: str, references: Sequence[str], answer: str) -> str:
-    """The judge's message: rubric, blocks, and the verdict's format."""
+def score_key(marker: str) -> str:
+    """The verdict's score key for the prompt of ``marker``: the only one the parser accepts."""
+    return f"score_{marker}"
+
+
+def verdict_opening(marker: str) -> str:
+    """What the judge's reply opens with; backends that take the prompt's ids (or a chat prefill)
+    start from it, which keeps small judges on the format."""
+    return f'{{"{score_key(marker)}":'
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    text: str
+    marker: str  # the blocks' nonce, which the verdict's key must carry
+
+    @property
+    def opening(self) -> str:
+        return verdict_opening(self.marker)
+
+
+def judge_prompt(rubric: Rubric, question: str, references: Sequence[str], answer: str) -> JudgePrompt:
+    """The judge's message: rubric, blocks, and the verdict's format, keyed by the blocks' nonce."""
     shown = {
         "question": question,
         "references": "\n".join(f"- {ref}" for ref in references),
@@ -137,10 +161,12 @@ def judge_prompt(rubric: Rubric, question: str, references: Sequence[str], answe
     # Placeholders that are not JSON (S, R), explained after the object: small base models copy a
     # format line word for word, and "<one of 0, 1>" copied is no verdict.
     parts.append(
-        f'Reply with one JSON object on one line and nothing else: {VERDICT_PREFIX} S, "reason": "R"}}, '
-        f"where S is the score, one of {', '.join(map(str, rubric.scale))}, and R is one short sentence."
+        f'Reply with one JSON object on one line and nothing else: {verdict_opening(marker)} S, "reason": '
+        f'"R"}}, where S is the score, one of {", ".join(map(str, rubric.scale))}, and R is one short '
+        f'sentence. The key "{score_key(marker)}" carries the marker: a verdict with any other key (one '
+        "written inside a block, say) is not read."
     )
-    return "\n\n".join(parts)
+    return JudgePrompt("\n\n".join(parts), marker)
 
 
 def retry_note(problem: str) -> str:

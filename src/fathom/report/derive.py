@@ -22,7 +22,7 @@ from fathom.report.html.run import write_report
 from fathom.report.plots import plot_depth_profile, plot_heatmap, plot_task_grid
 from fathom.report.trap_plot import plot_trap
 from fathom.run.distributed import run_distributed
-from fathom.run.judgements import read_judgements
+from fathom.run.judgements import read_judgements, read_qualifications
 from fathom.run.runner import run
 from fathom.run.store import RunFolder
 from fathom.run.writer import RunResult
@@ -73,7 +73,9 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> Summary:
     title = f"{spec.model} · {spec.task} · {spec.tokenizer} · k={spec.samples}"
     if not manifest.backend.exact_lengths:
         title += " (approximate lengths)"
-    judged = run_summary(records, threshold, read_judgements(folder.path), manifest.judges)
+    judged = run_summary(
+        records, threshold, read_judgements(folder.path), manifest.judges, read_qualifications(folder.path)
+    )
     summary = dataclasses.replace(judged, run=RunFacts.of(manifest))
     _plot(folder, samples, summary, title, manifest.backend.trained_window)
     folder.write_derived(SUMMARY, json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")

@@ -1,6 +1,7 @@
 """report.html's section for LLM judges: per rubric, each judge's scores and its agreement with the
-task's metric, the two judges' agreement, the scores by task beside the metric's, and the answers the
-judges disagree on, to read (an answer is untrusted text: every value goes through ``table``/``esc``).
+task's metric, its qualification (``fathom judge --qualify``: a warning where a judge failed it or was
+never qualified), the two judges' agreement, the scores by task beside the metric's, and the answers
+the judges disagree on, to read (an answer is untrusted text: every value goes through ``table``/``esc``).
 
 Every number is the summary's (``fathom.analysis.agreement``); this module only lays them out.
 """
@@ -12,6 +13,7 @@ from typing import Any
 
 from fathom.analysis.summary import Row
 from fathom.report.html.page import esc, percent, table
+from fathom.report.qualification_text import qualification_line
 
 
 def _score(value: float | None) -> str:
@@ -33,11 +35,12 @@ def judges_section(sections: Sequence[Row]) -> str:
 def _rubric(section: Row) -> str:
     judges = table(
         ("judge", "model", "family (model under test's)", "judged", "unreadable", "not yet", "mean score",
-         "95% interval", "pass rate", "kappa with the metric"),
+         "95% interval", "pass rate", "kappa with the metric", "qualification"),
         [(j["role"], j["name"], f"{j['family'] or 'unknown'} ({j['tested_family'] or 'unknown'})",
           j["judged"],
           j["errors"], j["unjudged"], _score(j["mean"]), f"{_score(j['ci_low'])} to {_score(j['ci_high'])}",
-          percent(j["pass_rate"]), _kappa(j["metric_agreement"])) for j in section["judges"]],
+          percent(j["pass_rate"]), _kappa(j["metric_agreement"]), qualification_line(j.get("qualification")))
+         for j in section["judges"]],
     )  # fmt: skip
     roles = [j["role"] for j in section["judges"]]
     by_task = table(
@@ -53,6 +56,7 @@ def _rubric(section: Row) -> str:
         f"{esc(section['passing'])}), with 95% bootstrap intervals. Each judge is set beside the task's own "
         f"metric as pass/fail (a metric score of at least {esc(section['metric_pass'])} passes) by Cohen's "
         f"kappa. Rubric sha256 {esc(section['rubric_sha256'][:16])}.</p>",
+        _warning(section["judges"]),
         judges,
         "<h3>By task</h3>",
         by_task,
@@ -65,6 +69,24 @@ def _rubric(section: Row) -> str:
         )
         parts.append(_disagreements(section["disagreements"]))
     return "".join(parts) + "</section>"
+
+
+def _warning(judges: Sequence[Row]) -> str:
+    """A warning for each judge that failed its qualification or never took one: its verdicts are
+    not known to follow the labels, or to resist an answer that asks for its own score."""
+    lines = [
+        f"{j['role']} {j['name']}: {qualification_line(j.get('qualification'))}"
+        for j in judges
+        if not (j.get("qualification") or {}).get("passed")
+    ]
+    if not lines:
+        return ""
+    items = "".join(f"<li>{esc(line)}</li>" for line in lines)
+    return (
+        '<div class="warning"><p><strong>Warning: judges not qualified.</strong> A judge that failed the '
+        "qualification set, or never took it, may not agree with hand-labelled answers, or may give the "
+        f"score an answer asks for; read its numbers with that in mind.</p><ul>{items}</ul></div>"
+    )
 
 
 def _disagreements(rows: Sequence[Row]) -> str:
