@@ -95,7 +95,8 @@ def test_a_backends_status_names_what_to_install() -> None:
         ),
         (
             {"scoring": "exat"},
-            r"^unknown scoring 'exat' \(did you mean 'exact'\?\): use one of contains, exact, all, any$",
+            r"^unknown scoring 'exat' \(did you mean 'exact'\?\): "
+            "use one of contains, ordered, exact, all, any$",
         ),
         (
             {"task": "nia"},
@@ -169,7 +170,7 @@ def test_batch_size_is_a_declared_capability() -> None:
 
 
 def test_without_plugins_the_names_are_fathoms_own() -> None:
-    assert TASK.names() == list(TASKS) and SCORING.names() == ["contains", "exact", "all", "any"]
+    assert TASK.names() == list(TASKS) and SCORING.names() == ["contains", "ordered", "exact", "all", "any"]
     assert [listed.origin for listed in TASK.listed()] == ["fathom"] * len(TASKS)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from fathom.records import FirstToken, SampleRecord, error_kind
+from fathom.records import DISTRACTOR_ROLES, FirstToken, SampleRecord, error_kind
+from fathom.scoring import named_in
 
 
 def error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
@@ -26,6 +27,9 @@ FAILURE_KINDS = (
     "refusal",
     "wrong_answer",
 )
+# An outcome beside the failure kinds, though no failure: right, and naming a look-alike's value only
+# to reject it ("2484111, not 9546144"; ``rejected_lure``). Counted where hedged and distractor are.
+REJECTED = "rejected"
 # Lower-case phrases of a model that declines, or says it cannot find the answer, rather than giving a
 # wrong one; matched anywhere in the output, with typographic apostrophes read as plain ones.
 REFUSAL_PHRASES = (
@@ -87,3 +91,17 @@ def hedged_right(record: SampleRecord) -> bool:
     and counts them right, and so does fathom, to stay comparable with RULER's published scores (NIAH's
     own distractors score such an answer 0: "hedged"); they are flagged beside the failures instead."""
     return record.error is None and record.score >= 1.0 and bool(record.lured)
+
+
+def rejected_lures(record: SampleRecord) -> tuple[str, ...]:
+    """The distractors' values that the answer names only to reject them: named (``named_in``) but
+    not committed to (``lured``; ``fathom.scoring.committed_lures``). None in records graded before
+    that reading, whose ``lured`` holds every value named."""
+    pairs = zip(record.needle_values, record.needle_roles, strict=True)
+    lures = [value for value, role in pairs if role in DISTRACTOR_ROLES]
+    return tuple(value for value in named_in(record.output, lures) if value not in record.lured)
+
+
+def rejected_lure(record: SampleRecord) -> bool:
+    """Right, and naming a look-alike's value only to reject it (``REJECTED``)."""
+    return record.error is None and record.score >= 1.0 and bool(rejected_lures(record))

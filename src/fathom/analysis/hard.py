@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fathom.analysis.failures import REJECTED, rejected_lure
 from fathom.analysis.paired import sign_test
 from fathom.analysis.select import LITERAL, is_literal_twin
 from fathom.analysis.stats import score_interval, wilson_interval
@@ -26,9 +27,10 @@ DISTANCE_BINS = 10
 
 
 def lure_outcome(record: SampleRecord) -> str | None:
-    """HEDGED, LURED, or None where the answer holds no distractor's value."""
+    """HEDGED, LURED, REJECTED (right, naming a distractor's value only to reject it), or None where
+    the answer names no distractor's value."""
     if not record.lured:
-        return None
+        return REJECTED if rejected_lure(record) else None
     return HEDGED if set(record.matched) >= set(record.answers) else LURED
 
 
@@ -61,13 +63,18 @@ def _graded(records: Iterable[SampleRecord]) -> list[SampleRecord]:
     return [r for r in records if r.error is None and not r.control]
 
 
-def lure_table(records: Iterable[SampleRecord]) -> list[LureRow]:
+def _with_lures(records: Iterable[SampleRecord]) -> list[tuple[int, list[SampleRecord]]]:
+    """The graded samples that had distractors, by length."""
     by_length: defaultdict[int, list[SampleRecord]] = defaultdict(list)
     for record in _graded(records):
         if any(role in DISTRACTOR_ROLES for role in record.needle_roles):
             by_length[record.length].append(record)
+    return sorted(by_length.items())
+
+
+def lure_table(records: Iterable[SampleRecord]) -> list[LureRow]:
     rows = []
-    for length, group in sorted(by_length.items()):
+    for length, group in _with_lures(records):
         outcomes = [lure_outcome(r) for r in group]
         rows.append(
             LureRow(
@@ -75,6 +82,25 @@ def lure_table(records: Iterable[SampleRecord]) -> list[LureRow]:
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class RejectedRow:
+    """At one length, of the graded samples that had distractors: those right that named a look-alike's
+    value only to reject it (``fathom.analysis.failures.REJECTED``)."""
+
+    length: int
+    rejected: Share
+
+
+def rejected_table(records: Iterable[SampleRecord]) -> list[RejectedRow]:
+    """Each length's rejected look-alikes; none where no answer rejected one (a section of the summary
+    apart from ``lures``, so that the summaries written before it read as they were)."""
+    rows = [
+        RejectedRow(length, _share([lure_outcome(r) for r in group].count(REJECTED), len(group)))
+        for length, group in _with_lures(records)
+    ]
+    return rows if any(row.rejected.count for row in rows) else []
 
 
 @dataclass(frozen=True)
@@ -226,6 +252,7 @@ def hard_summary(records: Sequence[SampleRecord]) -> dict[str, Any]:
         "literal_cost": literal_cost(records),
         "redraws": {"samples": len(redrawn), "first": list(redrawn[0].redraws)} if redrawn else {},
         "lures": [dataclasses.asdict(r) for r in lure_table(records)],
+        "rejected_lures": [dataclasses.asdict(r) for r in rejected_table(records)],
         "needle_positions": [dataclasses.asdict(r) for r in needle_positions(records)],
         "all_or_nothing": [dataclasses.asdict(r) for r in all_or_nothing(records)],
         "part_distance": [dataclasses.asdict(r) for r in distance_table(records)],

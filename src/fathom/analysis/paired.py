@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from fathom.analysis.control import ControlComparison, compare_controls
 from fathom.analysis.effective import EffectiveLength, run_effective_length
-from fathom.analysis.failures import FAILURE_KINDS, failure_counts
+from fathom.analysis.failures import FAILURE_KINDS, REJECTED, failure_counts, rejected_lure
 from fathom.analysis.gate import SCHEME, CellKey, Gate, cell_key, gate, has_variants
 from fathom.analysis.pairing import (
     TEST,
@@ -108,7 +108,8 @@ class Comparison:
     # Where the runs' machines or backend builds differ, which alone can change greedy answers.
     machine_differences: tuple[str, ...] = ()
     # Each failure kind's count among the samples both runs hold (errored ones too), in FAILURE_KINDS'
-    # order: the pairs plus those left out for an error.
+    # order: the pairs plus those left out for an error; then, where either run has one, REJECTED: the
+    # right answers that named a look-alike only to reject it.
     failures: tuple[FailureChange, ...] = ()
     # The no-context controls compared: flagged where the new run answers more of them. Reported
     # beside the verdicts, never among them: knowing an answer without the context is no regression
@@ -206,7 +207,13 @@ def _sample_id(record: SampleRecord) -> str:
 def failure_changes(pairs: Sequence[Pair]) -> tuple[FailureChange, ...]:
     """Each failure kind's count in the base run and in the new, over the same samples."""
     base, new = failure_counts(b for b, _ in pairs), failure_counts(n for _, n in pairs)
-    return tuple(FailureChange(kind, base[kind], new[kind]) for kind in FAILURE_KINDS)
+    kinds = tuple(FailureChange(kind, base[kind], new[kind]) for kind in FAILURE_KINDS)
+    # Beside them, though no failure, where either run has one: right answers that named a look-alike
+    # only to reject it.
+    rejected = FailureChange(
+        REJECTED, sum(rejected_lure(b) for b, _ in pairs), sum(rejected_lure(n) for _, n in pairs)
+    )
+    return (*kinds, rejected) if rejected.base or rejected.new else kinds
 
 
 def check_same_prompts(base: RunRecords, new: RunRecords) -> None:

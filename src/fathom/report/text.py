@@ -114,6 +114,12 @@ def hard_text(hard: Row) -> list[str]:
         )
     if lines:
         lines.insert(0, "distractors (samples with look-alikes):")
+    for row in hard.get("rejected_lures", []):  # right answers that named a look-alike to reject it
+        rejected = row["rejected"]
+        lines.append(
+            f"  {format_count(row['length']):>6}: rejected a look-alike {rejected['count']} of "
+            f"{rejected['n']} ({_percent(rejected['share'])}), counted right"
+        )
     rows = hard.get("all_or_nothing", [])
     if rows:
         found = ", ".join(f"{format_count(int(r['label']))} {_percent(r['mean'])}" for r in rows)

@@ -21,7 +21,7 @@ from fathom.registry import answering_spec
 from fathom.schemas import MANIFEST_SCHEMA
 from fathom.scoring import SCORING_VERSIONS
 from fathom.spec import RunSpec
-from fathom.tasks.base import DescribesCorpora, Task
+from fathom.tasks.base import DescribesCorpora, GradedBy, Task
 from fathom.version import __version__
 
 PACKAGE = Path(__file__).parents[1]  # fathom's own files, whose git state a run records
@@ -37,6 +37,7 @@ def manifest(
 ) -> Manifest:
     """The resolved run: ``identity`` decides the prompts and answers and must match to resume;
     ``labels`` (``fathom.run.labels``, checked) say which checkpoint made it, outside the identity."""
+    method = spec.scoring or (task.scoring if isinstance(task, GradedBy) else None)
     data = {
         "schema": MANIFEST_SCHEMA,
         "identity": {
@@ -45,8 +46,8 @@ def manifest(
             "task": task.identity(),
             "backend": {"name": backend.name, "settings": backend.settings()},
             **(
-                {"scoring": {spec.scoring: SCORING_VERSIONS[spec.scoring]}}
-                if spec.scoring in SCORING_VERSIONS
+                {"scoring": {method: SCORING_VERSIONS[method]}}
+                if method is not None and method in SCORING_VERSIONS
                 else {}
             ),
         },

@@ -29,7 +29,7 @@ from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
 from fathom.run.store import RunFolder
 from fathom.run.writer import RecordWriter, RunResult
-from fathom.scoring import found_in
+from fathom.scoring import committed_lures, found_in
 from fathom.spec import RunSpec
 from fathom.tasks import control
 from fathom.tasks.base import Document, Sample, Task
@@ -315,7 +315,8 @@ def _record(
     window = backend.trained_window
     # A control's prompt holds no needles, so it records none of their roles.
     needles = sample.needles if sample.needles is not None and prompt.needles else None
-    lured = found_in(completion.text, needles.lures) if needles is not None else ()
+    # Only the look-alikes the answer commits to: "2484111, not 9546144" is right, not hedged.
+    lured = committed_lures(completion.text, needles.lures, sample.answers) if needles is not None else ()
     # RULER's other keys' values are flagged, not scored: its own metric stays comparable with RULER's.
     flagged = found_in(completion.text, sample.look_alikes) if prompt.needles else ()
     overlap = needles.overlap if needles is not None else None

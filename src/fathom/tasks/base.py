@@ -112,6 +112,17 @@ class DescribesCorpora(Protocol):
     def corpora(self) -> list[dict[str, Any]]: ...
 
 
+@runtime_checkable
+class GradedBy(Protocol):
+    """A task whose samples one scoring method grades, chosen by the task where the spec names none
+    (niah: contains, ordered for split needles, all for several): the manifest records that method's
+    version (``fathom.scoring.SCORING_VERSIONS``), so a run graded the old way does not resume under
+    the new."""
+
+    @property
+    def scoring(self) -> str: ...
+
+
 class Task(Protocol):
     """A task: the cells of a run, and how each becomes a Sample (a prompt of its exact length with
     the references that grade it) or a Document (perplexity). Nothing needs to inherit from it."""

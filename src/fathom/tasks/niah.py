@@ -107,8 +107,10 @@ class NiahTask:
         self.needle_kind = spec.needle or "number"
         self.hardness = Hardness(spec.distractors, spec.needles, spec.split_distance)
         check_hardness(self.needle_kind, self.hardness, space)
-        # Several needles are graded by the share found (all-or-nothing is that share being 1).
-        self.scoring = spec.scoring or ("all" if spec.needles > 1 else "contains")
+        # Several needles are graded by the share found (all-or-nothing is that share being 1); a split
+        # code's halves in the order asked.
+        default = "all" if spec.needles > 1 else "ordered" if self.needle_kind == "split" else "contains"
+        self.scoring = spec.scoring or default
         self.max_new_tokens = spec.max_new_tokens or 32
         self.template = resolve_template(spec.template, tokenizer)
         several = spec.needles > 1 or self.needle_kind in SPLIT_KINDS

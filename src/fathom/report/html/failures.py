@@ -5,12 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fathom.analysis.failures import FAILURE_KINDS, error_kinds, failure_counts, hedged_right
+from fathom.analysis.failures import (
+    FAILURE_KINDS,
+    REJECTED,
+    error_kinds,
+    failure_counts,
+    hedged_right,
+    rejected_lure,
+)
 from fathom.records import SampleRecord
 from fathom.report.html.page import FAILURE_LABELS, esc, table
 
 # The list of samples right by their task's metric that named a look-alike's value too (page_data).
 HEDGED_RIGHT = "flag hedged"
+# The list of samples right that named a look-alike's value only to reject it (page_data).
+REJECTED_RIGHT = "flag rejected"
 
 
 def _samples(summary: str, kind: str, names: str) -> str:
@@ -48,6 +57,9 @@ def failures_section(records: Sequence[SampleRecord]) -> str:
             "scores by containment and counts them right, as fathom does, to stay comparable"
         )
         lists.append(_samples(esc(what), "hedged-right", HEDGED_RIGHT))
+    rejected = sum(rejected_lure(r) for r in records)
+    if rejected:
+        lists.append(_samples(f"{esc(FAILURE_LABELS[REJECTED])}: {rejected}", REJECTED, REJECTED_RIGHT))
     return (
         f'<section id="failures"><h2>Failures</h2><p>{kinds[None]} of {len(records)} samples fully right. '
         "Each failed sample is counted once, under the first kind that applies, in this order.</p>"

@@ -81,6 +81,17 @@ def _lures(rows: Sequence[Row]) -> str:
     )
 
 
+def _rejected(rows: Sequence[Row]) -> str:
+    body = [(format_length(r["length"]), r["rejected"]["n"], _count(r["rejected"]), interval(r["rejected"]))
+            for r in rows]  # fmt: skip
+    head = ("length", "samples with distractors", "rejected a look-alike", "95% interval")
+    return (
+        "<h3>Look-alikes rejected</h3><p>Of the samples with look-alike distractors: those right that "
+        "name a distractor's value only to reject it (\u201c2484111, not 9546144\u201d: a negation governs "
+        "that mention in its clause), counted right. Wilson 95% intervals.</p>" + table(head, body)
+    )
+
+
 def _all_or_nothing(rows: Sequence[Row]) -> str:
     body = [(format_length(int(r["label"])), r["n"], percent(r["mean"]), interval(r)) for r in rows]
     return (
@@ -146,6 +157,7 @@ def _redraws(redraws: Row) -> str:
 # The sections in the order the page shows them, each drawn only where the summary has it.
 _PARTS: tuple[tuple[str, Callable[[Any], str]], ...] = (
     ("lures", _lures),
+    ("rejected_lures", _rejected),
     ("all_or_nothing", _all_or_nothing),
     ("needle_positions", _positions),
     ("part_distance", _part_distance),

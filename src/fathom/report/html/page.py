@@ -44,6 +44,8 @@ FAILURE_LABELS = {
     "partial": "partly right: some of the expected answers, not all",
     "refusal": "refused, or said it found no answer",
     "wrong_answer": "wrong answer",
+    # Beside the failures, though none: right, and naming a look-alike's value only to reject it.
+    "rejected": "right, naming a distractor's value only to reject it (not a failure)",
 }
 
 _JSON_ESCAPES = str.maketrans(

@@ -15,14 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fathom.analysis.failures import failure_kind, hedged_right
+from fathom.analysis.failures import failure_kind, hedged_right, rejected_lure
 from fathom.analysis.select import is_literal_twin, split_records
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.manifest import Environment, Manifest
 from fathom.records import SampleRecord, error_kind
 from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
 from fathom.report.html.compare import comparison_section
-from fathom.report.html.failures import HEDGED_RIGHT, failures_section
+from fathom.report.html.failures import HEDGED_RIGHT, REJECTED_RIGHT, failures_section
 from fathom.report.html.hard import hard_section, variants_section
 from fathom.report.html.judges import judges_section
 from fathom.report.html.page import (
@@ -303,6 +303,8 @@ def page_data(records: Sequence[SampleRecord]) -> dict[str, Any]:
             lists[reason].append(index)
         if hedged_right(record):
             lists[HEDGED_RIGHT].append(index)
+        if rejected_lure(record):
+            lists[REJECTED_RIGHT].append(index)
     return {"samples": [sample_json(r) for r in records], "lists": lists, "labels": FAILURE_LABELS}
 
 
