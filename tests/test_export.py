@@ -29,7 +29,9 @@ from fathom.tasks.base import Sample
 from fathom.tasks.niah import NIAH_TEXT, NiahTask
 from fathom.tasks.ruler.base import word_list
 
-GRID = ["--tokenizer", "char", "--lengths", "1k,2k", "--depths", "3"]
+# 2k characters and more: at 1k, a haystack of a sentence or two has no boundary a distractor could
+# take the gap from two needles.
+GRID = ["--tokenizer", "char", "--lengths", "2k,4k", "--depths", "3"]
 # Each kind as evaluation and export ask for it: every generator, with distractors and several needles.
 KINDS: dict[str, dict[str, int]] = {
     "number": {"distractors": 2},
@@ -66,7 +68,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     records only (the runner, without the report's plots)."""
     root = tmp_path_factory.mktemp("evaluated")
     specs = {
-        kind: RunSpec("niah", "sim:perfect", "char", (1024,), (0.0, 0.5, 1.0), 2, needle=kind, **options)
+        kind: RunSpec("niah", "sim:perfect", "char", (2048,), (0.0, 0.5, 1.0), 2, needle=kind, **options)
         for kind, options in KINDS.items()
     }
     specs["ruler"] = RunSpec("niah_single_1", "sim:perfect", "char", (1024,), (), 4)
@@ -184,7 +186,7 @@ def test_export_writes_chat_examples_spread_over_the_grid(exported: Path) -> Non
         assert isinstance(messages, list) and [m["role"] for m in messages] == ["user", "assistant"]
         data = meta(example)
         assert data["split"] == "train" and data["version"] == 1 and data["seed"] == 0
-        assert data["length"] in (1024, 2048) and data["depth"] in (0.0, 0.5, 1.0)
+        assert data["length"] in (2048, 4096) and data["depth"] in (0.0, 0.5, 1.0)
         assert data["needle"] in EXPORT_KINDS and data["tokenizer"] == "char"
         user, answer = messages[0]["content"], messages[1]["content"]
         assert user.startswith(NIAH_TEXT.before[:40]) and "</document>" in user

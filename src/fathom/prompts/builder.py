@@ -128,6 +128,40 @@ class TooShort(PromptError):
         self.length, self.overhead, self.what = length, overhead, what
 
 
+@dataclass(frozen=True)
+class Apart:
+    """Needles kept apart on the boundaries actually used: every needle not in ``anchors`` (the
+    gold needles and parts, by index) at least ``gap`` of the haystack from each anchor."""
+
+    gap: float
+    anchors: frozenset[int]
+
+
+class Crowded(PromptError):
+    """No boundary of a haystack lies the gap from every anchor: the numbers travel with the
+    message, so that a task can restate it for the length it was asked."""
+
+    def __init__(self, candidates: np.ndarray, budget: int, gap: float) -> None:
+        self.boundaries = len(candidates)  # the haystack's ends included
+        self.fit = fitting(candidates, budget, gap)
+        super().__init__(
+            f"no boundary of a haystack of {budget} tokens ({self.boundaries}, its ends included) lies "
+            f"{gap:g} of it from every needle; its boundaries hold {self.fit} needles that far apart"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """A prompt's pieces before they are joined: the ids around the haystack, each needle's ids,
+    the haystack, and each needle's offset in it."""
+
+    head: Ids
+    tail: Ids
+    needle_ids: list[Ids]
+    haystack: Ids
+    cuts: list[int]
+
+
 def too_short(length: int, overhead: int, what: str) -> TooShort:
     return TooShort(length, overhead, what)
 
@@ -157,20 +191,40 @@ class PromptBuilder:
         ``depth`` of the haystack."""
         return self.place(length, needle.question, [(depth, needle.text)])
 
-    def place(
-        self, length: int, question: str, needles: Sequence[tuple[float, str]], start: int = 0
-    ) -> Prompt:
-        """A prompt of exactly ``length`` tokens with each needle text at the sentence boundary
-        nearest its depth; needles at the same boundary keep their order. The prompt's ``needles``
-        are in the order given (whatever their depths). The haystack is the corpus from the unit
-        boundary at or after token ``start`` (``TokenizedCorpus.window``)."""
+    def layout(
+        self,
+        length: int,
+        question: str,
+        needles: Sequence[tuple[float, str]],
+        start: int = 0,
+        apart: Apart | None = None,
+    ) -> Layout:
+        """Where ``place`` puts each needle, without assembling the prompt: a check of a sweep's
+        cells before any is built costs a window and the needles' tokens."""
         head, tail = self.frame(question)
         needle_ids = [_ids(self.tokenizer.encode(text)) for _, text in needles]
         budget = length - len(head) - len(tail) - sum(len(ids) for ids in needle_ids)
         if budget < 0:
             raise too_short(length, length - budget, "template, instruction, question and needles")
         haystack, starts = self.corpus.window(budget, start)
-        cuts = [_nearest_boundary(starts, budget, depth) for depth, _ in needles]
+        cuts = snap(starts, budget, [depth for depth, _ in needles], apart)
+        return Layout(head, tail, needle_ids, haystack, cuts)
+
+    def place(
+        self,
+        length: int,
+        question: str,
+        needles: Sequence[tuple[float, str]],
+        start: int = 0,
+        apart: Apart | None = None,
+    ) -> Prompt:
+        """A prompt of exactly ``length`` tokens with each needle text at the sentence boundary
+        nearest its depth (``snap``, which keeps the needles ``apart`` asks to on the boundaries
+        used); needles at the same boundary keep their order. The prompt's ``needles`` are in the
+        order given (whatever their depths). The haystack is the corpus from the unit boundary at
+        or after token ``start`` (``TokenizedCorpus.window``)."""
+        laid = self.layout(length, question, needles, start, apart)
+        haystack, cuts, needle_ids = laid.haystack, laid.cuts, laid.needle_ids
         order = sorted(range(len(needles)), key=lambda i: cuts[i])  # stable: ties keep their order
         parts: list[tuple[Ids, bool]] = []
         previous = 0
@@ -178,7 +232,7 @@ class PromptBuilder:
             parts += [(haystack[previous : cuts[i]], False), (needle_ids[i], True)]
             previous = cuts[i]
         parts.append((haystack[previous:], False))
-        prompt = assemble(head, parts, tail, length)
+        prompt = assemble(laid.head, parts, laid.tail, length)
         placed = dict(zip(order, prompt.needles, strict=True))
         return dataclasses.replace(prompt, needles=tuple(placed[i] for i in range(len(needles))))
 
@@ -187,7 +241,35 @@ def _ids(values: list[int]) -> Ids:
     return np.asarray(values, dtype=np.int32)
 
 
-def _nearest_boundary(starts: np.ndarray, budget: int, depth: float) -> int:
-    """The sentence boundary (or either end of the haystack) closest to ``depth`` of it."""
-    candidates = np.concatenate([[0], starts, [budget]])
+def _nearest(candidates: np.ndarray, budget: int, depth: float) -> int:
+    """The candidate boundary closest to ``depth`` of the haystack (the first of two as close)."""
     return int(candidates[np.argmin(np.abs(candidates - depth * budget))])
+
+
+def snap(starts: np.ndarray, budget: int, depths: Sequence[float], apart: Apart | None = None) -> list[int]:
+    """Each depth's token offset in the haystack: the sentence boundary (or either end) nearest it.
+
+    With ``apart``, its anchors snap so and every other needle snaps to the nearest boundary that
+    lies at least ``apart.gap`` of the haystack from every anchor's boundary: the gap holds on the
+    positions used, which snapping alone can shrink to nothing (two adjacent sentences, or one)."""
+    candidates = np.concatenate([[0], starts, [budget]])
+    anchors = range(len(depths)) if apart is None else sorted(apart.anchors)
+    cuts = {i: _nearest(candidates, budget, depths[i]) for i in anchors}
+    if apart is not None and len(cuts) < len(depths):
+        held = np.fromiter(cuts.values(), dtype=np.int64)
+        distances = np.abs(candidates[:, None] - held[None, :]).min(axis=1, initial=budget)
+        far = candidates[distances >= apart.gap * budget]
+        if not far.size:
+            raise Crowded(candidates, budget, apart.gap)
+        cuts |= {i: _nearest(far, budget, depth) for i, depth in enumerate(depths) if i not in cuts}
+    return [cuts[i] for i in range(len(depths))]
+
+
+def fitting(candidates: np.ndarray, budget: int, gap: float) -> int:
+    """How many needles the boundaries hold with ``gap`` of the haystack between any two: the most
+    candidates, taken from the start on, each that far past the one before."""
+    count, last = 0, -np.inf
+    for at in candidates:
+        if at - last >= gap * budget:
+            count, last = count + 1, at
+    return count

@@ -4,9 +4,10 @@ A plain needle is passed by a model that matches "the special magic number for X
 reading. A *needle set* makes that fail:
 
 - **distractors**: near-miss sentences in the same haystack, at least ``gap`` of it away from every
-  gold needle. A *key* distractor is the gold's template with a near-miss key (one of its words
-  kept); a *class* distractor keeps the gold's key but states a value of another class (an
-  identifier beside a number; a childhood village beside the town someone settled in).
+  gold needle, asked for here and held where they land (``builder.snap``, ``Apart``). A *key*
+  distractor is the gold's template with a near-miss key (one of its words kept); a *class*
+  distractor keeps the gold's key but states a value of another class (an identifier beside a
+  number; a childhood village beside the town someone settled in).
 - **several needles**: ``needles`` facts at spread depths (the cell's depth first), one question
   asking for all of them.
 - **split needles** (kinds ``split`` and ``chain``): one fact in two parts at two depths

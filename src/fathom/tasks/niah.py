@@ -19,6 +19,7 @@ from typing import Any
 
 from fathom.errors import PromptError, SpecError
 from fathom.prompts import PromptBuilder, PromptText, TooShort
+from fathom.prompts.builder import Apart, Crowded
 from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
 from fathom.prompts.hygiene import MAX_REDRAWS, HaystackCheck, haystack_check
 from fathom.prompts.latent import latent_kind
@@ -64,7 +65,8 @@ NIAH_SEVERAL_TEXT = PromptText(
     answer_prefix="Answer:",
 )
 # Bump when the needle sets' generators change what a hard sample holds (plain samples keep NIAH_VERSION).
-NEEDLE_SETS_VERSION = 1
+# 2: distractors keep their gap from the gold needles on the boundaries used, not the depths asked.
+NEEDLE_SETS_VERSION = 2
 
 
 # Where each sample's haystack starts: the corpus's start (every sample reads the same text, which a
@@ -143,6 +145,8 @@ class NiahTask:
         self.corpus = load_corpus(domains[0])
         # With --perplexity, documents of the same corpus at the same lengths, k per length.
         self.documents = DocumentBuilder(self.corpus, tokenizer, spec.seed) if spec.perplexity else None
+        if self.hardness.distractors:
+            self._check_gaps()
 
     def cells(self) -> Iterator[Cell]:
         # Variant (domain) first, then length, then depth: consecutive prompts share the haystack up
@@ -162,17 +166,16 @@ class NiahTask:
         variant = self.variants.get(cell.task)
         if variant is None:
             raise ValueError(f"cell {cell.id} is no cell of this niah run")
-        # Seeded by the task's name, not the variant's: every variant of a cell draws the same needles.
-        rng = needle_rng(self.spec.seed, *self.space.stream, self.name, cell.length, cell.depth, cell.sample)
-        assert cell.depth is not None  # NIAH cells always have one
-        needles, redraws = self._draw(variant, cell.depth, rng)
-        end = "\n" if variant.lines else ""
-        placements = [(p.depth, p.text + end) for p in needles.placements]
+        needles, redraws = self._needles(variant, cell)
         start = self._start(variant, cell)
         try:
-            prompt = variant.builder.place(cell.length, needles.question, placements, start or 0)
+            prompt = variant.builder.place(
+                cell.length, needles.question, _placements(variant, needles), start or 0, self._apart(needles)
+            )
         except TooShort as short:
             raise self._what_fits(short, variant, needles) from None
+        except Crowded as crowded:  # a cell the check before the run did not build (an export's)
+            raise self._crowded(crowded, variant, cell) from None
         golds = [p.text for p in needles.placements if p.role in (GOLD, PART)]
         similarity = round(max(variant.check.similarity(text) for text in golds), 4)
         return Sample.of_needles(
@@ -185,6 +188,44 @@ class NiahTask:
             redraws,
             haystack_offset=None if start is None else variant.builder.corpus.unit_start(start),
             similarity=similarity,
+        )
+
+    def _needles(self, variant: Variant, cell: Cell) -> tuple[NeedleSet, tuple[str, ...]]:
+        # Seeded by the task's name, not the variant's: every variant of a cell draws the same needles.
+        rng = needle_rng(self.spec.seed, *self.space.stream, self.name, cell.length, cell.depth, cell.sample)
+        assert cell.depth is not None  # NIAH cells always have one
+        return self._draw(variant, cell.depth, rng)
+
+    def _apart(self, needles: NeedleSet) -> Apart:
+        """The distractors kept the gap from every gold needle and part on the boundaries used."""
+        golds = frozenset(i for i, p in enumerate(needles.placements) if p.role in (GOLD, PART))
+        return Apart(self.hardness.gap, golds)
+
+    def _check_gaps(self) -> None:
+        """Refuse, before any sample is built, a cell whose haystack has no boundary the gap from its
+        gold needles (too few boundaries at its length): each cell's layout, without its prompt."""
+        for cell in self.cells():
+            variant = self.variants.get(cell.task)
+            if variant is None:  # a perplexity document
+                continue
+            needles, _ = self._needles(variant, cell)
+            start = self._start(variant, cell) or 0
+            try:
+                variant.builder.layout(
+                    cell.length, needles.question, _placements(variant, needles), start, self._apart(needles)
+                )
+            except TooShort as short:
+                raise self._what_fits(short, variant, needles) from None
+            except Crowded as crowded:
+                raise self._crowded(crowded, variant, cell) from None
+
+    def _crowded(self, crowded: Crowded, variant: Variant, cell: Cell) -> SpecError:
+        """A cell whose haystack has no boundary the gap from its gold needles, said for its length."""
+        units, gap = "line" if variant.lines else "sentence", self.hardness.gap
+        return SpecError(
+            f"at length {cell.length}, no {units} boundary of the haystack lies {gap:g} of it from the "
+            f"needles at depth {cell.depth:g}: its {crowded.boundaries} boundaries hold {crowded.fit} "
+            "needles that far apart; use longer lengths or --distractors 0"
         )
 
     def corpora(self) -> list[dict[str, Any]]:
@@ -252,6 +293,12 @@ class NiahTask:
             "template_sha256": self.template.sha256,
             "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
         }
+
+
+def _placements(variant: Variant, needles: NeedleSet) -> list[tuple[float, str]]:
+    """Each needle's depth and text; in a haystack of lines, a needle ends its own line."""
+    end = "\n" if variant.lines else ""
+    return [(p.depth, p.text + end) for p in needles.placements]
 
 
 def _by_corpus(variants: dict[str, Variant]) -> list[list[str]]:
