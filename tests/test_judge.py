@@ -145,7 +145,8 @@ def test_the_honest_verdicts_of_the_simulated_judge() -> None:
     prompt = judge_prompt(
         SUMMARY, "Summarise.", ("Ada built the mill in Leeds in 1820.",), "Ada built a mill."
     )
-    assert parse_verdict(_judge(prompt.text), SUMMARY, prompt.marker).score == 3  # two of four content words: the middle
+    # Two of four content words: the middle.
+    assert parse_verdict(_judge(prompt.text), SUMMARY, prompt.marker).score == 3
 
 
 # Verdicts.

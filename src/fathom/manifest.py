@@ -45,8 +45,9 @@ class _IdentityJson:
     tokenizer: TokenizerIdentity
     task: dict[str, Any]  # the task's own identity: its version, hashes of its corpus and template
     backend: BackendIdentity
-    # Schema 4: the version of the scoring method the spec names, where it has one
-    # (fathom.scoring.SCORING_VERSIONS): a run graded the old way does not resume under the new.
+    # Schema 4: the version of the scoring method the spec names (or the task chose, where it names
+    # none), where it has one (fathom.scoring.SCORING_VERSIONS): a run graded the old way does not
+    # resume under the new.
     scoring: dict[str, int] = field(default_factory=dict)
 
 

@@ -53,6 +53,8 @@ MANIFEST_SCHEMA = 6
 SUMMARY_SCHEMA = 5
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1
+# 1: a judge's result on a qualification set (qualifications.jsonl), the first form.
+QUALIFICATION_SCHEMA = 1
 
 Step = Callable[[dict[str, Any]], dict[str, Any]]
 T = TypeVar("T")

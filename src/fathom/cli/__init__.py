@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fathom import registry
-from fathom.backends.local_models import LOCAL_MODELS
+from fathom.backends.local_models import LOCAL_MODELS, model_state
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli.arguments import parser
+from fathom.cli.qualify import qualify_command
 from fathom.cli.series import series_command
 from fathom.errors import FathomError, SpecError
 from fathom.export import check_export, check_text, write_examples
@@ -138,6 +139,10 @@ def _judge_folder(folder: Path, judges: list[str], args: argparse.Namespace) -> 
 
 
 def _judge(args: argparse.Namespace) -> int:
+    if args.qualify:
+        return qualify_command(args)
+    if args.run_dir is None:
+        raise SpecError("name the run folder to judge, or --qualify to qualify the judges on a labelled set")
     errors = _judge_folder(args.run_dir, judges_named(args), args)
     _print_summary(args.run_dir)
     return SAMPLE_ERRORS if errors else 0
@@ -174,8 +179,7 @@ def _trap(args: argparse.Namespace) -> None:
 
 def _models(args: argparse.Namespace) -> None:
     for model in LOCAL_MODELS:
-        path = model.locate()
-        where = f"installed: {path}" if path else f"not installed ({model.install})"
+        path, where = model_state(model)
         print(f"{model.shorthand:<14} {model.description}; {where}")
         if path:
             print(f"{'':<14} use as llamacpp:{model.shorthand} or hf:{model.shorthand}")

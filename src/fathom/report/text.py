@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
+from fathom.report.qualification_text import qualification_line
 from fathom.report.runs import RunEntry
 from fathom.run.labels import labels_text
 from fathom.units import format_count, length_or_none
@@ -62,6 +63,8 @@ def judges_text(section: Row) -> list[str]:
             f"pass {_percent(judge['pass_rate'])} of {judge['judged']}{missing}; against the metric "
             f"(pass: score >= {section['metric_pass']}): {_kappa(judge['metric_agreement'])}"
         )
+        if not (judge.get("qualification") or {}).get("passed"):
+            lines.append(f"warning: {judge['role']} {qualification_line(judge.get('qualification'))}")
     if "agreement" in section:
         agreement = section["agreement"]
         lines.append(
