@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from fathom.backends import sim
 from fathom.cli import main as cli
 from fathom.run import runner
 from fathom.spec import RunSpec
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12)
 NUMBERISH = st.text(alphabet="0123456789.,-+ekKmMnaif ", max_size=14)
-SIM_SETTING = st.sampled_from(["window", "accuracy", "floor", "dip", "half", "slope", "delay", "seed", "nll"])
+SIM_SETTING = st.sampled_from(
+    ["window", "accuracy", "floor", "dip", "half", "slope", "delay", "seed", "nll", "drop", "at"]
+)
 
 
 class Accepted(Exception):
@@ -66,7 +71,7 @@ def test_sizes_and_numbers(
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(archetype=st.sampled_from(["cliff", "lost-in-the-middle", "pi-decay", "yarn", "perfect"]),
+@given(archetype=st.sampled_from(["cliff", "lost-in-the-middle", "pi-decay", "yarn", "perfect", "noisy"]),
        key=SIM_SETTING | TEXT, value=NUMBERISH | TEXT)  # fmt: skip
 @example(archetype="lost-in-the-middle", key="window", value="1k")
 @example(archetype="lost-in-the-middle", key="window", value="0")
@@ -75,10 +80,12 @@ def test_sizes_and_numbers(
 @example(archetype="pi-decay", key="slope", value="1e308")
 @example(archetype="cliff", key="accuracy", value="nan")
 def test_simulated_settings_run_or_are_refused(
-    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], archetype: str, key: str,
-    value: str,
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, archetype: str, key: str, value: str,
 ) -> None:  # fmt: skip
-    """Really run, at 1k and 64k: a setting that passes must not break the model later."""
+    """Really run, at 1k and 64k: a setting that passes must not break the model later. A delay the
+    model accepts (up to an hour a request) is taken and not slept: the run would wait it out."""
+    monkeypatch.setattr(sim, "time", SimpleNamespace(sleep=lambda _: None, perf_counter=time.perf_counter))
     model = f"sim:{archetype}?{key}={value}"
     folder = tmp_path_factory.mktemp("run") / "run"
     args = ["run", "niah", "--model", model, "--lengths", "1k,64k", "--depths", "0.5", "--samples", "1"]

@@ -61,7 +61,7 @@ def _pi_decay(length: int, depth: float, p: dict[str, float]) -> float:
 
 
 def _noisy(length: int, depth: float, p: dict[str, float]) -> float:
-    return p["accuracy"] - (p["drop"] if length == p["at"] else 0.0)
+    return max(0.0, p["accuracy"] - (p["drop"] if length == p["at"] else 0.0))
 
 
 def _yarn(length: int, depth: float, p: dict[str, float]) -> float:
