@@ -133,7 +133,7 @@ def _gate(comparison: Mapping[str, Any]) -> str:
     ]  # fmt: skip
     signs = f"{gate['signs_alpha']:.3g}"
     return (
-        f"<h3>The gate</h3>{verdict}<p>{esc(gate['scheme'])}; alpha {esc(gate['alpha'])} ({esc(signs)} "
+        f"<h3>The gate</h3>{verdict}<p>How: {esc(gate['scheme'])}; alpha {esc(gate['alpha'])} ({esc(signs)} "
         "for the sign tests). The cells are in the map below.</p>"
         f"{table(head, rows)}{_effective(gate['effective_length'])}"
         f"<p>Power, with the pairs these runs had:</p><ul>{''.join(map(_power, gate['power']))}</ul>"
