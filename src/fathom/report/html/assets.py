@@ -35,6 +35,7 @@ footer { margin-top: 3rem; }
 .cell.average { font-weight: 600; }
 .cell.regressed { outline: 2px solid #67000d; outline-offset: -2px; font-weight: 700; }
 .cell.improved { outline: 2px solid #00441b; outline-offset: -2px; font-weight: 700; }
+.warning { border-left: 4px solid #b35806; background: #fff4e5; padding: .1rem .8rem; margin: .6rem 0; }
 .head { color: var(--muted); display: flex; align-items: center; justify-content: center;
   padding: 0 .35rem; white-space: nowrap; }
 .head.row { justify-content: flex-end; } .head.col.beyond { color: var(--ink); font-weight: 700; }
