@@ -29,7 +29,8 @@ from fathom.prompts.needles import needle_rng
 ITEMS = load_items()
 # sha256 of the sorted eval-part ids, one a line: exported training data relies on no item ever
 # changing part. Adding items changes it too; re-pin only after checking that no old id moved.
-EVAL_IDS_SHA256 = "1427deecd6b059474688be3d46c0d79c4056152155b2ac091dba18d7b5f942f8"
+# Re-pinned for version 2 (#29 item 2): 14 items dropped, and every kept id in the part it was in.
+EVAL_IDS_SHA256 = "2a0f22a6ea582b579816bbc8cc766f716320de53fdbec7e4896fb7060c9d6934"
 
 
 def _needle_words(item: LatentItem) -> frozenset[str]:
@@ -163,9 +164,10 @@ def test_the_train_part_is_drawn_only_when_asked() -> None:
 def test_a_name_sharing_a_word_with_the_item_is_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:
     item = next(item for item in ITEMS if item.id == "h1-story-bridge")
     # the question's place, then a word of the needle, then neither
-    names = iter(["Brisbane", "Vonda", "Vonda", "Climbed", "Kessa", "Luthra"])
-    monkeypatch.setattr(latent, "made_up_name", lambda _rng, _syllables, _space: next(names))
-    assert latent._name(random.Random(0), item) == "Kessa Luthra"
+    pool = latent.NamePool(("Brisbane", "Kessa"), ("Climbed", "Luthra"))
+    names = iter(["Brisbane Luthra", "Kessa Climbed", "Kessa Luthra"])
+    monkeypatch.setattr(latent.NamePool, "draw", lambda _pool, _rng, _taken: next(names))
+    assert latent._name(random.Random(0), item, pool, frozenset()) == "Kessa Luthra"
 
 
 def test_the_split_is_pinned_disjoint_and_covers_both_hops() -> None:
@@ -201,6 +203,8 @@ GOOD: dict[str, Any] = {
     "needle": "{name} climbed the Story Bridge.",
     "question": "Which character has been to Brisbane?",
     "literal_question": "Which character climbed the Story Bridge?",
+    "probe": "In which city is the Story Bridge?",
+    "probe_answers": ["Brisbane"],
 }
 
 
@@ -234,13 +238,13 @@ def test_a_malformed_item_is_named(tmp_path: Path, change: dict[str, Any], messa
 
 def test_a_malformed_file_is_named(tmp_path: Path) -> None:
     assert load_items(_write(tmp_path / "good.json", [GOOD])) == (
-        LatentItem(**{**GOOD, "chain": ("Story Bridge", "Brisbane")}),
+        LatentItem(**{**GOOD, "chain": ("Story Bridge", "Brisbane"), "probe_answers": ("Brisbane",)}),
     )
     with pytest.raises(LatentItemsError, match="'h1-test' appears twice"):
         load_items(_write(tmp_path / "twice.json", [GOOD, GOOD]))
     with pytest.raises(LatentItemsError, match="item 0: not an object"):
         load_items(_write(tmp_path / "list.json", [["h1"]]))
-    with pytest.raises(LatentItemsError, match="version 99; this fathom reads version 1"):
+    with pytest.raises(LatentItemsError, match=f"version 99; this fathom reads version {LATENT_VERSION}"):
         load_items(_write(tmp_path / "version.json", [GOOD], version=99))
     (tmp_path / "bare.json").write_text("[]", encoding="utf-8")
     with pytest.raises(LatentItemsError, match="hold no 'items' list"):

@@ -146,6 +146,7 @@ def test_the_prompt_options_are_read_from_the_shared_arguments() -> None:
         needles=3,
         split_distance="random",
         haystack_offset="random",
+        needle_style="prose",
         template="chatml",
         system_prompt="Be brief.",
     )
@@ -157,9 +158,14 @@ def test_the_prompt_options_are_read_from_the_shared_arguments() -> None:
         "needles": 3,
         "split_distance": None,
         "haystack_offset": "random",
+        "needle_style": "prose",
         "template": "chatml",
         "system_prompt": "Be brief.",
     }
+    # No --distractors given: low-overlap needles take 3 other characters, every other kind none.
+    assert prompt_options(SimpleNamespace(**{**vars(args), "distractors": None}))["distractors"] == 0
+    latent = SimpleNamespace(**{**vars(args), "distractors": None, "needle": "latent-1"})
+    assert prompt_options(latent)["distractors"] == 3
 
 
 def test_a_sweep_without_depths_counts_one_depth_in_its_refusal() -> None:

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,7 +98,10 @@ def test_a_pool_smaller_than_a_sample_is_refused() -> None:
 
 def test_the_cli_refuses_a_pool_too_small_with_one_line_and_no_folder(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    command = ["fathom", "run", "niah", "--model", "sim:odd-name", "--tokenizer",
+    # The installed command beside this interpreter (a venv that is not activated has it there).
+    fathom = shutil.which("fathom", path=str(Path(sys.executable).parent)) or shutil.which("fathom")
+    assert fathom is not None, "the fathom command is not installed"
+    command = [fathom, "run", "niah", "--model", "sim:odd-name", "--tokenizer",
                "char", "--lengths", "64k", "--depths", "0.5", "--samples", "1", "--needle", "latent-1",
                "--distractors", "500", "--out", str(out)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=False)

@@ -261,14 +261,14 @@ def test_a_manifest_keeps_its_identity_as_written(version: int) -> None:
     assert (manifest.planned is None) is (version < 3)  # the plan was recorded from schema 3's time on
 
 
-def test_the_newest_fixtures_manifest_writes_back_as_it_was_in_todays_schema() -> None:
-    written = json.loads((fixture(RECORD_SCHEMA) / "manifest.json").read_text())
+def test_the_schema_4_fixtures_manifest_writes_back_as_it_was_in_todays_schema() -> None:
+    written = json.loads((fixture(8) / "manifest.json").read_text())
     assert written["schema"] == 4  # written before schema 5's resumes, of which it has none
     assert Manifest.from_json(written).to_json() == written | {"schema": MANIFEST_SCHEMA}
 
 
 def test_a_manifest_of_schema_4_with_resumes_is_no_manifest() -> None:
-    written = json.loads((fixture(RECORD_SCHEMA) / "manifest.json").read_text())
+    written = json.loads((fixture(8) / "manifest.json").read_text())
     with pytest.raises(TypeError, match="a field of schema 5, in a manifest of schema 4"):
         Manifest.from_json(written | {"resumes": []})
 
@@ -310,7 +310,7 @@ def test_error_kinds_are_data_written_as_text() -> None:
 
 
 def test_a_manifest_of_schema_3_naming_a_scoring_version_is_no_manifest() -> None:
-    written = json.loads((fixture(RECORD_SCHEMA) / "manifest.json").read_text())
+    written = json.loads((fixture(8) / "manifest.json").read_text())
     assert written["identity"]["scoring"] == {"exact": 2}
     with pytest.raises(TypeError, match="a field of schema 4, in a manifest of schema 3"):
         Manifest.from_json(written | {"schema": 3})

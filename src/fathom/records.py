@@ -18,6 +18,7 @@ from fathom.schemas import RECORD_SCHEMA, Versions, read
 # a bound on what a runaway or hostile backend can make fathom write, hold and render.
 ANSWER_BYTES = 64 * 1024
 CONTROL = "control"  # the prefix of a no-context control's sample id
+PROBE = "probe"  # the prefix of a closed-book probe's sample id: "probe|" and the item's id
 # The roles of a NIAH sample's needles (fathom.prompts.needle_sets names the same): a needle the
 # question asks about, one part of a fact split in two, and look-alikes that answer nothing.
 GOLD_ROLE, PART_ROLE = "gold", "part"
@@ -42,11 +43,14 @@ _OPTIONAL = (
     "decode_s",
     "first_token",
     "extracted",
+    "probe",
+    "latent_items",
 )
 _SCHEMA_5 = _OPTIONAL[2:10]
 _SCHEMA_6 = _OPTIONAL[10:14]
 _SCHEMA_7 = _OPTIONAL[14:16]
-_SCHEMA_8 = _OPTIONAL[16:]
+_SCHEMA_8 = _OPTIONAL[16:18]
+_SCHEMA_9 = _OPTIONAL[18:]
 
 
 class ErrorKind(enum.StrEnum):
@@ -114,10 +118,16 @@ class Cell:
     sample: int
     # The no-context control of this cell's sample: its question asked with the context left out.
     control: bool = False
+    # A closed-book probe (``fathom.tasks.probe``): the id of the low-overlap item whose fact it asks
+    # alone. A probe is a control of no sample (``control`` is True): once per item and run, at no
+    # length, depth or index of the grid, which its id leaves out.
+    probe: str | None = None
 
     @property
     def id(self) -> str:
         # Stable across runs and processes: resume matches finished samples by this id.
+        if self.probe is not None:
+            return f"{PROBE}|{self.probe}"
         if self.depth is None:
             own = f"{self.task}|L{self.length}|S{self.sample}"
         else:
@@ -246,6 +256,11 @@ class SampleRecord:
     # ``exact`` took out of a chatty output and compared, where it differs (``Score.extracted``).
     first_token: str | None = None
     extracted: str | None = None
+    # Schema 9: a closed-book probe's item (its id in the latent items; such a record is a control of
+    # no sample: ``control`` is True), and the ids of the low-overlap items a sample's gold needles
+    # are of, in the order of its answers, so that its score can be read on the items the model knows.
+    probe: str | None = None
+    latent_items: tuple[str, ...] = ()
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
@@ -397,6 +412,16 @@ def v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 9 added the closed-book probe's item and a low-overlap sample's items; a record of
+    schema 8 is no probe, and its items were not recorded (its score counts on all items only). One of
+    schema 8 that holds them is no record of either."""
+    _refuse_newer(data, _SCHEMA_9, 9)
+    return data
+
+
 RECORDS = Versions(
-    "record", RECORD_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7, v7_to_v8)
+    "record",
+    RECORD_SCHEMA,
+    (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7, v7_to_v8, v8_to_v9),
 )

@@ -104,6 +104,7 @@ TASKS: dict[str, TaskEntry] = {
             "needles",
             "split_distance",
             "haystack_offset",
+            "needle_style",
             "domains",
             "perplexity",
             "answer_logprob",

@@ -34,7 +34,9 @@ from fathom.errors import NewerSchemaError
 # truncation and whether it was cut. 7: the backend's prefill and decode seconds, where it reports them.
 # 8: what came first of the answer (forced, unforced, or the end: stopped before any token), the answer
 # ``exact`` took out of a chatty output, and RULER's multi-key answers' other keys' values (``lured``).
-RECORD_SCHEMA = 8
+# 9: the closed-book probe of a low-overlap item (a record of its own kind: ``probe``), and the items a
+# low-overlap sample's gold needles are of (``latent_items``).
+RECORD_SCHEMA = 9
 # 1: the manifest as written since the first run (sections added since read as absent). 2: the
 # corpora the prompts are cut from, with their source, licence, size in tokens and hash. 3: the LLM
 # judges of the run's answers, with their rubrics. 4: the identity names the version of the scoring

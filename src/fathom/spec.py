@@ -22,6 +22,9 @@ MAX_PLANNED = 1_000_000
 # How a RULER task sizes its haystack: "exact" fills each prompt and its tokens to generate to the
 # length; "ruler" takes the count of units RULER's own search gives (docs/ruler.md), below it.
 FILLS = ("exact", "ruler")
+# niah: how keyed needles are written: in the haystack's own form (prompts/needle_styles.py) or as
+# the English prose sentence every corpus had before.
+NEEDLE_STYLES = ("native", "prose")
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,9 @@ class RunSpec:
     # niah: where each sample's haystack starts in its corpus: "start" (every sample the same
     # text, which a prefix cache reuses) or "random" (k independent draws, recorded per sample).
     haystack_offset: str = "start"
+    # niah: keyed needles in their haystack's form ("native": a constant in code, a field in
+    # reStructuredText, German in German text) or always as English prose ("prose"); one of NEEDLE_STYLES.
+    needle_style: str = "native"
     # niah: several corpora swept as an axis (domain x length x depth); empty: the one ``corpus``.
     domains: tuple[str, ...] = ()
     # Real suites (longbench, longbench-e, longbench-v2, infinitebench): the folder holding the suite's
@@ -103,6 +109,10 @@ class RunSpec:
             raise SpecError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
         if self.fill not in FILLS:
             raise SpecError(f"unknown fill '{self.fill}': use one of {', '.join(FILLS)}")
+        if self.needle_style not in NEEDLE_STYLES:
+            raise SpecError(
+                f"unknown needle style '{self.needle_style}': use native (the haystack's own form) or prose"
+            )
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -137,6 +147,7 @@ _LATER_FIELDS: dict[str, object] = {
     "needles": 1,
     "split_distance": 0.25,
     "haystack_offset": "start",
+    "needle_style": "native",
     "domains": (),
     "data": None,
     "suite_tasks": (),
@@ -194,6 +205,17 @@ def parse_split_distance(text: str) -> float | None:
         ) from None
 
 
+# Distractors a low-overlap needle gets unless told: other characters at other anchors, so the gold's
+# character is not the only name of the haystack (issue 29: a reader answering the one name it has
+# not seen scored 24-29 of 30 with none, about chance with 3). Other kinds get none unless asked.
+LATENT_DISTRACTORS = 3
+
+
+def default_distractors(needle: str | None) -> int:
+    """``--distractors`` left out: 3 for the low-overlap kinds (latent-1, latent-2-literal, ...), else 0."""
+    return LATENT_DISTRACTORS if needle is not None and needle.startswith("latent-") else 0
+
+
 def prompt_options(args: Any) -> dict[str, Any]:
     """The spec's fields that decide a NIAH prompt, read from the options ``fathom run`` and
     ``fathom export`` share (parsed command-line arguments)."""
@@ -202,10 +224,11 @@ def prompt_options(args: Any) -> dict[str, Any]:
         "corpus": corpus,
         "domains": domains,
         "needle": args.needle,
-        "distractors": args.distractors,
+        "distractors": default_distractors(args.needle) if args.distractors is None else args.distractors,
         "needles": args.needles,
         "split_distance": parse_split_distance(args.split_distance),
         "haystack_offset": args.haystack_offset,
+        "needle_style": args.needle_style,
         "template": args.template,
         "system_prompt": args.system_prompt,
     }

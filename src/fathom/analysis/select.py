@@ -21,8 +21,13 @@ def split_records(records: Sequence[AnyRecord]) -> tuple[list[SampleRecord], lis
 
 
 def control_records(records: Sequence[AnyRecord]) -> list[SampleRecord]:
-    """A run's no-context controls."""
-    return [r for r in records if isinstance(r, SampleRecord) and r.control]
+    """A run's no-context controls (its closed-book probes are controls of no sample: not these)."""
+    return [r for r in records if isinstance(r, SampleRecord) and r.control and r.probe is None]
+
+
+def probe_records(records: Sequence[AnyRecord]) -> list[SampleRecord]:
+    """A run's closed-book probes of its low-overlap items (``fathom.tasks.probe``)."""
+    return [r for r in records if isinstance(r, SampleRecord) and r.probe is not None]
 
 
 LITERAL = "literal"  # the variant a low-overlap needle's literal twin runs as (tasks/niah.py)

@@ -15,10 +15,17 @@ from typing import Any
 from fathom.analysis.agreement import judge_sections
 from fathom.analysis.control import control_summary
 from fathom.analysis.hard import hard_summary
+from fathom.analysis.knowledge import knowledge_summary
 from fathom.analysis.niah import summarize
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import ruler_summary
-from fathom.analysis.select import control_records, is_literal_twin, is_ruler_run, split_records
+from fathom.analysis.select import (
+    control_records,
+    is_literal_twin,
+    is_ruler_run,
+    probe_records,
+    split_records,
+)
 from fathom.analysis.slow import slow_samples
 from fathom.analysis.suites import is_suite_run, suite_summary
 from fathom.judgement import JudgementRecord, QualificationRecord
@@ -225,6 +232,10 @@ def run_summary(
             summary["suites"] = suite_summary(samples)
     elif samples:
         summary = {"kind": "niah", **_niah(samples, threshold)}
+        # The low-overlap items apart from the context: scores on the known ones, bases (hard.knowledge).
+        knowledge = knowledge_summary(samples, probe_records(records), threshold)
+        if knowledge:
+            summary["hard"] = {**summary.get("hard", {}), "knowledge": knowledge}
         likelihood = answer_likelihood(samples)
         if likelihood:
             summary["answer_likelihood"] = likelihood

@@ -132,6 +132,21 @@ class Streamer(Protocol):
 
 
 @runtime_checkable
+class ClosedBook(Protocol):
+    """A backend that says whether it can answer a question from what it knows, with no document to
+    read (the low-overlap items' closed-book probe, ``fathom.tasks.probe``). Every language model can,
+    and fathom's backends (the simulated ones too: ``knows``) need not say so; one that says False
+    cannot (a reader that only finds what its context holds), and a run that probes is refused it."""
+
+    closed_book: bool
+
+
+def answers_closed_book(backend: Backend) -> bool:
+    """Whether the backend can answer closed-book: unless it says it cannot (``ClosedBook``)."""
+    return not isinstance(backend, ClosedBook) or backend.closed_book
+
+
+@runtime_checkable
 class Built(Protocol):
     """A backend whose build decides its arithmetic (llama.cpp's CPU kernels, say): what the manifest
     records of it, outside the run's identity, so a run resumes on another build but a comparison

@@ -28,7 +28,8 @@ import numpy as np
 from fathom.backends.base import InputKind, Request, ScoreRequest, TokenScores, split_options
 from fathom.backends.settings import Setting, choice, count, number, parse_settings, whole
 from fathom.errors import SpecError
-from fathom.prompts.latent import content_words
+from fathom.prompts.latent import LatentItem, content_words, load_items
+from fathom.prompts.odd_names import odd_name_answer
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Completion
 
@@ -104,6 +105,13 @@ def _match_words(context: str, request: Request, settings: dict[str, Any]) -> Fa
     return [] if best is None else [(best[1], best[2], 0)]
 
 
+def _odd_name(context: str, _request: Request, _settings: dict[str, Any]) -> Facts:
+    """The odd-name reader (``prompts/odd_names.py``): a name the context holds once, whatever the
+    question asks; on low-overlap needles, the knowledge-free baseline their scores must beat."""
+    name = odd_name_answer(context)
+    return [] if name is None else [(name, context.find(name) / max(len(context), 1), 0)]
+
+
 # A haystack's sentences recur from prompt to prompt of a sweep: each one's words are found once.
 _sentence_words = functools.lru_cache(maxsize=1 << 16)(content_words)
 
@@ -162,6 +170,9 @@ ARCHETYPES = {
     "pattern-matcher": Archetype(
         lambda _l, _d, _p: 1.0, {}, False, _match_pattern, {"pick": choice("last", "first")}
     ),
+    # Answers a name the context holds once (two capitalised words opening a sentence), with no reading
+    # of the question: the odd-name shortcut through low-overlap needles.
+    "odd-name": Archetype(lambda _l, _d, _p: 1.0, {}, False, _odd_name),
     # Finds every sentence that repeats the question's words, at any length, and nothing else.
     "literal": Archetype(lambda _l, _d, _p: 1.0, {}, False, _match_words, {"least": whole(2, least=1)}),
 }
@@ -171,7 +182,11 @@ _COMMON = {
     "delay": number(0.0, least=0.0, most=3600.0, unit="seconds"),
     "nll": number(DEFAULT_NLL, least=0.0, unit="nats"),
     "input": choice("ids", "text", "chat"),
+    # The share of the low-overlap items it knows, each drawn by its anchor and the seed: one it does
+    # not know it finds in no context unless the question names its anchor, nor answers closed-book.
+    "knows": _chance(1.0),
 }
+DONT_KNOW = "I do not know."
 
 
 class SimulatedBackend:
@@ -196,6 +211,7 @@ class SimulatedBackend:
         self.delay: float = values["delay"]
         self.nll: float = values["nll"]
         self.input: InputKind = values["input"]
+        self.knows: float = values["knows"]
         self.exact_lengths = True
         has_window = self.archetype.has_window
         self.trained_window = int(self.params["window"]) if has_window else None
@@ -203,7 +219,23 @@ class SimulatedBackend:
     def settings(self) -> dict[str, Any]:
         # delay changes no answer, so it stays out of the run's identity.
         reading = {"reading": self.reading} if self.reading else {}
-        return {"params": self.params, "seed": self.seed, "input": self.input, "nll": self.nll, **reading}
+        # knows is left out at 1 (every item), as every simulated model knew them before it existed.
+        knowing = {"knows": self.knows} if self.knows < 1 else {}
+        return {
+            "params": self.params,
+            "seed": self.seed,
+            "input": self.input,
+            "nll": self.nll,
+            **reading,
+            **knowing,
+        }
+
+    def knows_item(self, anchor: str) -> bool:
+        """Whether it knows the low-overlap item with this anchor: a draw by the anchor and the seed."""
+        if self.knows >= 1:
+            return True
+        digest = hashlib.sha256(f"{self.seed}|knows|{anchor}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.knows
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return [self._answer(request) for request in requests]
@@ -211,7 +243,12 @@ class SimulatedBackend:
     def _answer(self, request: Request) -> Completion:
         start = time.perf_counter()
         time.sleep(self.delay)
-        facts = self.archetype.reader(_context(request, self.tokenizer), request, self.reading)
+        context = _context(request, self.tokenizer)
+        probed = None if context.strip() else _probes().get(request.question)
+        if probed is not None:  # a low-overlap item's fact asked alone: recalled, or not
+            return self._recall(request, probed, start)
+        found = self.archetype.reader(context, request, self.reading)
+        facts = [fact for fact in found if self._knows(request, fact)]
         # One draw per key, against each of its sentences' own chance: a sample asking about four
         # keys can be partly right, and a key repeated all through the context (cwe, fwe) is one
         # piece of evidence to gather, not thirty chances to get lucky beyond the window.
@@ -232,6 +269,27 @@ class SimulatedBackend:
             # The stand-in latency is all prefill, as a long prompt's nearly is (none without one).
             prefill_s=self.delay or None,
             decode_s=0.0 if self.delay else None,
+        )
+
+    def _knows(self, request: Request, fact: tuple[str, float, int]) -> bool:
+        """Whether it can take a found sentence for the answer: always, unless the sentence is the
+        evidence of a low-overlap item the question does not name (only knowing the item links the
+        two) and it does not know that item."""
+        index = fact[2]
+        key = request.query_keys[index] if index < len(request.query_keys) else ""
+        if not key or key in request.question or key not in _anchors():
+            return True
+        return self.knows_item(key)
+
+    def _recall(self, request: Request, item: LatentItem, start: float) -> Completion:
+        """The closed-book answer to an item's probe: its place where it knows the item."""
+        output = f"{item.probe_answers[0]}." if self.knows_item(item.key) else DONT_KNOW
+        return Completion(
+            text=output,
+            prompt_tokens=len(request.ids),
+            completion_tokens=len(self.tokenizer.encode(output)),
+            finish_reason="stop",
+            latency_s=time.perf_counter() - start,
         )
 
     def _answer_logprobs(
@@ -264,6 +322,18 @@ class SimulatedBackend:
         return int.from_bytes(digest[:8], "big") / 2**64
 
 
+@functools.cache
+def _probes() -> dict[str, LatentItem]:
+    """The low-overlap items by their closed-book probe's question."""
+    return {item.probe: item for item in load_items()}
+
+
+@functools.cache
+def _anchors() -> frozenset[str]:
+    """The low-overlap items' anchors: the keys whose link to the question takes knowing the item."""
+    return frozenset(item.key for item in load_items())
+
+
 def visible_text(request: Request, tokenizer: Tokenizer) -> str:
     """What the model reads: the chat messages, the text, or the decoded ids."""
     if request.chat is not None:
@@ -287,8 +357,8 @@ def _context(request: Request, tokenizer: Tokenizer) -> str:
 
 
 def _find_facts(context: str, keys: Sequence[str]) -> Facts:
-    """Every distinct sentence of the context that holds a key, with its relative depth and the
-    index of the first key it holds."""
+    """Every distinct sentence (or line, where it ends first) of the context that holds a key, with
+    its relative depth and the index of the first key it holds."""
     facts: dict[str, tuple[float, int]] = {}
     for index, key in enumerate(keys):
         at = context.find(key)
@@ -300,6 +370,9 @@ def _find_facts(context: str, keys: Sequence[str]) -> Facts:
             while end < len(context) and not context[end].isspace():
                 next_stop = context.find(".", end)
                 end = len(context) if next_stop < 0 else next_stop + 1
+            # Nor does a line end past its own: a line of code or a field holds no full stop.
+            line_end = context.find("\n", at + len(key))
+            end = end if line_end < 0 else min(end, line_end)
             facts.setdefault(context[begin:end].strip(), (at / max(len(context), 1), index))
             at = context.find(key, at + len(key))
     return [(sentence, depth, index) for sentence, (depth, index) in facts.items()]

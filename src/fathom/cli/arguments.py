@@ -211,7 +211,10 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         "(low-overlap, with their literal twins), latent-1-literal, latent-2-literal",
     )
     parser.add_argument(
-        "--distractors", type=int, default=0, help=f"{_for('distractors')}: look-alike needles"
+        "--distractors",
+        type=int,
+        default=None,
+        help=f"{_for('distractors')}: look-alike needles (default 0; 3 for latent needles)",
     )
     parser.add_argument("--needles", type=int, default=1, help=f"{_for('needles')}: facts asked for at once")
     parser.add_argument(
@@ -223,6 +226,12 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         "--haystack-offset",
         default="start",
         help=f"{_for('haystack_offset')}: start (one haystack: a prefix cache reuses it) or random",
+    )
+    parser.add_argument(
+        "--needle-style",
+        default="native",
+        help=f"{_for('needle_style')}: native (default: number, words and uuid needles in the haystack's "
+        "own form: a constant in code, a field in technical, German in german) or prose (English everywhere)",
     )
     parser.add_argument(
         "--template",

@@ -46,7 +46,12 @@ def add_export_commands(
     export.add_argument(
         "--needle", default="number", help=f"the needle kind: {', '.join(EXPORT_KINDS)} (not sf: it is fixed)"
     )
-    export.add_argument("--distractors", type=int, default=0, help="look-alike needles per example")
+    export.add_argument(
+        "--distractors",
+        type=int,
+        default=None,
+        help="look-alike needles per example (default 0; 3 for latent)",
+    )
     export.add_argument("--needles", type=int, default=1, help="facts asked for at once")
     export.add_argument(
         "--split-distance",
@@ -64,6 +69,11 @@ def add_export_commands(
         default="random",
         help="random (each example reads its own stretch of the corpus: more varied training text) or "
         "start (every example the corpus's opening, as an evaluation run by default)",
+    )
+    export.add_argument(
+        "--needle-style",
+        default="native",
+        help="native (default: number, words and uuid needles in the haystack's own form) or prose",
     )
     export.add_argument(
         "--tokenizer",

@@ -13,11 +13,12 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from fathom.errors import PromptError
-from fathom.prompts.haystack.index import Ids, TokenizedCorpus
+from fathom.prompts.haystack.index import Ids, Positions, TokenizedCorpus
 from fathom.prompts.templates import CONTEXT_MARKER, ChatTemplate
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Needle
@@ -166,6 +167,19 @@ def too_short(length: int, overhead: int, what: str) -> TooShort:
     return TooShort(length, overhead, what)
 
 
+class Fitted(Protocol):
+    """A needle whose text depends on the haystack around the boundary it lands at (a line of code
+    takes its neighbours' indentation, ``needle_styles.Indented``): its text for the text before
+    that boundary and after it; ``fit("", "")`` is its text with no neighbours."""
+
+    def fit(self, before: str, after: str) -> str: ...
+
+
+NeedleText = str | Fitted
+# The haystack tokens read on each side of a fitted needle's boundary: a few lines of code.
+NEIGHBOURS = 96
+
+
 class PromptBuilder:
     """Builds prompts for one tokenizer, template, task text and corpus: needles spliced into a
     window of the tokenised corpus at its sentence boundaries."""
@@ -195,26 +209,52 @@ class PromptBuilder:
         self,
         length: int,
         question: str,
-        needles: Sequence[tuple[float, str]],
+        needles: Sequence[tuple[float, NeedleText]],
         start: int = 0,
         apart: Apart | None = None,
     ) -> Layout:
         """Where ``place`` puts each needle, without assembling the prompt: a check of a sweep's
-        cells before any is built costs a window and the needles' tokens."""
+        cells before any is built costs a window and the needles' tokens.
+
+        A fitted needle is laid out as ``fit("", "")``, then fitted to the haystack around its
+        boundary; the haystack then ends where the fitted needles' tokens leave it, so every
+        boundary (and the gap between needles, in tokens) stays where it was snapped."""
         head, tail = self.frame(question)
-        needle_ids = [_ids(self.tokenizer.encode(text)) for _, text in needles]
+        texts = [text if isinstance(text, str) else text.fit("", "") for _, text in needles]
+        needle_ids, haystack, starts, budget = self._haystack(length, head, tail, texts, start)
+        cuts = snap(starts, budget, [depth for depth, _ in needles], apart)
+        if any(not isinstance(text, str) for _, text in needles):
+            texts = [
+                text if isinstance(text, str) else text.fit(*self._neighbours(haystack, cut))
+                for (_, text), cut in zip(needles, cuts, strict=True)
+            ]
+            needle_ids, haystack, _, budget = self._haystack(length, head, tail, texts, start)
+            cuts = [min(cut, budget) for cut in cuts]
+        return Layout(head, tail, needle_ids, haystack, cuts)
+
+    def _haystack(
+        self, length: int, head: Ids, tail: Ids, texts: list[str], start: int
+    ) -> tuple[list[Ids], Ids, Positions, int]:
+        """The needles' ids, and the haystack their tokens and the frame leave of ``length``: its
+        ids, its unit boundaries and its size."""
+        needle_ids = [_ids(self.tokenizer.encode(text)) for text in texts]
         budget = length - len(head) - len(tail) - sum(len(ids) for ids in needle_ids)
         if budget < 0:
             raise too_short(length, length - budget, "template, instruction, question and needles")
-        haystack, starts = self.corpus.window(budget, start)
-        cuts = snap(starts, budget, [depth for depth, _ in needles], apart)
-        return Layout(head, tail, needle_ids, haystack, cuts)
+        return needle_ids, *self.corpus.window(budget, start), budget
+
+    def _neighbours(self, haystack: Ids, cut: int) -> tuple[str, str]:
+        """The haystack's text just before and just after a boundary."""
+        decode = self.tokenizer.decode
+        return decode(haystack[max(0, cut - NEIGHBOURS) : cut].tolist()), decode(
+            haystack[cut : cut + NEIGHBOURS].tolist()
+        )
 
     def place(
         self,
         length: int,
         question: str,
-        needles: Sequence[tuple[float, str]],
+        needles: Sequence[tuple[float, NeedleText]],
         start: int = 0,
         apart: Apart | None = None,
     ) -> Prompt:

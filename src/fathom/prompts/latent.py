@@ -6,7 +6,9 @@ word with it, so a model must know that the Story Bridge is in Brisbane, not mat
 spirit of NoLiMa; the items in ``data/latent_items.json`` were written for fathom). Each item's
 literal question reuses the needle's words, so the cost of removing the overlap is a paired
 difference per model. The answer is always the character's name, drawn per sample: no model can
-have memorised it and a no-context control cannot guess it.
+have memorised it and a no-context control cannot guess it. Names come from a pool of ordinary
+given and family names (``prompts/names.py``), not made up: a made-up name alone in a haystack of
+real ones is found by its oddness, without the association.
 
 Item ids split deterministically into a training and an evaluation part; needles are drawn from the
 evaluation part unless told otherwise, so exported training data never holds an evaluated item.
@@ -28,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from fathom.errors import FathomError, SpecError
-from fathom.prompts.needles import made_up_name
-from fathom.prompts.spaces import EVAL, SPACES, Space
+from fathom.prompts.names import NamePool
+from fathom.prompts.spaces import ATTEMPTS, SPACES
 from fathom.prompts.spaces import Split as Split
 from fathom.records import Needle
 
-LATENT_VERSION = 1  # the data file's "version": bump both, here and there, when items change
+LATENT_VERSION = 2  # the data file's "version": bump both, here and there, when items change
 SPLIT_BUCKETS = 5  # an item's id hashes into one of these; bucket 0 is the training part
 HOPS = (1, 2)
 # The elements an association chain is made of; "association" names one per element of "chain".
@@ -49,6 +51,8 @@ _FIELDS = {
     "needle": str,
     "question": str,
     "literal_question": str,
+    "probe": str,
+    "probe_answers": list,
 }
 _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
@@ -71,6 +75,11 @@ class LatentItem:
     needle: str  # holds "{name}" exactly once
     question: str  # shares no content word with the needle
     literal_question: str  # the needle's own words, asked
+    # The closed-book probe (``fathom.tasks.probe``): the fact the question needs, the anchor's place at
+    # the end of the chain, asked alone ("In which city is the Story Bridge?"), and the answers that
+    # count (the place first, then its other names: "New York" for "New York City").
+    probe: str
+    probe_answers: tuple[str, ...]
 
     @property
     def key(self) -> str:
@@ -143,11 +152,14 @@ def _item(source: object, index: int, entry: Any) -> LatentItem:
         (len(association) != len(chain), "'association' must name one element per chain element"),
         (not set(association) <= ELEMENTS, f"'association' elements must be among {sorted(ELEMENTS)}"),
         (not entry["group"], "'group' must not be empty"),
+        (not entry["probe"].endswith("?"), "'probe' must be a question"),
+        (entry["probe_answers"][:1] != chain[-1:], "'probe_answers' must open with the chain's last place"),
+        (not all(isinstance(a, str) and a for a in entry["probe_answers"]), "'probe_answers' must be names"),
     ]
     for failed, problem in problems:
         if failed:
             raise LatentItemsError(f"{where}: {problem}")
-    return LatentItem(**{**entry, "chain": tuple(chain)})
+    return LatentItem(**{**entry, "chain": tuple(chain), "probe_answers": tuple(entry["probe_answers"])})
 
 
 def load_items(path: Path | None = None) -> tuple[LatentItem, ...]:
@@ -189,10 +201,12 @@ def draw_latent(
     literal: bool,
     split: Split = "eval",
     withheld: frozenset[str] = frozenset(),
+    names: NamePool | None = None,
+    taken: frozenset[str] = frozenset(),
 ) -> Needle:
-    """A needle of one item of ``split`` (none of ``withheld``) with a made-up character's name from
-    the same part's space (``prompts/spaces.py``); ``literal`` asks the question that reuses the
-    needle's words."""
+    """A needle of one item of ``split`` (none of ``withheld``) with a character's name from
+    ``names`` (the same part's shipped pool by default, ``prompts/names.py``), sharing no given or
+    family name with ``taken``; ``literal`` asks the question that reuses the needle's words."""
     if hops not in HOPS:
         raise SpecError(f"a latent needle takes 1 or 2 hops, not {hops}")
     items = items_in(split, hops)
@@ -200,7 +214,7 @@ def draw_latent(
         items = tuple(item for item in items if item.id not in withheld)
     # The item is drawn before the name: the order fixes every needle.
     item = rng.choice(items)
-    name = _name(rng, item, SPACES[split])
+    name = _name(rng, item, SPACES[split].names if names is None else names, taken)
     return Needle(
         kind=latent_kind(hops, literal),
         text=" " + item.needle.replace("{name}", name),
@@ -210,14 +224,15 @@ def draw_latent(
     )
 
 
-def _name(rng: random.Random, item: LatentItem, space: Space = EVAL) -> str:
-    """A first and last name (as the "fact" needle draws them) sharing no content word with the
-    item: a drawn "Berlin" or "Rome" would hand the answer's place to the question's words."""
-    taken = content_words(" ".join((item.needle, item.question, item.literal_question, *item.chain)))
-    while True:
-        name = f"{made_up_name(rng, 2, space)} {made_up_name(rng, 2, space)}"
-        if not content_words(name) & taken:
+def _name(rng: random.Random, item: LatentItem, names: NamePool, taken: frozenset[str]) -> str:
+    """A given and a family name from ``names``, none of ``taken``, sharing no content word with the
+    item: a name that were a word of the needle or question would hand the answer to their words."""
+    words = content_words(" ".join((item.needle, item.question, item.literal_question, *item.chain)))
+    for _ in range(ATTEMPTS):
+        name = names.draw(rng, set(taken))
+        if not content_words(name) & words:
             return name
+    raise SpecError(f"no name of the pool shares no word with the latent item '{item.id}'")
 
 
 # fmt: off

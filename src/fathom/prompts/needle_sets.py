@@ -36,6 +36,8 @@ from fathom.prompts.latent import (
     latent_kind,
     rouge1,
 )
+from fathom.prompts.names import check_pool
+from fathom.prompts.needle_styles import PROSE, Style
 from fathom.prompts.needles import KEYED_NEEDLES, make_needle
 from fathom.prompts.spaces import ATTEMPTS, EVAL, Space
 from fathom.prompts.split_needles import draw_parts, fresh, part_lookalike, split_depths
@@ -103,18 +105,13 @@ class NeedleSet:
         return tuple(p.value for p in self.placements if p.role in DISTRACTOR_ROLES)
 
 
-# The question for several keyed needles at once: the same wording with every key named.
-PLURAL_QUESTIONS = {
-    "number": "Which numbers were given as the special magic numbers for {keys}?",
-    "words": "What two-word passphrases were chosen for {keys}?",
-    "uuid": "Which UUIDs are recorded as the special magic identifiers for {keys}?",
-    "fact": "In which towns did {keys} each finally make a home?",
-}
-# The wording of each kind's template that look-alikes share (a pattern-matcher's cue).
+# The question for several keyed needles at once: the same wording with every key named (prose's;
+# each style has its own, needle_styles.py).
+PLURAL_QUESTIONS = PROSE.plural
+# The wording of each kind's template that look-alikes share (a pattern-matcher's cue); the keyed
+# kinds' is their style's.
 _PATTERNS = {
-    "number": "special magic",
-    "words": "passphrase chosen for",
-    "uuid": "special magic",
+    **PROSE.patterns,
     "fact": "settled in the town of",
     "split": "vault code for",
     "chain": "was sent to the town of",
@@ -123,21 +120,23 @@ _PATTERNS = {
 _OTHER_CLASS = {"number": "uuid", "words": "number", "uuid": "number"}
 
 
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+def _join(items: list[str], conjunction: str = "and") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {conjunction} " + items[-1]
 
 
 def _keyed_distractor(
-    kind: str, gold: Needle, style: str, rng: random.Random, taken: set[str], space: Space
+    kind: str, gold: Needle, role: str, rng: random.Random, taken: set[str], space: Space, style: Style
 ) -> Placement:
-    if style == CLASS_DISTRACTOR:
-        other = KEYED_NEEDLES[_OTHER_CLASS[kind]]
+    """A look-alike written in the gold's style: its template with a near-miss key, or another
+    kind's template with the gold's key."""
+    if role == CLASS_DISTRACTOR:
+        other = style.keyed[_OTHER_CLASS[kind]]
         value = fresh(lambda r: other.value(space, r), rng, taken)
-        return Placement(other.text.format(key=gold.key, value=value), 0.0, style, value)
-    keyed = KEYED_NEEDLES[kind]
+        return Placement(other.render(gold.key, value), 0.0, role, value)
+    keyed = style.keyed[kind]
     key = space.near_key(gold.key, rng, taken)
     value = fresh(lambda r: keyed.value(space, r), rng, taken)
-    return Placement(keyed.text.format(key=key, value=value), 0.0, style, value)
+    return Placement(keyed.render(key, value), 0.0, role, value)
 
 
 def _fact_distractor(
@@ -195,6 +194,7 @@ def check_hardness(kind: str, hardness: Hardness, space: Space = EVAL) -> None:
             raise SpecError(
                 f"--needles {hardness.needles}: {kind} needles come from {groups} groups{part}, one a needle"
             )
+        check_pool(space.names, hardness.needles, hardness.distractors, space.split)
         if hardness.distractors and hardness.needles == groups:  # a distractor's group is no gold's
             raise SpecError(
                 f"--needles {hardness.needles} takes every group of {kind} needles, leaving none for "
@@ -214,24 +214,31 @@ LATENT_KINDS = {latent_kind(hops, literal): (hops, literal) for hops in HOPS for
 
 def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random, space: Space) -> NeedleSet:
     """Low-overlap needles: golds of distinct groups (one country's items could answer each other's
-    questions), and as distractors other characters at other anchors, none in a gold's group."""
+    questions), and as distractors other characters at other anchors, none in a gold's group (so
+    the gold's character is not the only one: the odd-name shortcut). Every character has a given
+    and a family name of its own from the space's pool."""
     hops, literal = LATENT_KINDS[kind]
     items = {item.key: item for item in items_in(space.split)}
     golds: list[tuple[Needle, LatentItem]] = []
     groups: set[str] = set()
+    taken: set[str] = set()  # the given and family names of the characters drawn: one character each
+
+    def draw() -> Needle:
+        return draw_latent(rng, hops, literal, space.split, space.withheld, space.names, frozenset(taken))
+
     while len(golds) < hardness.needles:
-        needle = draw_latent(rng, hops, literal, space.split, space.withheld)
+        needle = draw()
         item = items[needle.key]
         if item.group not in groups:
             golds.append((needle, item))
             groups.add(item.group)
+            taken.update(needle.answers[0].split(" "))
     depths = _spread(depth, len(golds))
     placements = [Placement(n.text, d, GOLD, n.answers[0]) for (n, _), d in zip(golds, depths, strict=True)]
-    taken = {n.answers[0] for n, _ in golds}
     while len(placements) < len(golds) + hardness.distractors:
-        needle = draw_latent(rng, hops, literal, space.split, space.withheld)
-        if items[needle.key].group not in groups and needle.answers[0] not in taken:
-            taken.add(needle.answers[0])
+        needle = draw()
+        if items[needle.key].group not in groups:
+            taken.update(needle.answers[0].split(" "))
             at = _distractor_depth(rng, depths, hardness.gap)
             placements.append(Placement(needle.text, at, KEY_DISTRACTOR, needle.answers[0]))
     return NeedleSet(
@@ -248,52 +255,66 @@ def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random,
 
 
 def needle_set(
-    kind: str, hardness: Hardness, depth: float, rng: random.Random, space: Space = EVAL
+    kind: str,
+    hardness: Hardness,
+    depth: float,
+    rng: random.Random,
+    space: Space = EVAL,
+    style: Style = PROSE,
 ) -> NeedleSet:
-    """The needles of one sample at the cell's ``depth``, drawn from ``rng`` out of ``space``.
+    """The needles of one sample at the cell's ``depth``, drawn from ``rng`` out of ``space``; the
+    keyed kinds (and their look-alikes) written in ``style`` (``needle_styles.py``), the same keys
+    and values in every style.
 
-    With the default hardness this is ``make_needle``'s one needle at ``depth``, drawn identically,
-    so plain runs build the prompts they always did."""
+    With the default hardness and style this is ``make_needle``'s one needle at ``depth``, drawn
+    identically, so plain runs build the prompts they always did."""
     if kind in SPLIT_KINDS:
         return _split_set(kind, hardness, depth, rng, space)
     if kind in LATENT_KINDS:
         return _latent_set(kind, hardness, depth, rng, space)
-    golds = [make_needle(kind, rng, space) for _ in range(hardness.needles)]
-    _unique_golds(kind, golds, rng, space)
+    if kind not in KEYED_NEEDLES:
+        style = PROSE  # a fact or the sf needle has prose only
+    golds = [_gold(kind, rng, space, style) for _ in range(hardness.needles)]
+    _unique_golds(kind, golds, rng, space, style)
     depths = _spread(depth, len(golds))
     placements = [Placement(n.text, d, GOLD, n.answers[0]) for n, d in zip(golds, depths, strict=True)]
     taken = {g.key for g in golds} | {a for g in golds for a in g.answers}
     for index in range(hardness.distractors):
-        style = CLASS_DISTRACTOR if index % 2 else KEY_DISTRACTOR
+        role = CLASS_DISTRACTOR if index % 2 else KEY_DISTRACTOR
         gold = golds[index % len(golds)]
         if kind == "fact":
-            made = _fact_distractor(gold, style, rng, taken, space)
+            made = _fact_distractor(gold, role, rng, taken, space)
         else:
-            made = _keyed_distractor(kind, gold, style, rng, taken, space)
+            made = _keyed_distractor(kind, gold, role, rng, taken, space, style)
         taken.add(made.value)
         at = _distractor_depth(rng, depths, hardness.gap)
         placements.append(Placement(made.text, at, made.role, made.value))
     if len(golds) == 1:
         question = golds[0].question
     else:
-        question = PLURAL_QUESTIONS[kind].format(keys=_join([g.key for g in golds]))
+        question = style.plural[kind].format(keys=_join([g.key for g in golds], style.conjunction))
     return NeedleSet(
         kind=kind,
         question=question,
         answers=tuple(a for g in golds for a in g.answers),
         placements=tuple(placements),
         keys=tuple(evidence(g) for g in golds),
-        patterns=(_PATTERNS.get(kind, golds[0].key),),
+        patterns=(style.patterns.get(kind) or _PATTERNS.get(kind, golds[0].key),),
         subjects=tuple(g.key for g in golds),
     )
 
 
-def _unique_golds(kind: str, golds: list[Needle], rng: random.Random, space: Space) -> None:
+def _gold(kind: str, rng: random.Random, space: Space, style: Style) -> Needle:
+    """One gold needle: a keyed kind in its style (drawn as ``make_needle`` draws it), else prose."""
+    return style.keyed[kind].draw(kind, rng, space) if kind in style.keyed else make_needle(kind, rng, space)
+
+
+def _unique_golds(kind: str, golds: list[Needle], rng: random.Random, space: Space, style: Style) -> None:
     """Redraw any gold needle whose key or value repeats an earlier one's: each fact must be its own."""
     seen: set[str] = set()
     for index, gold in enumerate(golds):
         while gold.key in seen or any(a in seen for a in gold.answers):
-            gold = make_needle(kind, rng, space)
+            gold = _gold(kind, rng, space, style)
         golds[index] = gold
         seen |= {gold.key, *gold.answers}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -60,8 +61,17 @@ class KeyedNeedle:
     def draw(self, kind: str, rng: random.Random, space: Space = EVAL) -> Needle:
         key = space.key(rng)  # drawn before the value: the order fixes every seeded needle
         value = self.value(space, rng)
-        text = self.text.format(key=key, value=value)
-        return Needle(kind, text, self.question.format(key=key), (value,), key)
+        return Needle(kind, self.render(key, value), self.question.format(key=key), (value,), key)
+
+    def render(self, key: str, value: str) -> str:
+        """The needle's text for ``key`` and ``value``; a template may also name the key as a
+        constant's name (``{name}``: mellow-blanket is MELLOW_BLANKET)."""
+        return self.text.format(key=key, value=value, name=constant_name(key))
+
+
+def constant_name(key: str) -> str:
+    """A key as a valid identifier's part, in capitals: every run of other characters an underscore."""
+    return re.sub(r"[^0-9A-Za-z]+", "_", key).strip("_").upper()
 
 
 KEYED_NEEDLES = {

@@ -13,6 +13,8 @@ from the other, whatever the seeds:
 - made-up names and places: every one of TRAIN's words begins with C, J or Y, which no EVAL onset
   begins with (every EVAL word, RULER's made-up names included, begins with an EVAL onset). Letters
   alone would not do: EVAL's place endings hold c (wick) and y (bury);
+- low-overlap needles' characters: real-looking given and family names (``prompts/names.py``), each
+  name in one part by a hash of its spelling, so no TRAIN character shares a name with an EVAL one;
 - low-overlap items: TRAIN draws only ``latent.items_in("train")``, EVAL only ``"eval"`` (the
   split is by a hash of each item's id; no train item's needle or questions names an eval anchor);
 - UUIDs are random in both, and apart only by chance: TRAIN's samples draw from random streams
@@ -25,9 +27,10 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass
-from typing import Literal
 
-Split = Literal["train", "eval"]
+from fathom.prompts.names import NamePool, pool_of
+from fathom.prompts.names import Split as Split
+
 # Attempts at drawing something that differs from what is already there: each succeeds with
 # overwhelming chance, so running out means a bug.
 ATTEMPTS = 1000
@@ -118,6 +121,8 @@ class Space:
     # Mixed into each sample's random stream beside the seed and the cell; () for EVAL, whose
     # streams are what they always were.
     stream: tuple[str, ...]
+    # The low-overlap needles' characters' names; a run drops those its haystack holds.
+    names: NamePool
     # Ids of low-overlap items never to draw: those a haystack already names. An export sets it, as
     # the training part is small (a fifth of the items) and redrawing whole needle sets until none
     # is named would fail on a corpus that names many places; EVAL withholds none and redraws.
@@ -179,6 +184,7 @@ EVAL = Space(
     numbers=(1_000_000, 9_999_999),
     code_halves=(1000, 9999),
     stream=(),
+    names=pool_of("eval"),
 )
 TRAIN = Space(
     split="train",
@@ -193,5 +199,6 @@ TRAIN = Space(
     numbers=(10_000_000, 99_999_999),
     code_halves=(10_000, 99_999),
     stream=("train",),
+    names=pool_of("train"),
 )
 SPACES: dict[Split, Space] = {"eval": EVAL, "train": TRAIN}

@@ -40,6 +40,11 @@ ARCHETYPE_NOTES = {
         "finds the sentence that repeats the question's words: perfect on plain needles, lost on "
         "needles whose question shares no word with them (--needle latent-1)"
     ),
+    "odd-name": (
+        "answers a name the haystack holds only once, reading no question: lost on plain needles, near "
+        "perfect on low-overlap needles whose character is the only one (--distractors 0), at chance "
+        "among the characters of the default"
+    ),
 }
 
 
@@ -62,6 +67,12 @@ EXPOSURES = {
         "literal+latent-1",
         {"needle": "latent-1"},
         "on low-overlap needles (--needle latent-1), their literal twins left out",
+    ),
+    "odd-name": Exposure(
+        "odd-name+latent-1",
+        {"needle": "latent-1", "distractors": 0},
+        "on low-overlap needles with no other character (--needle latent-1 --distractors 0), their "
+        "literal twins left out",
     ),
 }
 PLAIN = "plain needles"

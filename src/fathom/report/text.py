@@ -147,6 +147,37 @@ def hard_text(hard: Row) -> list[str]:
     redraws = hard.get("redraws", {})
     if redraws:
         lines.append(f"needles drawn again for {redraws['samples']} samples (e.g. {redraws['first'][0]})")
+    return lines + knowledge_text(hard.get("knowledge", {}))
+
+
+def knowledge_text(section: Row) -> list[str]:
+    """The low-overlap items apart from the context: how many the model knew closed-book, the score on
+    all items and on the known ones per length, and the effective length relative to the items' bases."""
+    if not section:
+        return []
+    lines = []
+    probes = section.get("probes")
+    if probes:
+        lines.append(
+            f"closed-book probes: knew {probes['known']} of {probes['graded']} items "
+            f"({_percent(probes['share'])}, 95% {_percent(probes['ci_low'])}-{_percent(probes['ci_high'])})"
+        )
+    for row in section.get("lengths", []):
+        every, known = (_interval(r["mean"], r["ci_low"], r["ci_high"]) for r in (row["all"], row["known"]))
+        lines.append(
+            f"  {format_count(row['length']):>6}: all items {every} (n={row['all']['n']}), "
+            f"known items {known} (n={row['known']['n']})"
+        )
+    relative = section["relative"]
+    ratios = ", ".join(
+        f"{format_count(r['length'])} {_percent(r['ratio'])} (n={r['samples']})" for r in relative["lengths"]
+    )
+    bases = ", ".join(format_count(n) for n in relative["base_lengths"])
+    effective = length_or_none(relative["effective_length"])
+    lines.append(
+        f"relative to each item's base (best of {bases}; {relative['zero_base']} of {relative['items']} "
+        f"items at 0 left out): {ratios}; effective length {effective} at {relative['threshold']:.0%} of base"
+    )
     return lines
 
 

@@ -50,7 +50,7 @@ from fathom.run.runner import (
 from fathom.run.store import RunFolder
 from fathom.run.writer import RecordWriter, RunResult
 from fathom.spec import RunSpec
-from fathom.tasks import control
+from fathom.tasks import probe
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +237,7 @@ class Replica:
         return self.loading + self.clock.seconds
 
     def _planned(self) -> Iterator[Cell]:
-        return control.plan(self.task.cells, self.spec.control)
+        return probe.plan(self.task, self.spec.control)
 
 
 def shards(cells: Sequence[Cell], replicas: int) -> list[list[Cell]]:

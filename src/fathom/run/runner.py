@@ -17,7 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
-from fathom.backends.base import Backend, BatchSized, Request, Streamer, TokenScores, score_request, scorer
+from fathom.backends.base import (
+    Backend,
+    BatchSized,
+    Request,
+    Streamer,
+    TokenScores,
+    answers_closed_book,
+    score_request,
+    scorer,
+)
 from fathom.errors import SpecError
 from fathom.plan.check import check_run
 from fathom.prompts import Prompt, chat_prompt, length_tolerance
@@ -31,7 +40,7 @@ from fathom.run.store import RunFolder
 from fathom.run.writer import RecordWriter, RunResult
 from fathom.scoring import committed_lures, found_in
 from fathom.spec import RunSpec
-from fathom.tasks import control
+from fathom.tasks import control, probe
 from fathom.tasks.base import Document, Sample, Task
 
 Write = Callable[[AnyRecord], None]
@@ -68,7 +77,7 @@ def run(
     tokenizer = backend.tokenizer
 
     def planned() -> Iterator[Cell]:
-        return control.plan(task.cells, spec.control)
+        return probe.plan(task, spec.control)
 
     folder = RunFolder(run_dir)
     with folder:
@@ -110,6 +119,7 @@ def prepare(
     loading = time.perf_counter() - started
     task = create_task(spec, backend.tokenizer)
     check_backend(spec, backend)
+    _check_closed_book(task, spec, backend)
     _check_shortest(task, min(spec.lengths))
     check_run(spec, task, backend, say, keep_too_long)
     return backend, task, loading
@@ -151,6 +161,16 @@ class BackendClock:
             return scorer(self.backend).score(asks)
         finally:
             self.seconds += time.perf_counter() - started
+
+
+def _check_closed_book(task: Task, spec: RunSpec, backend: Backend) -> None:
+    """Refuse, before any work, a low-overlap run whose probes (``fathom.tasks.probe``) the backend
+    cannot answer: one that says it has no knowledge to answer from (``ClosedBook``)."""
+    if not answers_closed_book(backend) and probe.asks_probes(task, spec.control):
+        raise SpecError(
+            f"backend '{backend.name}' cannot answer closed-book, and a low-overlap run asks each item's "
+            "fact alone (its probe): use --no-control (no probes, no controls) or a backend that can"
+        )
 
 
 def _check_shortest(task: Task, shortest: int) -> None:
@@ -195,7 +215,7 @@ def run_batch(spec: RunSpec, clock: BackendClock, task: Task, cells: Sequence[Ce
 
 
 def _prepare(task: Task, cell: Cell) -> Sample | Document:
-    if not cell.control:
+    if not cell.control or cell.probe is not None:  # a probe is its own sample, asked of the task
         return task.prepare(cell)
     sample = task.prepare(control.sample_cell(cell))
     if not isinstance(sample, Sample):
@@ -354,6 +374,8 @@ def _record(
         answer_error=completion.continuation_error,
         needle_context=needle_context(backend.tokenizer, prompt),
         control=cell.control,
+        probe=cell.probe,
+        latent_items=sample.latent_items,
         needle_roles=() if needles is None else tuple(p.role for p in needles.placements),
         needle_values=() if needles is None else tuple(p.value for p in needles.placements),
         lured=lured or flagged,

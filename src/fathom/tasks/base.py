@@ -61,6 +61,8 @@ class Sample:
     # names one too is flagged in its record's ``lured``, its score left as the metric gives it
     # (unlike NIAH's distractors, in ``needles``, whose values make the score 0).
     look_alikes: tuple[str, ...] = ()
+    # The low-overlap items its gold needles are of (``fathom.tasks.probe``), in the order of ``answers``.
+    latent_items: tuple[str, ...] = ()
 
     @classmethod
     def of_needles(

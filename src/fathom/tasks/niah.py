@@ -11,6 +11,7 @@ Every variant of a cell draws the same needles, so variants compare sample by sa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import random
 from collections.abc import Iterator
@@ -19,10 +20,11 @@ from typing import Any
 
 from fathom.errors import PromptError, SpecError
 from fathom.prompts import PromptBuilder, PromptText, TooShort
-from fathom.prompts.builder import Apart, Crowded
+from fathom.prompts.builder import Apart, Crowded, NeedleText
 from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
 from fathom.prompts.hygiene import MAX_REDRAWS, HaystackCheck, haystack_check
-from fathom.prompts.latent import latent_kind
+from fathom.prompts.latent import LATENT_VERSION, latent_kind
+from fathom.prompts.names import check_pool
 from fathom.prompts.needle_sets import (
     GOLD,
     LATENT_KINDS,
@@ -33,6 +35,7 @@ from fathom.prompts.needle_sets import (
     check_hardness,
     needle_set,
 )
+from fathom.prompts.needle_styles import PROSE_STYLE, Indented, Style, style_for
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.spaces import EVAL, Space
 from fathom.prompts.split_needles import split_depths
@@ -40,6 +43,7 @@ from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import DISTRACTOR_ROLES, Cell
 from fathom.spec import RunSpec
+from fathom.tasks import probe
 from fathom.tasks.base import Document, Sample
 from fathom.tasks.perplexity import PERPLEXITY, DocumentBuilder
 
@@ -66,7 +70,8 @@ NIAH_SEVERAL_TEXT = PromptText(
 )
 # Bump when the needle sets' generators change what a hard sample holds (plain samples keep NIAH_VERSION).
 # 2: distractors keep their gap from the gold needles on the boundaries used, not the depths asked.
-NEEDLE_SETS_VERSION = 2
+# 3: low-overlap characters are named from a pool of real names (none the haystack holds), not made up.
+NEEDLE_SETS_VERSION = 3
 
 
 # Where each sample's haystack starts: the corpus's start (every sample reads the same text, which a
@@ -77,14 +82,15 @@ LITERAL = "literal"  # the variant that asks low-overlap needles in the needle's
 
 @dataclass(frozen=True, eq=False)
 class Variant:
-    """What one variant's cells read: a corpus, its prompt builder and checker, and the needle kind
-    its questions are asked in."""
+    """What one variant's cells read: a corpus, its prompt builder and checker, the needle kind
+    its questions are asked in, and the style its keyed needles are written in."""
 
     task: str
     corpus: Corpus
     builder: PromptBuilder
     check: HaystackCheck
     needle_kind: str
+    style: Style
 
     @property
     def lines(self) -> bool:
@@ -115,6 +121,7 @@ class NiahTask:
         self.scoring = spec.scoring or default
         self.max_new_tokens = spec.max_new_tokens or 32
         self.template = resolve_template(spec.template, tokenizer)
+        self.tokenizer = tokenizer
         several = spec.needles > 1 or self.needle_kind in SPLIT_KINDS
         self.words = NIAH_SEVERAL_TEXT if several else NIAH_TEXT
         text = PromptText(self.words.before, self.words.after, self.words.answer_prefix, spec.system_prompt)
@@ -139,9 +146,16 @@ class NiahTask:
             corpus = load_corpus(domain)
             builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(corpus, tokenizer))
             check = haystack_check(corpus.whole_text)
+            style = style_for(spec.needle_style, corpus.name)
             for kind, literal in forms:
                 task = variant_task(domain if len(domains) > 1 else None, literal)
-                self.variants[task] = Variant(task, corpus, builder, check, kind)
+                self.variants[task] = Variant(task, corpus, builder, check, kind, style)
+        if self.needle_kind in LATENT_KINDS:
+            # The characters' names: none that a corpus of the run already holds, in any of its domains.
+            checks = {v.corpus.name: v.check for v in self.variants.values()}.values()
+            names = space.names.without(lambda name: any(check.mentions([name]) for check in checks))
+            self.space = dataclasses.replace(space, names=names)
+            check_pool(self.space.names, self.hardness.needles, self.hardness.distractors, space.split)
         self.corpus = load_corpus(domains[0])
         # With --perplexity, documents of the same corpus at the same lengths, k per length.
         self.documents = DocumentBuilder(self.corpus, tokenizer, spec.seed) if spec.perplexity else None
@@ -160,7 +174,23 @@ class NiahTask:
                 if self.documents is not None:  # one corpus only
                     yield from self.documents.cells((length,), spec.samples)
 
+    def probed_items(self) -> tuple[str, ...]:
+        """The low-overlap items the grid's gold needles are of, each once, in the order first drawn:
+        the closed-book probes the run asks (``fathom.tasks.probe``); none for other needle kinds."""
+        return self._probed if self.needle_kind in LATENT_KINDS else ()
+
+    @functools.cached_property
+    def _probed(self) -> tuple[str, ...]:
+        used: dict[str, None] = {}
+        for cell in self.cells():
+            variant = self.variants.get(cell.task)
+            if variant is not None:  # not a perplexity document
+                used |= dict.fromkeys(probe.items_of(self._needles(variant, cell)[0].keys))
+        return tuple(used)
+
     def prepare(self, cell: Cell) -> Sample | Document:
+        if cell.probe is not None:
+            return probe.closed_book(cell, self.tokenizer, self.template, self.spec.system_prompt)
         if cell.task == PERPLEXITY and self.documents is not None:
             return self.documents.build(cell)
         variant = self.variants.get(cell.task)
@@ -178,7 +208,7 @@ class NiahTask:
             raise self._crowded(crowded, variant, cell) from None
         golds = [p.text for p in needles.placements if p.role in (GOLD, PART)]
         similarity = round(max(variant.check.similarity(text) for text in golds), 4)
-        return Sample.of_needles(
+        sample = Sample.of_needles(
             cell,
             prompt,
             variant.builder.text,
@@ -189,6 +219,9 @@ class NiahTask:
             haystack_offset=None if start is None else variant.builder.corpus.unit_start(start),
             similarity=similarity,
         )
+        if self.needle_kind not in LATENT_KINDS:
+            return sample
+        return dataclasses.replace(sample, latent_items=probe.items_of(needles.keys))
 
     def _needles(self, variant: Variant, cell: Cell) -> tuple[NeedleSet, tuple[str, ...]]:
         # Seeded by the task's name, not the variant's: every variant of a cell draws the same needles.
@@ -260,7 +293,7 @@ class NiahTask:
         a distractor's value (the fixed sf needle is the published one, taken as it is)."""
         reasons: list[str] = []
         for _ in range(MAX_REDRAWS + 1):
-            needles = needle_set(variant.needle_kind, self.hardness, depth, rng, self.space)
+            needles = needle_set(variant.needle_kind, self.hardness, depth, rng, self.space, variant.style)
             held = variant.check.mentions([*needles.answers, *needles.subjects, *needles.lures])
             if not held or self.needle_kind == "sf":
                 return needles, tuple(reasons)
@@ -276,7 +309,13 @@ class NiahTask:
         # Plain samples are what they always were; hard ones name their generators' version.
         plain = self.hardness.plain and self.needle_kind not in (*SPLIT_KINDS, *LATENT_KINDS)
         hard = {} if plain else {"needle_sets": NEEDLE_SETS_VERSION}
+        if self.needle_kind in LATENT_KINDS:  # the items, and the probe asked of each
+            hard |= {"latent_items": LATENT_VERSION, "probe": probe.PROBE_VERSION}
         corpora = {v.corpus.name: v.corpus.sha256 for v in self.variants.values()}
+        # Native needles are other prompts than the prose ones every corpus had before them: their
+        # style is named, so a run begun with prose needles never resumes into native ones (and is
+        # never compared with them); prose keeps the identity it always had.
+        styles = {v.corpus.name: v.style.name for v in self.variants.values() if v.style.name != PROSE_STYLE}
         # One corpus keeps the keys it always had; several are listed by name.
         where = (
             {"corpus": self.corpus.name, "corpus_sha256": self.corpus.sha256}
@@ -289,14 +328,18 @@ class NiahTask:
             "task": self.name,
             "version": NIAH_VERSION,
             **where,
+            **({"needle_styles": styles} if styles else {}),
             "template": self.template.name,
             "template_sha256": self.template.sha256,
             "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
         }
 
 
-def _placements(variant: Variant, needles: NeedleSet) -> list[tuple[float, str]]:
-    """Each needle's depth and text; in a haystack of lines, a needle ends its own line."""
+def _placements(variant: Variant, needles: NeedleSet) -> list[tuple[float, NeedleText]]:
+    """Each needle's depth and text; in a haystack of lines, a needle ends its own line, and a
+    native one there (code, markup) takes its neighbours' indentation where it lands."""
+    if variant.lines and variant.style.indented:
+        return [(p.depth, Indented(p.text, variant.style.apart)) for p in needles.placements]
     end = "\n" if variant.lines else ""
     return [(p.depth, p.text + end) for p in needles.placements]
 

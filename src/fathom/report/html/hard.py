@@ -154,6 +154,33 @@ def _redraws(redraws: Row) -> str:
     )
 
 
+def _knowledge(section: Row) -> str:
+    probes, rows = section.get("probes"), section.get("lengths", [])
+    known = ""
+    if probes:
+        known = (
+            f"<p>Closed-book probes (each item's fact asked alone, no document): the model knew "
+            f"{esc(probes['known'])} of {esc(probes['graded'])} items ({percent(probes['share'])}, "
+            f"{interval(probes)}). Not known: {esc(', '.join(probes['unknown']) or 'none')}.</p>"
+        )
+    body = [(format_length(r["length"]), r["all"]["n"], percent(r["all"]["mean"]), interval(r["all"]),
+             r["known"]["n"], percent(r["known"]["mean"]), interval(r["known"])) for r in rows]  # fmt: skip
+    head = ("length", "samples", "all items", "95% interval", "known samples", "known items", "95% interval")
+    relative = section["relative"]
+    ratios = [(format_length(r["length"]), r["samples"], percent(r["ratio"])) for r in relative["lengths"]]
+    return (
+        "<h3>Knowledge apart from context</h3>"
+        + known
+        + (table(head, body) if body else "")
+        + "<p>Each item's base is the best of its mean scores at "
+        + esc(", ".join(format_length(n) for n in relative["base_lengths"]))
+        + f" ({esc(relative['zero_base'])} of {esc(relative['items'])} items at 0 left out); each length's "
+        "score over its samples' bases (NoLiMa's effective length, per item): effective length "
+        + f"{esc(length_or_none(relative['effective_length']))} at {relative['threshold']:.0%} of base.</p>"
+        + table(("length", "samples with a base", "score / base"), ratios)
+    )
+
+
 # The sections in the order the page shows them, each drawn only where the summary has it.
 _PARTS: tuple[tuple[str, Callable[[Any], str]], ...] = (
     ("lures", _lures),
@@ -164,6 +191,7 @@ _PARTS: tuple[tuple[str, Callable[[Any], str]], ...] = (
     ("overlap", _overlap),
     ("literal_cost", _literal_cost),
     ("redraws", _redraws),
+    ("knowledge", _knowledge),
 )
 
 
