@@ -158,7 +158,7 @@ def test_a_run_records_its_judges_qualification_and_the_report_warns(tmp_path: P
         (["--judge", "judgebot"], "unknown judge 'judgebot'"),
         (
             ["--judge", "sim-judge:reference", "--qualify-set", "nope"],
-            "no qualification set 'nope': use one of qa-judge",
+            "unknown qualification set 'nope': use one of qa-judge",
         ),
         (
             ["--judge", "sim-judge:reference", "--rubric", "summary-quality"],

@@ -14,6 +14,7 @@ probability is the profile's p(length, depth) of its needle.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
@@ -259,16 +260,21 @@ class SimulatedBackend:
             if draws[key] < self.archetype.profile(len(request.ids), depth, self.params)
         ]
         output = " ".join(kept) if kept else NOT_FOUND
+        return dataclasses.replace(
+            self._completion(request, output, start),
+            continuation_logprobs=self._answer_logprobs(request, facts),
+            # The stand-in latency is all prefill, as a long prompt's nearly is (none without one).
+            prefill_s=self.delay or None,
+            decode_s=0.0 if self.delay else None,
+        )
+
+    def _completion(self, request: Request, output: str, start: float) -> Completion:
         return Completion(
             text=output,
             prompt_tokens=len(request.ids),
             completion_tokens=len(self.tokenizer.encode(output)),
             finish_reason="stop",
             latency_s=time.perf_counter() - start,
-            continuation_logprobs=self._answer_logprobs(request, facts),
-            # The stand-in latency is all prefill, as a long prompt's nearly is (none without one).
-            prefill_s=self.delay or None,
-            decode_s=0.0 if self.delay else None,
         )
 
     def _knows(self, request: Request, fact: tuple[str, float, int]) -> bool:
@@ -284,13 +290,7 @@ class SimulatedBackend:
     def _recall(self, request: Request, item: LatentItem, start: float) -> Completion:
         """The closed-book answer to an item's probe: its place where it knows the item."""
         output = f"{item.probe_answers[0]}." if self.knows_item(item.key) else DONT_KNOW
-        return Completion(
-            text=output,
-            prompt_tokens=len(request.ids),
-            completion_tokens=len(self.tokenizer.encode(output)),
-            finish_reason="stop",
-            latency_s=time.perf_counter() - start,
-        )
+        return self._completion(request, output, start)
 
     def _answer_logprobs(
         self, request: Request, facts: Sequence[tuple[str, float, int]]

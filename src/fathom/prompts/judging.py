@@ -54,18 +54,27 @@ class Rubric:
         return f"{self.name}@{self.version}"
 
 
+def shipped_names(folder: Path, suffix: str) -> list[str]:
+    """The names of the files of one kind that fathom ships in ``folder`` (rubrics, judge sets)."""
+    return sorted(path.stem for path in folder.glob(f"*{suffix}"))
+
+
+def read_shipped(folder: Path, suffix: str, name: str, what: str) -> tuple[Path, bytes]:
+    """A shipped file by name, or a file by path, and its bytes; SpecError naming the shipped ones."""
+    names = shipped_names(folder, suffix)
+    path = folder / f"{name}{suffix}" if name in names else Path(name)
+    if not path.is_file():
+        raise SpecError(f"unknown {what} '{name}': use one of {', '.join(names)}, or the path of a {what} file")
+    return path, path.read_bytes()
+
+
 def rubric_names() -> list[str]:
-    return sorted(path.stem for path in RUBRICS.glob("*.toml"))
+    return shipped_names(RUBRICS, ".toml")
 
 
 def load_rubric(name: str) -> Rubric:
     """A shipped rubric by name, or a rubric file by path; SpecError naming what is wrong."""
-    path = RUBRICS / f"{name}.toml" if name in rubric_names() else Path(name)
-    if not path.is_file():
-        raise SpecError(
-            f"unknown rubric '{name}': use one of {', '.join(rubric_names())}, or the path of a rubric file"
-        )
-    raw = path.read_bytes()
+    path, raw = read_shipped(RUBRICS, ".toml", name, "rubric")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
         rubric = Rubric(

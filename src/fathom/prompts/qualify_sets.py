@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.errors import SpecError
+from fathom.prompts.judging import read_shipped, shipped_names
 
 QUALIFY_SETS = Path(__file__).parent / "qualify"
 THRESHOLDS = ("accuracy", "kappa", "flip_rate")
@@ -54,17 +55,12 @@ class QualifySet:
 
 
 def set_names() -> list[str]:
-    return sorted(path.stem for path in QUALIFY_SETS.glob("*.json"))
+    return shipped_names(QUALIFY_SETS, ".json")
 
 
 def load_set(name: str) -> QualifySet:
     """A shipped set by name, or a set file by path; SpecError naming what is wrong."""
-    path = QUALIFY_SETS / f"{name}.json" if name in set_names() else Path(name)
-    if not path.is_file():
-        raise SpecError(
-            f"no qualification set '{name}': use one of {', '.join(set_names())}, or the path of a set file"
-        )
-    raw = path.read_bytes()
+    path, raw = read_shipped(QUALIFY_SETS, ".json", name, "qualification set")
     try:
         data = json.loads(raw)
         qualify_set = QualifySet(
