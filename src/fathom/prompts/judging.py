@@ -64,7 +64,9 @@ def read_shipped(folder: Path, suffix: str, name: str, what: str) -> tuple[Path,
     names = shipped_names(folder, suffix)
     path = folder / f"{name}{suffix}" if name in names else Path(name)
     if not path.is_file():
-        raise SpecError(f"unknown {what} '{name}': use one of {', '.join(names)}, or the path of a {what} file")
+        raise SpecError(
+            f"unknown {what} '{name}': use one of {', '.join(names)}, or the path of a {what} file"
+        )
     return path, path.read_bytes()
 
 
