@@ -9,12 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from fathom.cli import main
+from fathom.errors import SpecError
 from fathom.prompts.haystack import load_corpus
 from fathom.prompts.hygiene import haystack_check, window_mentions
 from fathom.prompts.latent import items_in, load_items
+from fathom.prompts.needle_sets import GOLD, LITERAL_DISTRACTOR, Hardness, needle_set
+from fathom.prompts.needles import needle_rng
 from fathom.prompts.neighbours import DEMONYMS, name_parts, neighbours
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import SampleRecord, record_from_json
+from fathom.registry import check_spec
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 from fathom.tasks import probe
@@ -146,3 +151,58 @@ def test_records_keep_the_neighbours_and_an_older_record_holding_them_is_refused
     assert line["schema"] == 11
     with pytest.raises(TypeError, match="literal_neighbours"):
         record_from_json({**line, "schema": 10})
+
+
+def test_a_literal_distractor_names_each_gold_place_after_every_other_draw() -> None:
+    rng = needle_rng(0, "literal")
+    plain = needle_set("latent-2", Hardness(distractors=2, needles=2), 0.3, rng)
+    rng = needle_rng(0, "literal")
+    literal = needle_set("latent-2", Hardness(distractors=2, needles=2, literal_distractor=True), 0.3, rng)
+    # The same golds and distractors: the option adds sentences, it redraws nothing.
+    assert literal.placements[: len(plain.placements)] == plain.placements
+    added = literal.placements[len(plain.placements) :]
+    places = [ITEMS[item].chain[-1] for item in probe.items_of(literal.keys)]
+    assert [p.role for p in added] == [LITERAL_DISTRACTOR] * 2
+    assert [p.value for p in added] == places
+    assert all(place in p.text and place in literal.question for p, place in zip(added, places, strict=True))
+    golds = [p.depth for p in literal.placements if p.role == GOLD]
+    assert all(abs(p.depth - gold) >= 0.05 for p in added for gold in golds)
+    # No lure: an answer that restates the question's place is not wrong.
+    assert literal.lures == plain.lures
+
+
+def test_a_literal_distractor_is_refused_where_no_question_names_a_place() -> None:
+    with pytest.raises(SpecError, match="--literal-distractor names a low-overlap question's place"):
+        NiahTask(spec(needle="number", literal_distractor=True), CHAR)
+    with pytest.raises(SpecError, match="--literal-distractor"):
+        check_spec(spec(task="ruler", needle=None, depths=(), literal_distractor=True))
+
+
+def test_a_literal_distractor_lands_in_the_records_with_its_role(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    options = ["--tokenizer", "char", "--lengths", "2k", "--depths", "0.5", "--samples", "2"]
+    argv = ["run", "niah", "--model", "sim:perfect", *options, "--needle", "latent-1", "--literal-distractor"]
+    assert main([*argv, "--no-progress", "--run-dir", str(folder)]) == 0
+    lines = [json.loads(text) for text in (folder / "samples.jsonl").read_text().splitlines()]
+    samples = [line for line in lines if not line.get("control")]
+    assert samples and all(line["needle_roles"].count(LITERAL_DISTRACTOR) == 1 for line in samples)
+    for line in samples:
+        place = line["needle_values"][line["needle_roles"].index(LITERAL_DISTRACTOR)]
+        assert place == ITEMS[line["latent_items"][0]].chain[-1]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["identity"]["spec"]["literal_distractor"] is True
+
+
+def test_items_whose_anchor_a_corpus_names_are_never_drawn() -> None:
+    """A needle's own words are its alone: an item whose anchor the prose corpus names (Yale,
+    Trafalgar Square) is withheld, gold or distractor, in every domain of the run."""
+    whole = haystack_check(load_corpus("prose").whole_text)
+    named = {item.id for item in items_in("eval") if whole.mentions([item.key])}
+    assert "h1-yale" in named
+    for domains in ((), ("code", "prose")):
+        task = NiahTask(spec(domains=domains), CHAR)
+        assert named <= task.space.withheld
+        anchors = {item.key for item in items_in("eval") if item.id in named}
+        for one in samples(task):
+            assert one.needles is not None
+            assert not any(anchor in p.text for p in one.needles.placements for anchor in anchors)
