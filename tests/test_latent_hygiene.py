@@ -146,6 +146,7 @@ def test_records_keep_the_neighbours_and_an_older_record_holding_them_is_refused
     fixture = Path(__file__).parent / "fixtures" / "records-v11"
     records = [r for r in RunFolder(fixture).latest() if isinstance(r, SampleRecord)]
     assert {r.literal_neighbours for r in records} == {(), ("New York", "York")}
+    assert not any(r.literal_neighbours for r in records if r.control)  # a control reads no haystack
     lines = [json.loads(text) for text in (fixture / "samples.jsonl").read_text().splitlines()]
     line = next(line for line in lines if "literal_neighbours" in line)
     assert line["schema"] == 11
