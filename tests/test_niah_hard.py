@@ -61,7 +61,7 @@ def test_plain_runs_keep_their_words_and_identity() -> None:
     hard = NiahTask(spec(distractors=2), CHAR)
     # One answer: the plain words, so plain and distractor runs are a paired contrast.
     assert hard.variants["niah"].builder.text.before == NIAH_TEXT.before
-    assert hard.identity()["needle_sets"] == 3
+    assert hard.identity()["needle_sets"] == 4
     several = NiahTask(spec(needles=2), CHAR)
     assert several.variants["niah"].builder.text.before == NIAH_SEVERAL_TEXT.before
     assert several.identity()["prompt_text_sha256"] != plain.identity()["prompt_text_sha256"]

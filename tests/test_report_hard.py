@@ -200,10 +200,15 @@ def test_overlap_literal_cost_and_redraws(latent_run: Path) -> None:
     assert body(page, "hard", "What removing the overlap costs") == [
         (length, "18", "0.0%", "100.0%", "+100.0", "18", "0", f"{2 / 2**18:.3g}") for length in ("2k", "4k")
     ]
+    # Hygiene reads each sample's own window of the corpus: at 2k and 4k few items are named there,
+    # so a redraw may not happen at all; where one did, the page says how many and the first reason.
     redrawn = [r for r in records if r.redraws]
-    (said,) = [p for p in page.paragraphs["hard"] if "drawn again" in p]
-    assert said.startswith(f"{len(redrawn)} samples had their needles drawn again")
-    assert said.endswith(f"The first reason: {redrawn[0].redraws[0]}.")
+    said = [p for p in page.paragraphs["hard"] if "drawn again" in p]
+    if redrawn:
+        assert said[0].startswith(f"{len(redrawn)} samples had their needles drawn again")
+        assert said[0].endswith(f"The first reason: {redrawn[0].redraws[0]}.")
+    else:
+        assert said == []
 
 
 def test_a_run_of_plain_needles_has_no_variants_and_no_hard_tables_but_overlap(
@@ -268,8 +273,8 @@ def test_hostile_variant_names_and_redraw_reasons_are_escaped(latent_run: Path, 
     for line in (folder / "samples.jsonl").read_text().splitlines():
         record = json.loads(line)
         record["task"] = renamed.get(record["task"], record["task"])
-        if record.get("redraws"):
-            record["redraws"] = [PAYLOADS[1], *record["redraws"]]
+        if not lines:  # the first sample's needles drawn again, for a reason that quotes markup
+            record["redraws"] = [PAYLOADS[1], *record.get("redraws", [])]
         lines.append(json.dumps(record) + "\n")
     (folder / "samples.jsonl").write_text("".join(lines))
     assert cli("report", folder) == 0

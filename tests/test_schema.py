@@ -22,6 +22,12 @@ that commit (so git_sha is null):
 - v8, the tree that added it: ``fathom run niah --model 'llamacpp:smollm2?threads=2' --lengths 1k
   --depths 0,1 --samples 2 --scoring exact`` (what came first of each answer, forced; the answer
   ``exact`` compared where it is not the output)
+- v10, the tree that added it: ``fathom run niah --model 'sim:perfect?knows=0.5' --tokenizer char
+  --lengths 1k,2k --depths 0.5 --samples 2 --needle latent-1`` (the odd-name reader's grade on each
+  low-overlap sample's prompt, none on the controls and probes)
+- v11, the tree that added it: ``fathom run niah --model 'sim:perfect?knows=0.5' --tokenizer char
+  --lengths 2k,64k --depths 0.25,0.75 --samples 1 --needle latent-1`` (the near neighbours of each
+  low-overlap sample's places that its window names: "New York" and "York" beside New York City)
 
 A new record schema adds its fixture here, written by the fathom that introduces it.
 """
@@ -69,7 +75,7 @@ def lines(folder: Path) -> list[dict[str, object]]:
 
 def test_there_is_a_fixture_of_every_record_schema() -> None:
     """Bumping RECORD_SCHEMA asks for a fixture of the new version, which the next bump keeps."""
-    assert sorted(p.name for p in FIXTURES.glob("records-v*")) == [f"records-v{v}" for v in VERSIONS]
+    assert {p.name for p in FIXTURES.glob("records-v*")} == {f"records-v{v}" for v in VERSIONS}
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -12,7 +12,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from fathom.schemas import RECORD_SCHEMA, Versions, read
+from fathom.record_versions import ADDED, RECORDS
+from fathom.schemas import RECORD_SCHEMA, read
 
 # The most of an answer a record keeps, in UTF-8 bytes: far beyond any answer the tasks ask for, and
 # a bound on what a runaway or hostile backend can make fathom write, hold and render.
@@ -23,34 +24,12 @@ PROBE = "probe"  # the prefix of a closed-book probe's sample id: "probe|" and t
 # question asks about, one part of a fact split in two, and look-alikes that answer nothing.
 GOLD_ROLE, PART_ROLE = "gold", "part"
 DISTRACTOR_ROLES = ("key-distractor", "class-distractor")
-# SampleRecord fields left out of a line at their defaults.
-_OPTIONAL = (
-    "needle_context",
-    "output_bytes",
-    "needle_roles",
-    "needle_values",
-    "lured",
-    "haystack_offset",
-    "redraws",
-    "haystack_similarity",
-    "overlap_words",
-    "overlap_rouge1",
-    "item_id",
-    "item_groups",
-    "original_tokens",
-    "truncated",
-    "prefill_s",
-    "decode_s",
-    "first_token",
-    "extracted",
-    "probe",
-    "latent_items",
-)
-_SCHEMA_5 = _OPTIONAL[2:10]
-_SCHEMA_6 = _OPTIONAL[10:14]
-_SCHEMA_7 = _OPTIONAL[14:16]
-_SCHEMA_8 = _OPTIONAL[16:18]
-_SCHEMA_9 = _OPTIONAL[18:]
+# A sentence naming a low-overlap question's place and nothing else of its needle (--literal-distractor):
+# a literal match placed on purpose, with no value an answer could take.
+LITERAL_ROLE = "literal-distractor"
+# SampleRecord fields left out of a line at their defaults: those of schemas 3 and 4, and every one a
+# later schema added.
+_OPTIONAL = ("needle_context", "output_bytes", *(name for names in ADDED.values() for name in names))
 
 
 class ErrorKind(enum.StrEnum):
@@ -223,10 +202,11 @@ class SampleRecord:
     # identity_sha256 of the run that wrote the record; None in records written before schema 4.
     run_identity: str | None = None
     # NIAH's needles (schema 5), in the order of needle_depths: each one's role (GOLD_ROLE,
-    # PART_ROLE or one of DISTRACTOR_ROLES) and the value it states; and the distractors' values the
-    # answer holds, any of which makes the score 0 (an answer that also names a look-alike's value
-    # is hedged, not right). RULER's multi-key tasks (schema 8): the other keys' values it names too,
-    # flagged only: the score stays RULER's metric's, comparable with RULER's published scores.
+    # PART_ROLE, one of DISTRACTOR_ROLES or LITERAL_ROLE) and the value it states; and the
+    # distractors' values the answer holds, any of which makes the score 0 (an answer that also
+    # names a look-alike's value is hedged, not right). RULER's multi-key tasks (schema 8): the other
+    # keys' values it names too, flagged only: the score stays RULER's metric's, comparable with
+    # RULER's published scores.
     needle_roles: tuple[str, ...] = ()
     needle_values: tuple[str, ...] = ()
     lured: tuple[str, ...] = ()
@@ -261,6 +241,14 @@ class SampleRecord:
     # are of, in the order of its answers, so that its score can be read on the items the model knows.
     probe: str | None = None
     latent_items: tuple[str, ...] = ()
+    # Schema 10: on a low-overlap sample, the grade of the odd-name reader's answer on its prompt
+    # (``fathom.prompts.odd_names``: a name the context holds once, no model), graded as an answer is:
+    # the knowledge-free baseline its score must beat. None on any other sample.
+    odd_name_score: float | None = None
+    # Schema 11: on a low-overlap sample, the near neighbours of its items' places that its window
+    # names ("Washington" beside a question about Washington, D.C.; ``fathom.tasks.latent_hygiene``):
+    # accidental literal distractors, recorded so that those samples can be read apart.
+    literal_neighbours: tuple[str, ...] = ()
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
@@ -349,79 +337,3 @@ def record_from_json(data: dict[str, Any]) -> AnyRecord:
     if data.get("record") == "perplexity":
         return PerplexityRecord.from_json(data)
     return SampleRecord.from_json(data)
-
-
-def _refuse_newer(data: dict[str, Any], names: tuple[str, ...], schema: int) -> None:
-    """A record of the schema before ``schema`` that holds a field ``schema`` added is no record of
-    either: refused, not misread."""
-    found = [name for name in names if name in data]
-    if found:
-        newer = f"a field of schema {schema}, in a record of schema {schema - 1}"
-        raise TypeError(f"unknown field '{found[0]}' ({newer})")
-
-
-# Each step turns a record of one schema into the next; perplexity records began in schema 3.
-
-
-def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 2 holds several needles per sample: the one needle's offset and depth become lists."""
-    upgraded = dict(data)
-    upgraded["needle_token_offsets"] = [upgraded.pop("needle_token_offset")]
-    upgraded["needle_depths"] = [upgraded.pop("needle_depth")]
-    return upgraded
-
-
-def v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 3 added the answer's log-probabilities, which a record of schema 2 never read (None)."""
-    return data
-
-
-def v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 4 added the run's fingerprint and the answer's full size when cut; a record of schema 3
-    predates both (None): it counts as its run's own, and its answer is whole."""
-    return data
-
-
-def v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 5 added the needles' roles and values and what NIAH's hard needles record; a record of
-    schema 4 had one plain needle (or RULER's), with no distractor, redraw or offset: the defaults.
-    One of schema 4 that holds a field of schema 5 is no record of either."""
-    _refuse_newer(data, _SCHEMA_5, 5)
-    return data
-
-
-def v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 6 added a real suite's item, splits and truncation; a record of schema 5 is of a task
-    that builds its prompts to length, none of which it has. One of schema 5 that holds a field of
-    schema 6 is no record of either."""
-    _refuse_newer(data, _SCHEMA_6, 6)
-    return data
-
-
-def v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 7 added the backend's prefill and decode seconds; a record of schema 6 has neither (its
-    backend's latency is all it knows). One of schema 6 that holds them is no record of either."""
-    _refuse_newer(data, _SCHEMA_7, 7)
-    return data
-
-
-def v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 8 added what came first of the answer and what ``exact`` compared; a record of schema 7
-    has neither (None). One of schema 7 that holds them is no record of either."""
-    _refuse_newer(data, _SCHEMA_8, 8)
-    return data
-
-
-def v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 9 added the closed-book probe's item and a low-overlap sample's items; a record of
-    schema 8 is no probe, and its items were not recorded (its score counts on all items only). One of
-    schema 8 that holds them is no record of either."""
-    _refuse_newer(data, _SCHEMA_9, 9)
-    return data
-
-
-RECORDS = Versions(
-    "record",
-    RECORD_SCHEMA,
-    (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7, v7_to_v8, v8_to_v9),
-)

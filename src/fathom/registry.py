@@ -106,6 +106,7 @@ TASKS: dict[str, TaskEntry] = {
             "haystack_offset",
             "needle_style",
             "domains",
+            "literal_distractor",
             "perplexity",
             "answer_logprob",
         ),

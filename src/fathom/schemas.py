@@ -8,7 +8,7 @@ them would misread the run. Within a version it knows, a reader refuses keys tha
 that version (``read``), for the same reason.
 
 To add a version of a form: bump its number here, append its step to the form's ``Versions``
-(``fathom.records``, ``fathom.manifest``, ``fathom.analysis.summary``) and, for records, add a run
+(``fathom.record_versions``, ``fathom.manifest``, ``fathom.analysis.summary``) and, for records, add a run
 folder written by the fathom that introduces it to ``tests/fixtures/records-vN`` (``tests/test_schema.py``
 asks for one of every version, and reads each to the summary its own fathom wrote).
 """
@@ -35,8 +35,10 @@ from fathom.errors import NewerSchemaError
 # 8: what came first of the answer (forced, unforced, or the end: stopped before any token), the answer
 # ``exact`` took out of a chatty output, and RULER's multi-key answers' other keys' values (``lured``).
 # 9: the closed-book probe of a low-overlap item (a record of its own kind: ``probe``), and the items a
-# low-overlap sample's gold needles are of (``latent_items``).
-RECORD_SCHEMA = 9
+# low-overlap sample's gold needles are of (``latent_items``). 10: the odd-name reader's grade on a
+# low-overlap sample's prompt (``odd_name_score``), the shortcut baseline beside its score. 11: the
+# near neighbours of a low-overlap sample's places that its window names (``literal_neighbours``).
+RECORD_SCHEMA = 11
 # 1: the manifest as written since the first run (sections added since read as absent). 2: the
 # corpora the prompts are cut from, with their source, licence, size in tokens and hash. 3: the LLM
 # judges of the run's answers, with their rubrics. 4: the identity names the version of the scoring

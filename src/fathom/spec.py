@@ -70,6 +70,9 @@ class RunSpec:
     needle_style: str = "native"
     # niah: several corpora swept as an axis (domain x length x depth); empty: the one ``corpus``.
     domains: tuple[str, ...] = ()
+    # niah, low-overlap needles: a sentence naming each question's place, unrelated to it, placed in the
+    # haystack as a literal-match distractor (NoLiMa's hardest case; prompts/needle_sets.py).
+    literal_distractor: bool = False
     # Real suites (longbench, longbench-e, longbench-v2, infinitebench): the folder holding the suite's
     # official files, the tasks of it to run (empty: all), and whether a prompt longer than the length
     # has its middle cut, as the suites do (False refuses such prompts instead).
@@ -149,6 +152,7 @@ _LATER_FIELDS: dict[str, object] = {
     "haystack_offset": "start",
     "needle_style": "native",
     "domains": (),
+    "literal_distractor": False,
     "data": None,
     "suite_tasks": (),
     "truncate": True,

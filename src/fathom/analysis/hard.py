@@ -1,6 +1,6 @@
 """Hard needles' numbers: how often an answer took a distractor's bait, which of several needles went
-missing where, how a split needle fares with the distance between its parts, and what a
-low-overlap needle costs against its literal twin.
+missing where, how a split needle fares with the distance between its parts, what a low-overlap
+needle costs against its literal twin and what the odd-name shortcut scores on the same prompts.
 
 Pure functions over ``SampleRecord`` (each placement's role and value are in the record), so the
 summary, the report and ``fathom compare`` read one source.
@@ -245,11 +245,37 @@ def literal_cost(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
     return rows
 
 
+def _mean(scores: Sequence[float]) -> dict[str, Any]:
+    mean, low, high = score_interval(scores)
+    return {"mean": mean, "ci_low": low, "ci_high": high}
+
+
+def odd_name_table(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
+    """Per low-overlap variant (the asked one and its literal twin, each domain), its score beside the
+    odd-name reader's on the same prompts (``odd_name_score``): what spotting the one name the haystack
+    holds once scores with no knowledge, the baseline the score must beat. None from records written
+    before the reader was recorded (schema 9 and older)."""
+    by_task: defaultdict[str, list[SampleRecord]] = defaultdict(list)
+    for record in _graded(records):
+        if record.odd_name_score is not None:
+            by_task[record.task].append(record)
+    return [
+        {
+            "variant": task,
+            "n": len(group),
+            "score": _mean([r.score for r in group]),
+            "odd_name": _mean([r.odd_name_score for r in group if r.odd_name_score is not None]),
+        }
+        for task, group in sorted(by_task.items())
+    ]
+
+
 def hard_summary(records: Sequence[SampleRecord]) -> dict[str, Any]:
     """The hard-needle sections of a NIAH summary, each present only where the run has such samples."""
     redrawn = [r for r in _graded(records) if r.redraws]
     sections = {
         "literal_cost": literal_cost(records),
+        "odd_name": odd_name_table(records),
         "redraws": {"samples": len(redrawn), "first": list(redrawn[0].redraws)} if redrawn else {},
         "lures": [dataclasses.asdict(r) for r in lure_table(records)],
         "rejected_lures": [dataclasses.asdict(r) for r in rejected_table(records)],

@@ -66,6 +66,7 @@ def _spec(args: argparse.Namespace) -> RunSpec:
         answer_logprob=args.answer_logprob,
         control=args.control,
         fill=args.fill,
+        literal_distractor=args.literal_distractor,
         **spec_options(args),
     )
 

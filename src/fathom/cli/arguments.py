@@ -234,6 +234,12 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         "own form: a constant in code, a field in technical, German in german) or prose (English everywhere)",
     )
     parser.add_argument(
+        "--literal-distractor",
+        action="store_true",
+        help=f"{_for('literal_distractor')}: with latent needles, a sentence naming each question's place, "
+        "unrelated to it, in the haystack (a literal-match distractor)",
+    )
+    parser.add_argument(
         "--template",
         default="auto",
         help="auto, tokenizer, none, base (RULER's), plain, chatml, llama3, or a file",

@@ -5,9 +5,11 @@ that happens to be a word of the text, a landmark a low-overlap question leads t
 haystack states its answer (or names its key, or a distractor's value) measures nothing. Each
 sample's needles are checked against the whole corpus its haystack is cut from (stricter than its
 window, and the same for every window) and redrawn, with the reason recorded, when the corpus
-already holds one of them; and the needle's likeness to the corpus (the highest content-word
-Jaccard index between it and any one sentence or line) is recorded beside each sample, so a needle
-that reads like its haystack is seen.
+already holds one of them. Low-overlap needles are the exception: their places are famous cities
+that any long corpus names somewhere, so they are checked against the windows the sample's
+haystacks are cut from, case and all (``window_mentions``; ``tasks/niah.py``). The needle's likeness
+to the corpus (the highest content-word Jaccard index between it and any one sentence or line) is
+recorded beside each sample, so a needle that reads like its haystack is seen.
 """
 
 from __future__ import annotations
@@ -105,15 +107,26 @@ class HaystackCheck:
             return False
         if not all(pair in self._pairs for pair in itertools.pairwise(words)):
             return False
-        # str.find, then the edges by hand: a regular expression with look-arounds is some 100x
-        # slower over a corpus of megabytes.
-        at = self._text.find(lowered)
-        while at >= 0:
-            end = at + len(lowered)
-            if not _word_edge(self._text, at - 1) and not _word_edge(self._text, end):
-                return True
-            at = self._text.find(lowered, at + 1)
-        return False
+        return _whole_words(self._text, lowered)
+
+
+def window_mentions(text: str, phrases: Iterable[str]) -> tuple[str, ...]:
+    """The phrases ``text`` holds as whole words, case and all, in the order given: a sample's window
+    checked for place names, where "Nice" and "Split" are cities and "nice" and "split" are words."""
+    return tuple(phrase for phrase in phrases if _whole_words(text, phrase))
+
+
+def _whole_words(text: str, phrase: str) -> bool:
+    """Whether ``text`` holds ``phrase`` with no word going on at either end."""
+    # str.find, then the edges by hand: a regular expression with look-arounds is some 100x slower
+    # over a corpus of megabytes.
+    at = text.find(phrase)
+    while at >= 0:
+        end = at + len(phrase)
+        if not _word_edge(text, at - 1) and not _word_edge(text, end):
+            return True
+        at = text.find(phrase, at + 1)
+    return False
 
 
 def _jaccard(shared: NDArray[np.int64], size: int, sizes: NDArray[np.int64]) -> float:

@@ -41,10 +41,19 @@ from fathom.prompts.needle_styles import PROSE, Style
 from fathom.prompts.needles import KEYED_NEEDLES, make_needle
 from fathom.prompts.spaces import ATTEMPTS, EVAL, Space
 from fathom.prompts.split_needles import draw_parts, fresh, part_lookalike, split_depths
-from fathom.records import DISTRACTOR_ROLES, GOLD_ROLE, PART_ROLE, Needle
+from fathom.records import DISTRACTOR_ROLES, GOLD_ROLE, LITERAL_ROLE, PART_ROLE, Needle
 
 GOLD, PART = GOLD_ROLE, PART_ROLE
 KEY_DISTRACTOR, CLASS_DISTRACTOR = DISTRACTOR_ROLES
+# A sentence that names a low-overlap question's place and nothing else of the needle: no character,
+# so no lure (an answer restating the place is no wrong answer), only the literal match NoLiMa found
+# most damaging, placed on purpose (--literal-distractor) and recorded with this role.
+LITERAL_DISTRACTOR = LITERAL_ROLE
+_LITERAL_SENTENCES = (
+    " A faded postcard of {place} hung crooked above the kitchen sink.",
+    " The radio played a long documentary about {place} late that evening.",
+    " Someone had left a guidebook to {place} on the seat of the night train.",
+)
 SPLIT_KINDS = ("split", "chain")
 
 
@@ -69,6 +78,8 @@ class Hardness:
     split_distance: float | None = 0.25
     # The least share of the haystack between a distractor and any gold needle or part.
     gap: float = 0.05
+    # Low-overlap needles: one sentence per gold naming its question's place, unrelated to it.
+    literal_distractor: bool = False
 
     @property
     def plain(self) -> bool:
@@ -200,8 +211,13 @@ def check_hardness(kind: str, hardness: Hardness, space: Space = EVAL) -> None:
                 f"--needles {hardness.needles} takes every group of {kind} needles, leaving none for "
                 f"distractors: use --needles {groups - 1} or fewer"
             )
+    if hardness.literal_distractor and kind not in LATENT_KINDS:
+        raise SpecError(
+            f"--literal-distractor names a low-overlap question's place; the {kind} needle has none: "
+            "use --needle latent-1 or latent-2"
+        )
     golds = 2 if kind in SPLIT_KINDS else hardness.needles
-    if hardness.distractors and 2 * hardness.gap * golds >= 1.0:
+    if (hardness.distractors or hardness.literal_distractor) and 2 * hardness.gap * golds >= 1.0:
         raise SpecError(
             f"{golds} needles leave no room for distractors {hardness.gap:g} of the haystack away from "
             "each: use fewer needles"
@@ -241,6 +257,11 @@ def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random,
             taken.update(needle.answers[0].split(" "))
             at = _distractor_depth(rng, depths, hardness.gap)
             placements.append(Placement(needle.text, at, KEY_DISTRACTOR, needle.answers[0]))
+    if hardness.literal_distractor:  # drawn after all else: runs without it draw what they always did
+        for _, item in golds:
+            text = rng.choice(_LITERAL_SENTENCES).format(place=item.chain[-1])
+            at = _distractor_depth(rng, depths, hardness.gap)
+            placements.append(Placement(text, at, LITERAL_DISTRACTOR, item.chain[-1]))
     return NeedleSet(
         kind=kind,
         # Several are asked one after another, in the same words as alone: the literal and the

@@ -107,7 +107,8 @@ def variants_text(variants: dict[str, Row]) -> list[str]:
 
 def hard_text(hard: Row) -> list[str]:
     """The hard needles' numbers as lines: distractors taken, every needle found, the literal twins'
-    cost, split needles by distance, overlap, redraws."""
+    cost, the odd-name shortcut beside each low-overlap variant, split needles by distance, overlap,
+    redraws."""
     lines = []
     for row in hard.get("lures", []):
         lured, hedged = row["lured"], row["hedged"]
@@ -133,6 +134,11 @@ def hard_text(hard: Row) -> list[str]:
             f"{_percent(row['low_overlap'])} low-overlap ({row['pairs']} pairs, cost {row['cost']:+.1%}, "
             f"sign test p = {row['p_value']:.3g})"
         )
+    for row in hard.get("odd_name", []):  # the knowledge-free baseline beside each low-overlap score
+        score, odd = (
+            _interval(r["mean"], r["ci_low"], r["ci_high"]) for r in (row["score"], row["odd_name"])
+        )
+        lines.append(f"{row['variant']}: {score} (n={row['n']}); odd-name shortcut on these prompts: {odd}")
     rows = hard.get("part_distance", [])
     if rows:
         lines.append(

@@ -32,13 +32,14 @@ from fathom.plan.check import check_run
 from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import AnyRecord, Cell, Completion, ErrorKind, PerplexityRecord, SampleRecord, cap_answer
-from fathom.registry import answering_spec, check_backend, check_spec, create_backend, create_task, score
+from fathom.registry import answering_spec, check_backend, check_spec, create_backend, create_task
+from fathom.run.grading import answer_grade, odd_name_score, placed_needles
 from fathom.run.labels import check_labels
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
 from fathom.run.store import RunFolder
 from fathom.run.writer import RecordWriter, RunResult
-from fathom.scoring import committed_lures, found_in
+from fathom.scoring import found_in
 from fathom.spec import RunSpec
 from fathom.tasks import control, probe
 from fathom.tasks.base import Document, Sample, Task
@@ -326,17 +327,10 @@ def _record(
     spec: RunSpec, backend: Backend, sample: Sample, actual: int, completion: Completion
 ) -> SampleRecord:
     cell, prompt = sample.cell, sample.prompt
-    # The whole answer, before any cut; by the task's own grader where it has one.
-    if sample.grader is not None:
-        graded = sample.grader(completion.text, sample.answers)
-    else:
-        graded = score(sample.scoring, completion.text, sample.answers)
+    graded, lured = answer_grade(sample, completion.text)  # the whole answer, before any cut
     output, output_bytes = cap_answer(completion.text)
     window = backend.trained_window
-    # A control's prompt holds no needles, so it records none of their roles.
-    needles = sample.needles if sample.needles is not None and prompt.needles else None
-    # Only the look-alikes the answer commits to: "2484111, not 9546144" is right, not hedged.
-    lured = committed_lures(completion.text, needles.lures, sample.answers) if needles is not None else ()
+    needles = placed_needles(sample)
     # RULER's other keys' values are flagged, not scored: its own metric stays comparable with RULER's.
     flagged = found_in(completion.text, sample.look_alikes) if prompt.needles else ()
     overlap = needles.overlap if needles is not None else None
@@ -376,6 +370,8 @@ def _record(
         control=cell.control,
         probe=cell.probe,
         latent_items=sample.latent_items,
+        odd_name_score=odd_name_score(sample),
+        literal_neighbours=sample.literal_neighbours,
         needle_roles=() if needles is None else tuple(p.role for p in needles.placements),
         needle_values=() if needles is None else tuple(p.value for p in needles.placements),
         lured=lured or flagged,

@@ -63,6 +63,12 @@ class Sample:
     look_alikes: tuple[str, ...] = ()
     # The low-overlap items its gold needles are of (``fathom.tasks.probe``), in the order of ``answers``.
     latent_items: tuple[str, ...] = ()
+    # A low-overlap sample's odd-name answer (``fathom.prompts.odd_names``: what a knowledge-free reader
+    # answers from its context; "" where it finds no name), graded beside the model's; None otherwise.
+    odd_name: str | None = None
+    # The near neighbours of its items' places that its window names: accidental literal distractors
+    # ("Washington" beside a question about Washington, D.C.; tasks/latent_hygiene.py).
+    literal_neighbours: tuple[str, ...] = ()
 
     @classmethod
     def of_needles(

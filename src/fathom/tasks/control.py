@@ -40,4 +40,5 @@ def without_context(sample: Sample, control: Cell) -> Sample:
     end = prompt.head_tokens + prompt.context_tokens
     ids = np.concatenate([prompt.ids[: prompt.head_tokens], prompt.ids[end:]])
     short = Prompt(ids, target_tokens=len(ids), head_tokens=prompt.head_tokens, context_tokens=0, needles=())
-    return dataclasses.replace(sample, cell=control, prompt=short)
+    # No haystack, so no place's neighbour in it: the sample's literal neighbours are not the control's.
+    return dataclasses.replace(sample, cell=control, prompt=short, literal_neighbours=())

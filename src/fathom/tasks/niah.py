@@ -23,7 +23,7 @@ from fathom.prompts import PromptBuilder, PromptText, TooShort
 from fathom.prompts.builder import Apart, Crowded, NeedleText
 from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
 from fathom.prompts.hygiene import MAX_REDRAWS, HaystackCheck, haystack_check
-from fathom.prompts.latent import LATENT_VERSION, latent_kind
+from fathom.prompts.latent import LATENT_VERSION, items_in, latent_kind
 from fathom.prompts.names import check_pool
 from fathom.prompts.needle_sets import (
     GOLD,
@@ -37,6 +37,7 @@ from fathom.prompts.needle_sets import (
 )
 from fathom.prompts.needle_styles import PROSE_STYLE, Indented, Style, style_for
 from fathom.prompts.needles import needle_rng
+from fathom.prompts.odd_names import odd_name_answer
 from fathom.prompts.spaces import EVAL, Space
 from fathom.prompts.split_needles import split_depths
 from fathom.prompts.templates import resolve_template
@@ -45,6 +46,7 @@ from fathom.records import DISTRACTOR_ROLES, Cell
 from fathom.spec import RunSpec
 from fathom.tasks import probe
 from fathom.tasks.base import Document, Sample
+from fathom.tasks.latent_hygiene import Windows, held_places, literal_neighbours
 from fathom.tasks.perplexity import PERPLEXITY, DocumentBuilder
 
 # Bump when anything below or in the needle generators changes the prompts.
@@ -71,7 +73,9 @@ NIAH_SEVERAL_TEXT = PromptText(
 # Bump when the needle sets' generators change what a hard sample holds (plain samples keep NIAH_VERSION).
 # 2: distractors keep their gap from the gold needles on the boundaries used, not the depths asked.
 # 3: low-overlap characters are named from a pool of real names (none the haystack holds), not made up.
-NEEDLE_SETS_VERSION = 3
+# 4: low-overlap places are checked against the sample's windows, case and all, not the whole corpus,
+# and drawn once for all of a run's corpora (tasks/latent_hygiene.py).
+NEEDLE_SETS_VERSION = 4
 
 
 # Where each sample's haystack starts: the corpus's start (every sample reads the same text, which a
@@ -113,7 +117,9 @@ class NiahTask:
         # What the needles are drawn from: evaluation's space, or (fathom export) the training one.
         self.space = space
         self.needle_kind = spec.needle or "number"
-        self.hardness = Hardness(spec.distractors, spec.needles, spec.split_distance)
+        self.hardness = Hardness(
+            spec.distractors, spec.needles, spec.split_distance, literal_distractor=spec.literal_distractor
+        )
         check_hardness(self.needle_kind, self.hardness, space)
         # Several needles are graded by the share found (all-or-nothing is that share being 1); a split
         # code's halves in the order asked.
@@ -122,6 +128,7 @@ class NiahTask:
         self.max_new_tokens = spec.max_new_tokens or 32
         self.template = resolve_template(spec.template, tokenizer)
         self.tokenizer = tokenizer
+        self._windows = Windows(tokenizer)
         several = spec.needles > 1 or self.needle_kind in SPLIT_KINDS
         self.words = NIAH_SEVERAL_TEXT if several else NIAH_TEXT
         text = PromptText(self.words.before, self.words.after, self.words.answer_prefix, spec.system_prompt)
@@ -154,12 +161,18 @@ class NiahTask:
             # The characters' names: none that a corpus of the run already holds, in any of its domains.
             checks = {v.corpus.name: v.check for v in self.variants.values()}.values()
             names = space.names.without(lambda name: any(check.mentions([name]) for check in checks))
-            self.space = dataclasses.replace(space, names=names)
+            # Nor any item whose anchor one holds, gold or distractor: a needle's own words are its alone
+            # (the export's check counts an evaluated anchor anywhere in training text as shared).
+            named = frozenset(
+                item.id for item in items_in(space.split) if any(c.mentions([item.key]) for c in checks)
+            )
+            self.space = dataclasses.replace(space, names=names, withheld=space.withheld | named)
+            check_hardness(self.needle_kind, self.hardness, self.space)
             check_pool(self.space.names, self.hardness.needles, self.hardness.distractors, space.split)
         self.corpus = load_corpus(domains[0])
         # With --perplexity, documents of the same corpus at the same lengths, k per length.
         self.documents = DocumentBuilder(self.corpus, tokenizer, spec.seed) if spec.perplexity else None
-        if self.hardness.distractors:
+        if self.hardness.distractors or self.hardness.literal_distractor:
             self._check_gaps()
 
     def cells(self) -> Iterator[Cell]:
@@ -221,13 +234,20 @@ class NiahTask:
         )
         if self.needle_kind not in LATENT_KINDS:
             return sample
-        return dataclasses.replace(sample, latent_items=probe.items_of(needles.keys))
+        # The shortcut through it: the odd-name reader's answer from the context the model reads.
+        context = prompt.ids[prompt.head_tokens : prompt.head_tokens + prompt.context_tokens]
+        odd_name = odd_name_answer(self.tokenizer.decode(context.tolist())) or ""
+        return dataclasses.replace(
+            sample,
+            latent_items=probe.items_of(needles.keys),
+            odd_name=odd_name,
+            literal_neighbours=literal_neighbours(needles, self._window(variant, cell)),
+        )
 
     def _needles(self, variant: Variant, cell: Cell) -> tuple[NeedleSet, tuple[str, ...]]:
         # Seeded by the task's name, not the variant's: every variant of a cell draws the same needles.
         rng = needle_rng(self.spec.seed, *self.space.stream, self.name, cell.length, cell.depth, cell.sample)
-        assert cell.depth is not None  # NIAH cells always have one
-        return self._draw(variant, cell.depth, rng)
+        return self._draw(variant, cell, rng)
 
     def _apart(self, needles: NeedleSet) -> Apart:
         """The distractors kept the gap from every gold needle and part on the boundaries used."""
@@ -288,16 +308,33 @@ class NiahTask:
         rng = needle_rng(self.spec.seed, *self.space.stream, "offset", *where)
         return variant.builder.corpus.random_start(rng)
 
-    def _draw(self, variant: Variant, depth: float, rng: random.Random) -> tuple[NeedleSet, tuple[str, ...]]:
+    def _window(self, variant: Variant, cell: Cell) -> str:
+        """The text of the sample's window of the variant's corpus: its haystack and a little more."""
+        start = self._start(variant, cell) or 0
+        return self._windows.text(variant.builder.corpus, cell.length, start)
+
+    def _draw(self, variant: Variant, cell: Cell, rng: random.Random) -> tuple[NeedleSet, tuple[str, ...]]:
         """The sample's needles, drawn again while the corpus already holds an answer, a subject or
-        a distractor's value (the fixed sf needle is the published one, taken as it is)."""
+        a distractor's value (the fixed sf needle is the published one, taken as it is). Low-overlap
+        needles are drawn again while a window of any of the run's corpora names a place of their
+        chains (their names and anchors are none the corpora hold): every domain then draws the same
+        needles."""
+        depth = cell.depth
+        assert depth is not None  # NIAH cells always have one
+        latent = self.needle_kind in LATENT_KINDS
+        per_corpus = {v.corpus.name: v for v in self.variants.values()}.values()
+        windows = [self._window(v, cell) for v in per_corpus] if latent else []
         reasons: list[str] = []
         for _ in range(MAX_REDRAWS + 1):
             needles = needle_set(variant.needle_kind, self.hardness, depth, rng, self.space, variant.style)
-            held = variant.check.mentions([*needles.answers, *needles.subjects, *needles.lures])
+            if latent:
+                held = held_places(needles, windows)
+            else:
+                held = variant.check.mentions([*needles.answers, *needles.subjects, *needles.lures])
             if not held or self.needle_kind == "sf":
                 return needles, tuple(reasons)
-            reasons.append(f"the corpus already holds {', '.join(repr(h) for h in held)}")
+            where = "a window of the run's corpora" if latent else "the corpus"
+            reasons.append(f"{where} already holds {', '.join(repr(h) for h in held)}")
         raise PromptError(
             f"corpus '{variant.corpus.name}' holds some value of every {self.needle_kind} needle drawn "
             f"({MAX_REDRAWS + 1} tries; the last: {reasons[-1]}): use another corpus or needle kind"

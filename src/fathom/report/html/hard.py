@@ -1,7 +1,7 @@
 """report.html's sections for NIAH's variants and hard needles: a heatmap per variant (haystack
 domain, literal twin) with a variant x length table, and the hard needles' tables (distractors taken,
 every needle found, missed positions, split needles by distance, lexical overlap, the literal twins'
-cost, redraws).
+cost, the odd-name shortcut, redraws).
 
 Every number is the summary's (``fathom.analysis.hard``, ``fathom.analysis.summary``); this module
 only lays them out, each value escaped by ``table`` or ``esc``.
@@ -146,6 +146,20 @@ def _literal_cost(rows: Sequence[Row]) -> str:
     )
 
 
+def _odd_name(rows: Sequence[Row]) -> str:
+    body = [(r["variant"], r["n"], percent(r["score"]["mean"]), interval(r["score"]),
+             percent(r["odd_name"]["mean"]), interval(r["odd_name"])) for r in rows]  # fmt: skip
+    head = ("variant", "samples", "score", "95% interval", "odd-name shortcut on these prompts",
+            "95% interval")  # fmt: skip
+    return (
+        "<h3>The odd-name shortcut</h3><p>Beside each low-overlap variant's score, what a reader with no "
+        "knowledge and no model scores on the same prompts by answering a name the document holds only "
+        "once (<code>sim:odd-name</code>): the baseline a low-overlap score must beat. With the default "
+        "distractors it is near chance (one in the characters a sample names); near 100% means the "
+        "question is answered by spotting the odd name, not by knowing the link.</p>" + table(head, body)
+    )
+
+
 def _redraws(redraws: Row) -> str:
     return (
         f"<h3>Needles drawn again</h3><p>{esc(redraws['samples'])} samples had their needles drawn again "
@@ -190,6 +204,7 @@ _PARTS: tuple[tuple[str, Callable[[Any], str]], ...] = (
     ("part_distance", _part_distance),
     ("overlap", _overlap),
     ("literal_cost", _literal_cost),
+    ("odd_name", _odd_name),
     ("redraws", _redraws),
     ("knowledge", _knowledge),
 )
