@@ -274,8 +274,9 @@ def test_plan_detect_prints_each_levels_samples_and_refuses_a_drop_out_of_range(
         (["--detect", "10", "--alpha", "1"], "--alpha must lie strictly between 0 and 1, not 1"),
     ):
         assert cli(*plan, *bad) == 2
-        err = capsys.readouterr().err
+        out, err = capsys.readouterr()
         assert message in err and len(err.strip().splitlines()) == 1
+        assert out == ""  # refused before the plan is made, not after its table
 
 
 def test_a_ruler_runs_effective_length_by_bootstrap_is_its_own_on_the_data(tmp_path: Path) -> None:

@@ -102,8 +102,8 @@ def adjust(tests: Sequence[SignTest]) -> Adjusted:
     sizes = np.array([len(t.signs) for t in tests])
     tails = [upper_tail(int(n)) for n in sizes]
     observed = weights.sum(axis=0, dtype=np.float64)  # the identity flip
-    drop = _p(tails, (sizes - observed) // 2)
-    rise = _p(tails, (sizes + observed) // 2)
+    drop = _p_matrix(tails, ((sizes - observed) // 2)[None, :])[0]
+    rise = _p_matrix(tails, ((sizes + observed) // 2)[None, :])[0]
     exact = len(units) <= EXACT_UNITS
     drop_order, rise_order = np.argsort(drop, kind="stable"), np.argsort(rise, kind="stable")
     drop_hits, rise_hits = np.zeros(len(tests)), np.zeros(len(tests))
@@ -125,10 +125,6 @@ def adjust(tests: Sequence[SignTest]) -> Adjusted:
         least_p=np.sort(np.concatenate(least)),
         exact=exact,
     )
-
-
-def _p(tails: Sequence[Floats], counts: Floats) -> Floats:
-    return np.array([tail[int(c)] for tail, c in zip(tails, counts, strict=True)])
 
 
 def _p_matrix(tails: Sequence[Floats], counts: Floats) -> Floats:

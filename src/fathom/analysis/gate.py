@@ -103,7 +103,7 @@ class Gate:
 
     @property
     def signs_alpha(self) -> float:
-        return self.alpha * (1 - EFFECTIVE_SHARE) if self.effective_length is not None else self.alpha
+        return signs_alpha(self.alpha, self.effective_length is not None)
 
     @property
     def regressed(self) -> bool:
@@ -171,12 +171,17 @@ def gate(
     sign_tests = [_sign_test(group.pairs, unit) for group in groups]
     adjusted = adjust(sign_tests)
     change = effective_length_change(pairs, alpha * EFFECTIVE_SHARE) if effective else None
-    signs_alpha = alpha * (1 - EFFECTIVE_SHARE) if change is not None else alpha
+    signs = signs_alpha(alpha, change is not None)
     tests = tuple(
-        _gate_test(group, test, adjusted, i, signs_alpha)
+        _gate_test(group, test, adjusted, i, signs)
         for i, (group, test) in enumerate(zip(groups, sign_tests, strict=True))
     )
-    return Gate(alpha, tests, change, _power(tests, adjusted, signs_alpha), adjusted.exact)
+    return Gate(alpha, tests, change, _power(tests, adjusted, signs), adjusted.exact)
+
+
+def signs_alpha(alpha: float, effective: bool) -> float:
+    """The sign tests' share of alpha: all of it, or what the effective length's share leaves."""
+    return alpha * (1 - EFFECTIVE_SHARE) if effective else alpha
 
 
 def _groups(pairs: Sequence[Pair], tasks: dict[str, list[Pair]] | None) -> list[_Group]:

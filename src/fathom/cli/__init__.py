@@ -29,7 +29,7 @@ from fathom.plan.text import list_text, plan_text
 from fathom.report.compare import compare_runs, write_comparison
 from fathom.report.compare_text import comparison_text
 from fathom.report.derive import report, run_spec, trap
-from fathom.report.detect import detect_text
+from fathom.report.detect import check_detect, detect_text
 from fathom.report.files import COMPARISON_HTML, read_summary
 from fathom.report.gallery import gallery
 from fathom.report.runs import list_runs
@@ -155,8 +155,8 @@ def _plan(args: argparse.Namespace) -> None:
         return
     if not args.task:
         raise SpecError("name a task to plan, e.g. fathom plan niah --arch llama-3.1-8b (fathom plan --list)")
-    if args.detect is not None and not 0.0 < args.alpha < 1.0:
-        raise SpecError(f"--alpha must lie strictly between 0 and 1, not {args.alpha:g}: e.g. --alpha 0.05")
+    if args.detect is not None:  # refused before the plan's work, not after its table
+        check_detect(args.detect, args.base_accuracy, args.alpha)
     plan = plan_sweep(_spec(args), plan_architecture(args), plan_setup(args), args.order)
     print("\n".join(plan_text(plan)))
     if args.detect is not None:

@@ -3,15 +3,17 @@ one length and at one cell, with 80% power, and what those samples cost on the p
 
 from __future__ import annotations
 
-from fathom.analysis.gate import EFFECTIVE_SHARE
+from fathom.analysis.gate import signs_alpha
 from fathom.analysis.power import TARGET_POWER, Detection, detection
 from fathom.errors import SpecError
 from fathom.plan.sweep import Plan
 from fathom.plan.text import amount, duration
 
 
-def detections(plan: Plan, points: float, accuracy: float, alpha: float) -> list[Detection]:
-    """Per length (its cells pooled) and per cell, for a drop of ``points`` from ``accuracy``."""
+def check_detect(points: float, accuracy: float, alpha: float) -> None:
+    """Refuse --detect's values before a plan is made: a drop, a base accuracy above it, an alpha."""
+    if not 0.0 < alpha < 1.0:
+        raise SpecError(f"--alpha must lie strictly between 0 and 1, not {alpha:g}: e.g. --alpha 0.05")
     if not 0.0 < points < 100.0:
         raise SpecError(
             f"--detect takes a drop in points between 0 and 100, not {points:g}: e.g. --detect 10"
@@ -22,13 +24,19 @@ def detections(plan: Plan, points: float, accuracy: float, alpha: float) -> list
             f"--base-accuracy must lie above the drop ({drop:g}) and at most 1, not {accuracy:g}: the new "
             "checkpoint's accuracy, base minus drop, must stay a chance"
         )
+
+
+def detections(plan: Plan, points: float, accuracy: float, alpha: float) -> list[Detection]:
+    """Per length (its cells pooled) and per cell, for a drop of ``points`` from ``accuracy``."""
+    check_detect(points, accuracy, alpha)
+    drop = points / 100.0
     cells = {(p.cell.task, p.cell.length, p.cell.depth) for p in plan.swept.prompts if not p.cell.control}
     if not cells:
         raise SpecError("the sweep asks no graded questions (perplexity documents only): nothing to detect")
     lengths = {length for _, length, _ in cells}
     # A real suite's comparison (its items read from --data) has no effective length, so its sign
     # tests have all of alpha.
-    signs = alpha if plan.spec.data is not None else alpha * (1 - EFFECTIVE_SHARE)
+    signs = signs_alpha(alpha, effective=plan.spec.data is None)
     samples = plan.spec.samples
     return [
         detection("length", len(lengths), len(cells) // len(lengths), drop, accuracy, signs, samples),
