@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from fathom.analysis.control import ControlComparison, compare_controls
 from fathom.analysis.effective import EffectiveLength, run_effective_length
 from fathom.analysis.failures import FAILURE_KINDS, REJECTED, failure_counts, rejected_lure
-from fathom.analysis.gate import SCHEME, CellKey, Gate, cell_key, gate, has_variants
+from fathom.analysis.gate import CellKey, Gate, cell_key, gate, has_variants
 from fathom.analysis.pairing import (
     TEST,
     Pair,
@@ -105,6 +105,7 @@ class Comparison:
     cells: tuple[CellComparison, ...]
     base_effective_length: EffectiveLength
     new_effective_length: EffectiveLength
+    gate: Gate  # the verdict's tests (``fathom.analysis.gate``)
     # Where the runs' machines or backend builds differ, which alone can change greedy answers.
     machine_differences: tuple[str, ...] = ()
     # Each failure kind's count among the samples both runs hold (errored ones too), in FAILURE_KINDS'
@@ -115,12 +116,11 @@ class Comparison:
     # beside the verdicts, never among them: knowing an answer without the context is no regression
     # in using it.
     controls: ControlComparison = dataclasses.field(default_factory=ControlComparison)
-    gate: Gate | None = None  # None only for a comparison made by hand without one
 
     @property
     def verdict(self) -> Verdict:
         """What ``fathom compare`` exits on: regressed when any of the gate's tests found a drop."""
-        return "regressed" if self.gate is not None and self.gate.regressed else "unchanged"
+        return "regressed" if self.gate.regressed else "unchanged"
 
     @property
     def regressed(self) -> Sequence[Tested]:
@@ -131,13 +131,13 @@ class Comparison:
         return [c for c in self.cells if c.verdict == "improved"]
 
     def to_json(self) -> dict[str, Any]:
-        overall = self.overall
+        overall, gate = self.overall, self.gate.to_json()
         return {
             "base": self.base.to_json(),
             "new": self.new.to_json(),
             "alpha": self.alpha,
             "verdict": self.verdict,
-            "correction": SCHEME if self.gate is None else self.gate.to_json()["scheme"],
+            "correction": gate["scheme"],
             "test": TEST,
             "pairs": overall.pairs,
             "left_out": {"errors": self.left_out_errors, "unpaired": self.left_out_unpaired},
@@ -158,7 +158,7 @@ class Comparison:
             "regressions": len(self.regressed),
             "improvements": len(self.improved),
             "controls": self.controls.to_json(),
-            "gate": None if self.gate is None else self.gate.to_json(),
+            "gate": gate,
         }
 
 

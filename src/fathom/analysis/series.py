@@ -53,7 +53,7 @@ def _against_json(comparison: Comparison | None) -> dict[str, Any] | None:
             "worse": overall.worse,
             "better": overall.better,
         },
-        "gate": None if gate is None else gate.to_json(),
+        "gate": gate.to_json(),
     }
 
 
@@ -139,7 +139,7 @@ class Series:
 
 
 def regressed(comparison: Comparison | None) -> bool:
-    return comparison is not None and comparison.gate is not None and comparison.gate.regressed
+    return comparison is not None and comparison.gate.regressed
 
 
 def order_runs(runs: Sequence[RunRecords], by: str | None) -> list[RunRecords]:
@@ -255,7 +255,7 @@ def _best_before(numbers: Sequence[Numbers], index: int) -> int | None:
 
 def _interval(comparison: Comparison | None, base: bool) -> tuple[int | None, int | None] | None:
     """The 95% interval of the base run's effective length in a comparison, or of the new run's."""
-    change = None if comparison is None or comparison.gate is None else comparison.gate.effective_length
+    change = None if comparison is None else comparison.gate.effective_length
     if change is None:
         return None
     return (change.base_low, change.base_high) if base else (change.low, change.high)
@@ -276,7 +276,7 @@ def first_regressions(steps: Sequence[Step]) -> tuple[FirstRegression, ...]:
 def fired(comparison: Comparison | None) -> list[tuple[str, str]]:
     """The gate's regressed tests of a comparison, above the cells, as (level, name); the effective
     length as (``EFFECTIVE``, ``EFFECTIVE``)."""
-    if comparison is None or comparison.gate is None:
+    if comparison is None:
         return []
     gate = comparison.gate
     found: list[tuple[str, str]] = [

@@ -65,10 +65,8 @@ def compare_suites(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> Su
     )
 
 
-def _gated(tasks: Sequence[TaskComparison], gate: Gate | None) -> tuple[TaskComparison, ...]:
+def _gated(tasks: Sequence[TaskComparison], gate: Gate) -> tuple[TaskComparison, ...]:
     """The tasks with the gate's adjusted p and verdict (a one-task run's task is the overall test)."""
-    if gate is None:
-        return tuple(tasks)
     tested = {test.task: test for test in gate.at("task")} or {
         task.task: gate.at("overall")[0] for task in tasks
     }

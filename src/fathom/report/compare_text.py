@@ -111,8 +111,7 @@ def comparison_text(comparison: Comparison) -> list[str]:
         f"{overall.better} better; pooled exact test p = {overall.p_value:.3g})",
         failures_line(comparison),
     ]
-    if comparison.gate is not None:
-        lines += gate_text(comparison.gate)
+    lines += gate_text(comparison.gate)
     lines += _cells_text(comparison) if suite is None else suite_comparison_text(suite)
     lines += control_comparison_text(comparison.controls)
     if comparison.machine_differences:

@@ -73,7 +73,7 @@ def comparison_logged(comparison: Comparison, out: Path) -> Logged:
         "base_model": comparison.base.model,
         "new_model": comparison.new.model,
         "alpha": comparison.alpha,
-        "fired": "; ".join(comparison.gate.fired()) if comparison.gate else "",
+        "fired": "; ".join(comparison.gate.fired()),
         **label_params(new_labels),
         **label_params(base_labels, "base_label"),
     }
@@ -219,8 +219,6 @@ def comparison_metrics(comparison: Comparison) -> dict[str, float]:
         "overall/difference": overall.difference,
     }
     gate = comparison.gate
-    if gate is None:
-        return metrics
     for level in LEVELS:
         metrics[f"gate/{level}"] = sum(1 for test in gate.at(level) if test.verdict == "regressed")
     for test in gate.at("length"):
