@@ -36,3 +36,8 @@ def format_count(n: int) -> str:
 def length_or_none(length: int | None) -> str:
     """A length as ``format_count`` writes it, or "none" (no effective length)."""
     return "none" if length is None else format_count(length)
+
+
+def length_span(low: int | None, high: int | None) -> str:
+    """An interval of lengths ("4k to 16k"), or the one length where both ends are it."""
+    return length_or_none(low) if low == high else f"{length_or_none(low)} to {length_or_none(high)}"

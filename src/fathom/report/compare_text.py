@@ -8,7 +8,7 @@ from fathom.analysis.gate import Gate, GateTest
 from fathom.analysis.paired import CellComparison, Comparison, machine_warning
 from fathom.analysis.pairing import PairedTest, TaskComparison
 from fathom.analysis.suite_pairs import SuiteComparison
-from fathom.units import format_count, length_or_none
+from fathom.units import format_count, length_or_none, length_span
 
 
 def _cell_name(cell: CellComparison) -> str:
@@ -196,16 +196,12 @@ def gate_text(gate: Gate) -> list[str]:
     if change is not None:
         lines.append(
             f"  effective length: {length_or_none(change.base)} → {length_or_none(change.new)} (paired "
-            f"bootstrap, 95% intervals: base {_span(change.base_low, change.base_high)}, new "
-            f"{_span(change.low, change.high)}; not shorter in {change.p_value:.1%} of resamples)"
+            f"bootstrap, 95% intervals: base {length_span(change.base_low, change.base_high)}, new "
+            f"{length_span(change.low, change.high)}; not shorter in {change.p_value:.1%} of resamples)"
             + (": regressed" if change.regressed else "")
         )
     lines += power_text(gate)
     return lines
-
-
-def _span(low: int | None, high: int | None) -> str:
-    return length_or_none(low) if low == high else f"{length_or_none(low)} to {length_or_none(high)}"
 
 
 def power_text(gate: Gate) -> list[str]:

@@ -17,8 +17,9 @@ from fathom.backends.sim import ARCHETYPES
 from fathom.errors import RunFolderError
 from fathom.report.derive import run_spec
 from fathom.report.files import REPORT, read_summary
-from fathom.report.html.page import esc, legend, length_or_none, niah_heatmap, page
+from fathom.report.html.page import esc, legend, niah_heatmap, page
 from fathom.spec import RunSpec
+from fathom.units import length_or_none
 
 GALLERY = "gallery.html"
 # What each simulated archetype stands for (sim.py holds their profiles).

@@ -16,7 +16,6 @@ from fathom.report.html.page import (
     depth_label,
     esc,
     heatmap,
-    length_or_none,
     number_box,
     page,
     percent,
@@ -24,6 +23,7 @@ from fathom.report.html.page import (
     table,
 )
 from fathom.report.plots import comparison_rows, format_length
+from fathom.units import length_or_none, length_span
 
 VERDICT_FLAGS = {"regressed": " ▼", "improved": " ▲"}
 
@@ -144,9 +144,11 @@ def _effective(change: Mapping[str, Any] | None) -> str:
     if change is None:
         return ""
     lengths = f"{length_or_none(change['base'])} → {length_or_none(change['new'])}"
-    intervals = (
-        f"base {_span(change['base_low'], change['base_high'])}, new {_span(change['low'], change['high'])}"
+    base, new = (
+        length_span(change["base_low"], change["base_high"]),
+        length_span(change["low"], change["high"]),
     )
+    intervals = f"base {base}, new {new}"
     flagged = "regressed" if change["regressed"] else "not flagged"
     return (
         f"<p>Effective length {esc(lengths)}: in a paired bootstrap over the samples (within each cell), "
@@ -174,10 +176,6 @@ def _gate_name(test: Mapping[str, Any]) -> str:
         None if test["depth"] is None else depth_label(test["depth"]),
     )
     return " · ".join(p for p in parts if p) or "all pairs"
-
-
-def _span(low: int | None, high: int | None) -> str:
-    return length_or_none(low) if low == high else f"{length_or_none(low)} to {length_or_none(high)}"
 
 
 def _tasks(comparison: Mapping[str, Any]) -> str:

@@ -19,13 +19,13 @@ from fathom.report.html.page import (
     esc,
     interval,
     legend,
-    length_or_none,
     niah_heatmap,
     percent,
     table,
     variant_grid,
 )
 from fathom.report.plots import format_length
+from fathom.units import length_or_none
 
 
 def _variant_name(task: str) -> str:

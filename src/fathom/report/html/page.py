@@ -301,10 +301,6 @@ def number_box(value: str, what: str) -> str:
     return f'<div class="number"><b>{esc(value)}</b><span>{esc(what)}</span></div>'
 
 
-def length_or_none(length: int | None) -> str:
-    return "none" if length is None else format_length(length)
-
-
 def table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     top = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in rows)

@@ -33,7 +33,6 @@ from fathom.report.html.page import (
     image,
     interval,
     legend,
-    length_or_none,
     niah_heatmap,
     number_box,
     page,
@@ -44,6 +43,7 @@ from fathom.report.html.page import (
 from fathom.report.html.suites import suite_boxes, suite_section
 from fathom.report.plots import format_length
 from fathom.run.store import RunFolder
+from fathom.units import length_or_none
 
 
 def _modified(environment: Environment) -> str:
