@@ -215,6 +215,29 @@ def test_mlflow_without_a_value_logs_where_its_environment_says(
 
 
 @needs("mlflow")
+def test_a_link_in_a_received_run_folder_carries_nothing_into_the_tracker(
+    store: str, labelled: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run folder may come from someone else: a link in it, to a file or a folder outside, is left
+    out of the copy logged (with a warning), and the run's own files are logged whole."""
+    received = Path(shutil.copytree(labelled, tmp_path / "received"))
+    secret = tmp_path / "outside" / "key.txt"
+    secret.parent.mkdir()
+    secret.write_text("SECRET-KEY-42")
+    (received / "notes.txt").symlink_to(secret)
+    (received / "extra").symlink_to(secret.parent, target_is_directory=True)
+    with caplog.at_level(logging.WARNING, logger="fathom"):
+        log_run(open_trackers([f"mlflow={store}"]), received)
+    _, [run] = mlflow_runs(store)
+    copied = Path(run.info.artifact_uri.removeprefix("file://")) / "received"
+    assert sorted(p.name for p in copied.rglob("*")) == sorted(
+        p.name for p in received.rglob("*") if not p.is_symlink() and not p.parent.is_symlink()
+    )
+    assert not any("SECRET-KEY-42" in p.read_text(errors="replace") for p in copied.rglob("*") if p.is_file())
+    assert "left 2 link(s) or special file(s) out of the copy" in caplog.text
+
+
+@needs("mlflow")
 def test_compare_logs_its_verdict_what_fired_and_its_plot(
     tmp_path: Path, store: str, checkpoints: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -504,7 +527,10 @@ class Recording:
         self._call("image", path.name, step, path.read_bytes()[:4])
 
     def log_folder(self, path: Path, name: str) -> None:
-        self._call("folder", path, name)
+        # The folder logged is a copy that lives as long as the logging: what it held, as it held it.
+        self._call(
+            "folder", {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*") if p.is_file()}, name
+        )
 
     def finish(self, failed: bool = False) -> None:
         self.calls.append(("finish", failed))
@@ -538,7 +564,7 @@ def test_a_tracker_that_fails_is_finished_as_failed_and_the_next_still_logs(
         start,
         ("metrics", 1200, 1.0),
         ("image", "heatmap.png", 1200, b"\x89PNG"),
-        ("folder", labelled, "ckpt-1200"),
+        ("folder", {k: v[0] for k, v in snapshot(labelled).items()}, "ckpt-1200"),
         ("finish", False),
     ]
     assert failing.calls[0] == start and failing.calls[-1] == ("finish", True)

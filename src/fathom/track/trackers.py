@@ -11,6 +11,9 @@ comparison is already whole, its exit status keeps meaning what it means (a pipe
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -89,9 +92,12 @@ def log_to_each(trackers: Sequence[Tracker], make: Callable[[], Logged]) -> list
         images = [Path(folder, name) for name in logged.images]
         for image in images:
             image.write_bytes(logged.images[image.name])
+        folders = {
+            name: _regular_copy(path, Path(folder, "folders", name)) for name, path in logged.folders.items()
+        }
         for tracker in trackers:
             try:
-                _log(tracker, logged, images)
+                _log(tracker, logged, images, folders)
             except Exception as exc:  # any library's own errors (HTTP, store, login): each a warning
                 _warn(tracker.name, exc)
             else:
@@ -99,7 +105,34 @@ def log_to_each(trackers: Sequence[Tracker], make: Callable[[], Logged]) -> list
     return done
 
 
-def _log(tracker: Tracker, logged: Logged, images: Sequence[Path]) -> None:
+def _regular_copy(source: Path, copy: Path) -> Path:
+    """``source``'s regular files, copied under ``copy`` as they lie: a run folder may come from
+    someone else, and a link in it (to a key, to /etc) must not carry what it points at into a
+    tracker. Links and other non-regular entries are left out, with a warning naming the first."""
+    skipped: list[Path] = []
+    for root, folders, files in os.walk(source):  # links to folders are listed, never entered
+        here = Path(root)
+        for name in [*folders, *files]:
+            entry = here / name
+            mode = entry.lstat().st_mode
+            if stat.S_ISDIR(mode):
+                (copy / entry.relative_to(source)).mkdir(parents=True, exist_ok=True)
+            elif stat.S_ISREG(mode):
+                target = copy / entry.relative_to(source)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(entry, target, follow_symlinks=False)
+            else:
+                skipped.append(entry)
+    copy.mkdir(parents=True, exist_ok=True)
+    if skipped:
+        _logger.warning(
+            "left %d link(s) or special file(s) out of the copy of %s logged (the first: %s)",
+            len(skipped), source, skipped[0],
+        )  # fmt: skip
+    return copy
+
+
+def _log(tracker: Tracker, logged: Logged, images: Sequence[Path], folders: Mapping[str, Path]) -> None:
     """One tracked run, started and finished; marked failed where what is logged in it raised."""
     tracker.start(logged.name, logged.params, {COMMAND: logged.command})
     try:
@@ -108,7 +141,7 @@ def _log(tracker: Tracker, logged: Logged, images: Sequence[Path]) -> None:
         last = logged.steps[-1][0] if logged.steps else None
         for image in images:
             tracker.log_image(image, last)
-        for name, folder in logged.folders.items():
+        for name, folder in folders.items():
             tracker.log_folder(folder, name)
     except BaseException:
         with suppress(Exception):  # the error that stopped the logging is the one to report
