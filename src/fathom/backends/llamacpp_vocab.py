@@ -83,6 +83,7 @@ class LlamaCppTokenizer:
         self._llm = llm  # owns the vocabulary that the pointer below refers to
         self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
         self._size = llama_cpp.llama_vocab_n_tokens(self._vocab)
+        self.vocab_size: int = self._size
         path = Path(llm.model_path)
         self.name = f"llamacpp:{path}"
         self.chat_template: str | None = llm.metadata.get("tokenizer.chat_template")

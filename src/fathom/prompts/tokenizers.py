@@ -64,6 +64,14 @@ class Tokenizer(Protocol):
     def decode(self, ids: Sequence[int]) -> str: ...
 
 
+def vocabulary_size(tokenizer: Tokenizer) -> int | None:
+    """How many ids ``tokenizer`` has (each id is below it), where it says so by a ``vocab_size``
+    attribute: optional, outside the protocol, so that a tokenizer without it still works; the
+    corpus cache checks a cached corpus's ids against it."""
+    size = getattr(tokenizer, "vocab_size", None)
+    return size if isinstance(size, int) else None
+
+
 def _digest(*parts: str | bytes) -> str:
     """sha256 over length-prefixed parts, so that moving bytes between parts changes the digest."""
     h = hashlib.sha256()
@@ -78,6 +86,7 @@ class CharTokenizer:
 
     def __init__(self) -> None:
         self.name = "char"
+        self.vocab_size = 0x110000  # every code point
         self.chat_template: str | None = None
         self.bos_token: str | None = None
         self.eos_token: str | None = None
@@ -111,6 +120,7 @@ class TiktokenTokenizer:
         self.eos_token: str | None = None
         self.bos_id: int | None = None
         self.encoding = encoding
+        self.vocab_size: int = encoding.n_vocab
         self._identity = identity
 
     @classmethod
@@ -252,6 +262,8 @@ class HFTokenizer:
         self._plain = _parse_hf(raw, json_path)
         self._plain.encode_special_tokens = True
         self._templated = _parse_hf(raw, json_path)
+        # Added tokens may sit past the base vocabulary's size, so the highest id counts, not the size.
+        self.vocab_size = max(self._templated.get_vocab(with_added_tokens=True).values(), default=-1) + 1
         config = _tokenizer_config(json_path.parent)
         self.chat_template = _chat_template(config)
         self.bos_token = _token_text(config.get("bos_token"))

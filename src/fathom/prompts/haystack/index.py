@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from fathom.prompts.haystack import mixture
+from fathom.prompts.haystack import entry, mixture
 from fathom.prompts.haystack.corpora import Corpus
 from fathom.prompts.haystack.files import Units
-from fathom.prompts.tokenizers import Tokenizer
+from fathom.prompts.tokenizers import Tokenizer, vocabulary_size
 
-INDEX_VERSION = 1
+INDEX_VERSION = entry.FORMAT
 _LOG = logging.getLogger(__name__)
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'\u201d\u2019)]?$")
 
@@ -132,28 +132,48 @@ def tokenize_corpus(corpus: Corpus, tokenizer: Tokenizer) -> TokenizedCorpus:
         _MEMORY[key] = _mix(corpus, tokenizer)
         return _MEMORY[key]
     path = _cache_path(corpus, tokenizer)
-    indexed = _load(path, key)
+    maker = _maker(corpus, tokenizer)
+    indexed = _load(path, maker)
     if indexed is None:
         indexed = _build(corpus, tokenizer)
-        _save(path, indexed)
+        _save(path, indexed, maker)
     _MEMORY[key] = indexed
     return indexed
 
 
-def _load(path: Path, key: tuple[str, str]) -> TokenizedCorpus | None:
-    """The cached index, or None where there is none or it cannot be read: a damaged entry
-    (truncated, empty, not an npz, a folder) is rebuilt and written over."""
+def _maker(corpus: Corpus, tokenizer: Tokenizer) -> entry.Maker:
+    # A bound on the tokens, for refusing an oversized entry unread: generous, since a normaliser
+    # may lengthen text, but no tokenizer gives four tokens to a byte.
+    most_tokens = 4 * len(corpus.text.encode("utf-8")) + 1024
+    return entry.Maker(corpus.sha256, most_tokens, tokenizer.identity, vocabulary_size(tokenizer))
+
+
+def _load(path: Path, maker: entry.Maker) -> TokenizedCorpus | None:
+    """The cached index, or None where there is none or it must not be used: an entry that is
+    damaged (truncated, empty, not an npz), malformed or not what this corpus and tokenizer make is
+    logged and rebuilt, and written over. A folder in its place is left to ``_save`` to warn about."""
+    if not path.is_file():
+        return None
     try:
         # The file opened here, not by np.load, which leaves it open when the archive is damaged.
         with path.open("rb") as handle, np.load(handle) as data:
-            return TokenizedCorpus(data["ids"], data["boundaries"], *key)
-    # Whatever is wrong with an entry (np.load raises OSError, EOFError, ValueError, BadZipFile
-    # and more, by the damage), rebuilding it is the cure: the cache only saves time.
-    except Exception:
-        return None
+            ids, boundaries = entry.read(data, maker)
+    except entry.UnusableEntry as exc:
+        reason = str(exc)
+    # Whatever else is wrong with an entry (np.load raises OSError, EOFError, ValueError,
+    # BadZipFile and more, by the damage; an .npy is no context manager), rebuilding it is the
+    # cure: the cache only saves time.
+    except Exception as exc:
+        reason = f"cannot be read as an npz archive ({type(exc).__name__})"
+    else:
+        return TokenizedCorpus(ids, boundaries, maker.corpus_sha256, maker.tokenizer_identity)
+    _LOG.warning(
+        "the corpus cache entry %s %s: it is tokenised again and the entry written over", path, reason
+    )
+    return None
 
 
-def _save(path: Path, indexed: TokenizedCorpus) -> None:
+def _save(path: Path, indexed: TokenizedCorpus, maker: entry.Maker) -> None:
     """Write atomically: a run killed mid-write must not leave a corrupt cache behind. A cache
     that cannot be written (a read-only folder, a full disk) is skipped with one warning."""
     tmp = None
@@ -161,7 +181,7 @@ def _save(path: Path, indexed: TokenizedCorpus) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
         with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, ids=indexed.ids, boundaries=indexed.boundaries)
+            entry.write(handle, maker, indexed.ids, indexed.boundaries)
         os.replace(tmp, path)
     except OSError as exc:
         if tmp is not None:
