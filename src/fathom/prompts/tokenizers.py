@@ -13,7 +13,6 @@ import gzip
 import hashlib
 import json
 import types
-import zlib
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -24,6 +23,7 @@ import tokenizers
 from tiktoken_ext import openai_public
 
 from fathom.errors import TokenizerError
+from fathom.prompts.tokenizer_files import gunzip, read_file
 
 BUILTIN_TIKTOKEN = ("cl100k_base", "o200k_base")
 # Below this mean length in characters, a batch is encoded in a loop rather than a thread pool.
@@ -134,14 +134,9 @@ class TiktokenTokenizer:
     def from_file(cls, path: str | Path, pat_str: str | None = None) -> TiktokenTokenizer:
         """A ``.tiktoken`` rank file (plain or gzipped) without specials, split by cl100k's pattern
         unless ``pat_str`` is given."""
-        raw = _read_file(Path(path), ".tiktoken rank file")
-        try:
-            # Sniff gzip by its magic number rather than the suffix: users rename files.
-            contents = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-        except (OSError, EOFError, zlib.error):
-            raise TokenizerError(
-                f"cannot unpack '{path}': it is not valid gzip; give a .tiktoken file"
-            ) from None
+        raw = read_file(Path(path), ".tiktoken rank file")
+        # Sniff gzip by its magic number rather than the suffix: users rename files.
+        contents = gunzip(raw, Path(path)) if raw[:2] == b"\x1f\x8b" else raw
         return cls(f"tiktoken:{path}", *_file_encoding(contents, pat_str or cl100k_pattern(), f"'{path}'"))
 
     @property
@@ -254,7 +249,7 @@ class HFTokenizer:
 
     def __init__(self, path: str | Path) -> None:
         json_path = _tokenizer_json(Path(path))
-        raw = _read_file(json_path, "tokenizer.json")
+        raw = read_file(json_path, "tokenizer.json")
         self.name = f"hf:{path}"
         # ``encode_special_tokens`` is a flag on the tokenizer object, not a per-call option, so
         # one copy keeps special strings as text and the other parses them; flipping one shared
@@ -292,17 +287,6 @@ class HFTokenizer:
         return self._plain.decode(list(ids), skip_special_tokens=False)
 
 
-def _read_file(path: Path, what: str) -> bytes:
-    if not path.exists():
-        raise TokenizerError(f"no {what} at '{path}': the path does not exist")
-    if path.is_dir():
-        raise TokenizerError(f"'{path}' is a folder, not a {what}; give the file itself")
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise TokenizerError(f"cannot read '{path}' ({exc.strerror}); check its permissions") from None
-
-
 def _tokenizer_json(path: Path) -> Path:
     if path.is_dir() and not (path / "tokenizer.json").is_file():
         raise TokenizerError(
@@ -332,7 +316,7 @@ def _tokenizer_config(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        config = json.loads(_read_file(path, "tokenizer_config.json"))
+        config = json.loads(read_file(path, "tokenizer_config.json"))
     except ValueError as exc:
         raise TokenizerError(f"'{path}' is not valid JSON ({exc}); fix or remove it") from None
     if not isinstance(config, dict):
