@@ -1,7 +1,8 @@
 """One server's JSON API over HTTP (httpx, on an event loop of its own): every failure is classified
 as retried (with backoff), refused for one request, or fatal for the run; every attempt has a
 wall-clock deadline and every request a bound on all its attempts together; and an API key never
-leaves the request headers (messages that quote the server or the client have it scrubbed).
+leaves the request headers (messages that quote the server or the client have it scrubbed, then are
+cut: ``fathom.backends.replies``). Replies are read with non-finite numbers as absent.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from fathom.backends.replies import KEY_REMOVED as KEY_REMOVED
+from fathom.backends.replies import MESSAGE_CHARS, TRANSPORT_CHARS, bounded, finite_json, scrub
 from fathom.backends.schedule import Plan, Window, in_order
 from fathom.errors import FathomError
 from fathom.records import ErrorKind
@@ -35,7 +38,6 @@ _jitter = random.Random()
 # No answer to a request capped by max_tokens comes near this; a server that sends more is broken or
 # hostile, and reading on would only fill memory.
 MAX_REPLY_BYTES = 8 * 2**20
-KEY_REMOVED = "[API key removed]"
 
 # httpcore's pool scans every connection it holds for every request, at every event: a window of
 # hundreds through one pool would cost milliseconds a request. So each request in flight holds a
@@ -234,12 +236,13 @@ class JsonApi:
         except httpx.RequestError as exc:  # the connection, the protocol, or a body that does not decode
             described = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise Transient(
-                self.scrub(described[:160]), unreachable=isinstance(exc, httpx.ConnectError)
+                self.bounded(described, TRANSPORT_CHARS), unreachable=isinstance(exc, httpx.ConnectError)
             ) from None
         if not response.is_success:
-            raise Rejected(f"HTTP {response.status_code}: {self.scrub(_server_message(raw))}")
+            message = self.bounded(_server_message(raw), MESSAGE_CHARS)
+            raise Rejected(f"HTTP {response.status_code}: {message}")
         try:
-            return json.loads(raw)
+            return finite_json(raw)
         except (ValueError, RecursionError):  # RecursionError: JSON nested past the parser's stack
             raise Transient(f"malformed JSON in a reply of {len(raw)} bytes") from None
 
@@ -262,7 +265,12 @@ class JsonApi:
     def scrub(self, text: str) -> str:
         """Replies and errors quote the server; a server that echoes the key must not put it in a
         record, nor in a message."""
-        return text.replace(self._key, KEY_REMOVED) if self._key else text
+        return scrub(text, self._key)
+
+    def bounded(self, text: str, limit: int) -> str:
+        """``text`` scrubbed of the key, then cut to ``limit`` characters: never cut first, which
+        could leave the key's start at the cut."""
+        return bounded(text, limit, self._key)
 
 
 def _drive(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None], outbox: queue.Queue[Any]) -> None:
@@ -315,11 +323,12 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def _server_message(raw: bytes) -> str:
-    """The server's own words for a refusal, e.g. vLLM's 'maximum context length is ...'."""
+    """The server's own words for a refusal, e.g. vLLM's 'maximum context length is ...', whole:
+    the caller scrubs, then cuts."""
     try:
-        data = json.loads(raw)
+        data = finite_json(raw)
         error = data.get("error", data.get("detail", data)) if isinstance(data, dict) else data
         message = error.get("message", error) if isinstance(error, dict) else error
     except (ValueError, RecursionError):
         message = raw.decode("utf-8", "replace")
-    return " ".join(str(message).split())[:200] or "no message"
+    return " ".join(str(message).split()) or "no message"

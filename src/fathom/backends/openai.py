@@ -7,8 +7,9 @@ Qwen, say) since cl100k_base ships none. The chat endpoint gets messages that th
 itself, so its lengths are never exact. Scoring (log-probabilities of given text) always goes to
 the completions endpoint, which echoes the prompt with each token's log-probability. ``jsonhttp``
 speaks HTTP: every attempt has a deadline, every failure is classified (retried, refused for one
-sample, or fatal), and the API key is scrubbed from every answer and error. Answers are asked for
-at least one token (``min_tokens``), where the server takes it.
+sample, or fatal), and the API key is scrubbed from every answer and error before any cut (each
+text but the answer is cut to a stated limit; the answer is capped where it is recorded). Answers
+are asked for at least one token (``min_tokens``), where the server takes it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from fathom.backends.base import (
     with_continuation,
 )
 from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transient
+from fathom.backends.openai_replies import read_answer, token_count
+from fathom.backends.replies import FINISH_CHARS, finite_number
 from fathom.backends.schedule import Plan, prefix_plan
 from fathom.backends.settings import choice, count, number, parse_settings, refusal, text, whole
 from fathom.errors import FathomError, SpecError
@@ -187,7 +190,8 @@ class OpenAIBackend:
 
     async def _answer(self, client: httpx.AsyncClient, request: Request) -> Completion:
         """The completion, with its continuation's log-probabilities where the request has one;
-        the key scrubbed from every text a server could have put it in."""
+        the key scrubbed from every text a server could have put it in, then the finish reason cut
+        (errors are cut as they are made, by ``jsonhttp``)."""
         completion = await self._complete(client, request)
         if request.continuation is not None and completion.error is None:
             ids = np.concatenate([request.ids, request.continuation])
@@ -197,7 +201,7 @@ class OpenAIBackend:
         return dataclasses.replace(
             completion,
             text=scrub(completion.text),
-            finish_reason=scrub(completion.finish_reason),
+            finish_reason=self.api.bounded(completion.finish_reason, FINISH_CHARS),
             error=completion.error and scrub(completion.error),
             continuation_error=completion.continuation_error and scrub(completion.continuation_error),
         )
@@ -207,12 +211,12 @@ class OpenAIBackend:
         path = "/chat/completions" if chat else "/completions"
         body = self._body(request)
         try:
-            read = functools.partial(_parse, chat=chat)
+            read = functools.partial(read_answer, chat=chat)
             (text, finish, usage, timings), latency, forced = await self._post(client, path, body, read)
         except Failed as failed:
             return Completion("", len(request.ids), 0, "error", failed.seconds, error=failed.error)
-        prompt_tokens = _count(usage, "prompt_tokens", len(request.ids))
-        completion_tokens = _count(usage, "completion_tokens", len(self.tokenizer.encode(text)))
+        prompt_tokens = token_count(usage, "prompt_tokens", len(request.ids))
+        completion_tokens = token_count(usage, "completion_tokens", len(self.tokenizer.encode(text)))
         prefill, decode = timings
         # Nothing, stopped, in one token at most (servers differ in counting the end): the end came
         # first, whatever was asked (a server may take min_tokens and ignore it).
@@ -335,42 +339,9 @@ def _target(target: str) -> tuple[str, str]:
     return match["model"], url
 
 
-Timings = tuple[float | None, float | None]
-
-
-def _parse(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any], Timings]:
-    """Text, finish reason, usage and the server's prefill and decode seconds of a reply; a reply
-    without the first two is worth another try."""
-    try:
-        choice = reply["choices"][0]
-        text = choice["message"]["content"] if chat else choice["text"]
-    except (KeyError, IndexError, TypeError):
-        raise Transient("the reply has no choices[0] text") from None
-    if chat and text is None:
-        text = ""  # a chat model may answer with no content at all: that is its answer
-    if not isinstance(text, str):
-        raise Transient("the reply's text is not a string")
-    usage = reply.get("usage")
-    finish = str(choice.get("finish_reason") or "unknown")
-    return text, finish, usage if isinstance(usage, dict) else {}, _timings(reply)
-
-
-def _timings(reply: dict[str, Any]) -> Timings:
-    """The server's own prefill and decode time, where it reports them: llama.cpp's server adds
-    ``timings`` (``prompt_ms``, ``predicted_ms``) to its replies; others say nothing (None)."""
-    timings = reply.get("timings")
-    if not isinstance(timings, dict):
-        return None, None
-    seconds = [timings.get(key) for key in ("prompt_ms", "predicted_ms")]
-    prefill, decode = (
-        v / 1000 if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 else None
-        for v in seconds
-    )
-    return prefill, decode
-
-
 def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:
-    """Where each echoed token starts in the prompt, its log-probability, and the finish reason."""
+    """Where each echoed token starts in the prompt, its log-probability (None where the server
+    gave none, or no finite number), and the finish reason."""
     try:
         choice = reply["choices"][0]
         logprobs, finish = choice.get("logprobs"), choice.get("finish_reason")
@@ -386,7 +357,7 @@ def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:
         and all(value is None or isinstance(value, int | float) for value in values)
     ):
         raise FathomError(NO_PROMPT_LOGPROBS)
-    return offsets, values, str(finish)
+    return offsets, [finite_number(value) for value in values], str(finish)
 
 
 def _refused(error: str) -> bool:
@@ -398,8 +369,3 @@ def _refused(error: str) -> bool:
 def _in_order(done: Iterator[tuple[int, Result]], count: int) -> list[Result]:
     found = dict(done)
     return [found[index] for index in range(count)]
-
-
-def _count(usage: dict[str, Any], key: str, fallback: int) -> int:
-    value = usage.get(key)
-    return value if isinstance(value, int) else fallback

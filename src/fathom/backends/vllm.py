@@ -27,6 +27,7 @@ from fathom.backends.base import (
     split_options,
 )
 from fathom.backends.local_models import resolve_model_path
+from fathom.backends.replies import FINISH_CHARS, bounded, engine_error, finite_number
 from fathom.backends.settings import choice, count, flag, number, parse_settings, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.records import Completion, ErrorKind, FirstToken
@@ -152,7 +153,7 @@ class VLLMBackend:
         try:
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
         except Exception as exc:  # any engine error must cost only its samples, not the sweep
-            error = ErrorKind.BACKEND_ERROR.error(f"{type(exc).__name__}: {first_line(exc)}")
+            error = ErrorKind.BACKEND_ERROR.error(engine_error(exc))
             latency = (time.perf_counter() - started) / len(requests)
             return [Completion("", len(r.ids), 0, "error", latency, error=error) for r in requests]
         # The engine interleaves the prompts, so a prompt's own time is the batch's share.
@@ -174,7 +175,7 @@ class VLLMBackend:
         try:
             outputs = self.llm.generate(prompts, [params] * len(requests), use_tqdm=False)
         except Exception as exc:  # any engine error must cost only its samples, not the sweep
-            error = ErrorKind.BACKEND_ERROR.error(f"{type(exc).__name__}: {first_line(exc)}")
+            error = ErrorKind.BACKEND_ERROR.error(engine_error(exc))
             return [failed_scores(error, (time.perf_counter() - started) / len(requests))] * len(requests)
         latency = (time.perf_counter() - started) / len(requests)
         return [_token_scores(out, r, latency) for out, r in zip(outputs, requests, strict=True)]
@@ -192,7 +193,7 @@ class VLLMBackend:
 def _completion(out: Any, latency: float) -> Completion:
     answer = out.outputs[0]
     # finish_reason is "stop" (EOS or a stop string, which the text leaves out) or "length".
-    reason = answer.finish_reason or "stop"
+    reason = bounded(str(answer.finish_reason or "stop"), FINISH_CHARS)
     prefill, decode = request_seconds(getattr(out, "metrics", None))
     return Completion(
         answer.text, len(out.prompt_token_ids), len(answer.token_ids), reason, latency,
@@ -245,9 +246,10 @@ def _token_scores(out: Any, request: ScoreRequest, latency: float) -> TokenScore
     for position in range(request.start, len(request.ids)):
         entry = entries[position] if position < len(entries) else None
         found = entry.get(int(request.ids[position])) if entry else None
-        if found is None:
+        value = None if found is None else finite_number(float(found.logprob))
+        if value is None:  # none, or none that is finite: no JSON can hold it
             return failed_scores(f"vllm returned no log-probability for prompt token {position}", latency)
-        values.append(float(found.logprob))
+        values.append(value)
     return TokenScores(np.asarray(values, dtype=np.float64), request.start, latency)
 
 
