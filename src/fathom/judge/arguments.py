@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from fathom.errors import SpecError
+from fathom.judge.runner import MOST_RETRIES, check_retries
 from fathom.prompts.judging import rubric_names
 from fathom.prompts.qualify_sets import set_names
 
@@ -30,10 +31,23 @@ def add_judge_options(parser: argparse.ArgumentParser, required: bool = False) -
     )
     parser.add_argument(
         "--judge-retries",
-        type=int,
+        type=_retries,
         default=2,
-        help="times a reply that is no verdict is asked for again, with the reason, before it is an error",
+        help="times a reply that is no verdict is asked for again, with the reason, before it is an error "
+        f"(0 to {MOST_RETRIES})",
     )
+
+
+def _retries(text: str) -> int:
+    """--judge-retries, refused as it is parsed: before a run that would judge once it is done."""
+    try:
+        retries = int(text)
+        check_retries(retries)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of retries") from None
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return retries
 
 
 def judges_named(args: argparse.Namespace) -> list[str]:

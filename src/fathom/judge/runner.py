@@ -4,13 +4,14 @@
 records the judges in the manifest and appends one ``JudgementRecord`` per sample and judge to
 judgements.jsonl. A verdict already there (same prompt, answer, judge and rubric) is not asked for
 again; a judgement that ended in an error is. A reply that is no verdict is asked for again with the
-reason, ``retries`` times, then recorded as an error: never a silent score.
+problem (in fathom's words, never the reply's), ``retries`` times, then recorded as an error: never a
+silent score. Each judgement is appended as soon as it is final, so a kill re-pays only the requests
+that were in flight.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,23 +20,34 @@ from typing import Protocol
 import numpy as np
 from tqdm import tqdm
 
-from fathom.backends.base import Backend, Request
+from fathom.backends.base import Backend, BatchSized, Request
 from fathom.errors import SpecError
 from fathom.judge.lineage import family, same_model
 from fathom.judge.verdicts import Malformed, parse_verdict
 from fathom.judgement import JudgementRecord, answer_sha256
 from fathom.manifest import JudgeIdentity, Manifest, identity_sha256
 from fathom.prompts import ChatPrompt, PromptText, frame
-from fathom.prompts.judging import PROMPT_VERSION, JudgePrompt, Rubric, judge_prompt, load_rubric, retry_note
+from fathom.prompts.judging import (
+    PROMPT_VERSION,
+    JudgePrompt,
+    Rubric,
+    Unreadable,
+    judge_prompt,
+    load_rubric,
+    retry_note,
+)
 from fathom.prompts.templates import ChatTemplate, resolve_template
-from fathom.records import SampleRecord, cap_answer
+from fathom.records import Completion, SampleRecord, cap_answer
 from fathom.registry import BACKEND, create_backend
 from fathom.run.judgements import JudgementWriter
+from fathom.run.runner import BackendClock
 from fathom.run.store import RunFolder
 
 ROLES = ("judge", "judge2")
 VERDICT_TOKENS = 96  # a score and a sentence of reason, with room to spare
 BATCH = 8
+# Each retry is paid for, and a judge that gives no verdict in eleven tries will not in twelve.
+MOST_RETRIES = 10
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +95,15 @@ def check_judges(judges: Sequence[str], rubric_name: str) -> None:
             raise SpecError(f"unknown judge '{spec}': name it as backend:model, with backend one of {known}")
 
 
+def check_retries(retries: int) -> None:
+    """Refuse a number of retries below 0 or above MOST_RETRIES."""
+    if not 0 <= retries <= MOST_RETRIES:
+        raise SpecError(
+            f"--judge-retries {retries} is outside 0 to {MOST_RETRIES}: give the attempts after the first, "
+            f"{MOST_RETRIES} at most (each is paid for)"
+        )
+
+
 def judge_run(
     folder: Path, judges: Sequence[str], rubric_name: str, retries: int = 2, show_progress: bool = True
 ) -> JudgingResult:
@@ -90,8 +111,7 @@ def judge_run(
     specs, as ``--model`` takes them) under the rubric named."""
     if not 1 <= len(judges) <= len(ROLES):
         raise SpecError("name one judge (--judge) or two (--judge and --judge2)")
-    if retries < 0:
-        raise SpecError(f"--judge-retries {retries} is below 0: give 0 or more attempts after the first")
+    check_retries(retries)
     rubric = load_rubric(rubric_name)
     run = RunFolder(folder)
     manifest = run.read_manifest()
@@ -194,66 +214,79 @@ def _key(judge: Judge, rubric: Rubric, sample: SampleRecord) -> tuple[str, str, 
 def judge_cases(
     judge: Judge, rubric: Rubric, cases: Sequence[Case], retries: int
 ) -> Iterator[JudgementRecord]:
-    """Each case's judgement, ``BATCH`` cases to a call, yielded as each batch is done."""
-    for start in range(0, len(cases), BATCH):
-        yield from _judge_batch(judge, rubric, cases[start : start + BATCH], retries)
+    """Each case's judgement, yielded as soon as it is final (a verdict, or an error once its
+    retries are spent), so that a kill loses only the requests in flight. Cases go to the judge
+    ``requests_per_call`` at a time (a BatchSized backend's; BATCH otherwise), and each reply is
+    read as it comes (a Streamer's as each is answered, so its window of requests stays full)."""
+    backend = judge.backend
+    size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH
+    for start in range(0, len(cases), size):
+        yield from _judge_batch(judge, rubric, cases[start : start + size], retries)
 
 
 def _judge_batch(
-    judge: Judge, rubric: Rubric, samples: Sequence[Case], retries: int
-) -> list[JudgementRecord]:
-    """Each sample's judgement: asked once, then again with the reason for those whose reply was
-    no verdict, up to ``retries`` more times."""
-    prompts = {s.sample_id: judge_prompt(rubric, s.question, s.answers, s.output) for s in samples}
-    results: dict[str, JudgementRecord] = {}
-    notes: dict[str, str] = {}
-    pending = list(samples)
+    judge: Judge, rubric: Rubric, cases: Sequence[Case], retries: int
+) -> Iterator[JudgementRecord]:
+    """Each case's judgement as it is final: asked once, then again with the problem (in fathom's
+    words) for those whose reply was no verdict, up to ``retries`` more times."""
+    prompts = {c.sample_id: judge_prompt(rubric, c.question, c.answers, c.output) for c in cases}
+    notes: dict[str, Unreadable] = {}
+    pending = list(cases)
     for attempt in range(1, retries + 2):
         requests = [
-            _request(judge, s.sample_id, prompts[s.sample_id], notes.get(s.sample_id, "")) for s in pending
+            _request(judge, c.sample_id, prompts[c.sample_id], notes.get(c.sample_id)) for c in pending
         ]
-        started = time.perf_counter()
-        completions = judge.backend.generate(requests)
-        latency = (time.perf_counter() - started) / max(len(pending), 1)
         still = []
-        for sample, completion in zip(pending, completions, strict=True):
-            reply, _ = cap_answer(completion.text)
-            score, reason, error = None, "", completion.error
-            if error is None:
-                try:
-                    verdict = parse_verdict(reply, rubric, prompts[sample.sample_id].marker)
-                    score, reason = verdict.score, verdict.reason
-                except Malformed as exc:
-                    error = f"malformed: {exc}"
-                    notes[sample.sample_id] = retry_note(str(exc))
-                    still.append(sample)
-            results[sample.sample_id] = JudgementRecord(
-                sample_id=sample.sample_id,
-                prompt_sha256=sample.prompt_sha256,
-                answer_sha256=answer_sha256(sample.output),
-                role=judge.role,
-                judge=judge.name,
-                judge_identity=judge.identity,
-                rubric=rubric.label,
-                rubric_sha256=rubric.sha256,
-                score=score,
-                reason=reason,
-                reply=reply,
-                attempts=attempt,
-                latency_s=round(latency, 4),
-                error=error,
-            )
+        for index, completion in BackendClock(judge.backend).stream(requests):
+            case = pending[index]
+            record, problem = _judgement(judge, rubric, case, prompts[case.sample_id], completion, attempt)
+            if problem is not None and attempt <= retries:
+                notes[case.sample_id] = problem
+                still.append(case)
+            else:
+                yield record
         pending = still
         if not pending:
-            break
-    return [results[s.sample_id] for s in samples]
+            return
 
 
-def _request(judge: Judge, sample_id: str, prompt: JudgePrompt, note: str) -> Request:
-    """The judge's prompt (and the note on its last reply, on a retry) in the judge's own chat
-    template, its reply opened with the verdict's first key."""
+def _judgement(
+    judge: Judge, rubric: Rubric, case: Case, prompt: JudgePrompt, completion: Completion, attempt: int
+) -> tuple[JudgementRecord, Unreadable | None]:
+    """The judgement a reply makes, and why it is no verdict where it is none."""
+    reply, _ = cap_answer(completion.text)
+    score, reason, error, problem = None, "", completion.error, None
+    if error is None:
+        try:
+            verdict = parse_verdict(reply, rubric, prompt.marker)
+            score, reason = verdict.score, verdict.reason
+        except Malformed as exc:
+            problem = exc.problem
+            error = f"malformed: {problem.value}"
+    record = JudgementRecord(
+        sample_id=case.sample_id,
+        prompt_sha256=case.prompt_sha256,
+        answer_sha256=answer_sha256(case.output),
+        role=judge.role,
+        judge=judge.name,
+        judge_identity=judge.identity,
+        rubric=rubric.label,
+        rubric_sha256=rubric.sha256,
+        score=score,
+        reason=reason,
+        reply=reply,
+        attempts=attempt,
+        latency_s=round(completion.latency_s, 4),
+        error=error,
+    )
+    return record, problem
+
+
+def _request(judge: Judge, sample_id: str, prompt: JudgePrompt, problem: Unreadable | None) -> Request:
+    """The judge's prompt (and, on a retry, what was wrong with its last reply, in fathom's words)
+    in the judge's own chat template, its reply opened with the verdict's first key."""
     backend, tokenizer = judge.backend, judge.backend.tokenizer
-    text = prompt.text + note
+    text = prompt.text + ("" if problem is None else retry_note(problem))
     head, tail = frame(tokenizer, judge.template, PromptText(text, "", prompt.opening), "")
     ids = np.concatenate([head, tail])
     chat = ChatPrompt(None, text, prompt.opening) if backend.input == "chat" else None

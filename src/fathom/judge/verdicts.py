@@ -7,7 +7,8 @@ the rubric's scale: ``1.0`` is not ``1``) and ``reason`` (a string). A verdict u
 refused, above all a plain ``score`` or another prompt's nonce: that is what a verdict written inside
 the judged answer looks like, and a judge that copies it gives none. Whatever follows the object is
 ignored: a judge that keeps talking after its verdict has still given one. Anything else is
-malformed, and why goes back to the judge on its next attempt.
+malformed, and why (one of ``Unreadable``'s problems, in fathom's words: never the reply's own)
+goes back to the judge on its next attempt.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from fathom.prompts.judging import Rubric, score_key, verdict_opening
+from fathom.prompts.judging import Rubric, Unreadable, score_key, verdict_opening
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,11 @@ class Verdict:
 
 
 class Malformed(ValueError):
-    """A reply that is no verdict; the message says what is wrong, for the judge's next attempt."""
+    """A reply that is no verdict; ``problem`` says what is wrong, for the judge's next attempt."""
+
+    def __init__(self, problem: Unreadable) -> None:
+        super().__init__(problem.value)
+        self.problem = problem
 
 
 def parse_verdict(reply: str, rubric: Rubric, marker: str) -> Verdict:
@@ -38,18 +43,19 @@ def parse_verdict(reply: str, rubric: Rubric, marker: str) -> Verdict:
     if text.startswith("```"):
         text = text.removeprefix("```json").removeprefix("```").strip()
     if not text.startswith("{"):
-        raise Malformed("it does not open with a JSON object")
+        raise Malformed(Unreadable.NOT_AN_OBJECT)
     try:
         data, _ = json.JSONDecoder().raw_decode(text)
-    except json.JSONDecodeError as exc:
-        raise Malformed(f"its JSON does not parse: {exc.msg}") from None
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past the parser's stack
+        raise Malformed(Unreadable.NOT_AN_OBJECT) from None
+    if not isinstance(data, dict):
+        raise Malformed(Unreadable.NOT_AN_OBJECT)
     key = score_key(marker)
-    if not isinstance(data, dict) or set(data) != {key, "reason"}:
-        keys = ", ".join(sorted(data)) if isinstance(data, dict) else type(data).__name__
-        raise Malformed(f'it must hold exactly "{key}" and "reason", not {keys}')
+    if set(data) != {key, "reason"}:
+        raise Malformed(Unreadable.WRONG_KEYS)
     score, reason = data[key], data["reason"]
     if type(score) is not int or score not in rubric.scale:
-        raise Malformed(f"its score {json.dumps(score)} is not one of {', '.join(map(str, rubric.scale))}")
+        raise Malformed(Unreadable.OFF_SCALE)
     if not isinstance(reason, str):
-        raise Malformed('its "reason" is not a string')
+        raise Malformed(Unreadable.REASON_NOT_TEXT)
     return Verdict(score, reason.strip())
