@@ -227,3 +227,41 @@ def test_a_record_with_a_number_that_is_not_finite_is_refused(tmp_path: Path) ->
             append_line(handle.fileno(), {"decode_s": float("inf")}, path)
         append_line(handle.fileno(), {"decode_s": 0.5}, path)
     assert path.read_text() == '{"decode_s": 0.5}\n'
+
+
+def test_a_server_that_says_infinity_leaves_strict_json_and_no_time(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Planting, "orders", "infinite 0")  # llama.cpp's timings, as Infinity and NaN
+    folder = tmp_path / "run"
+    model = f"openai:m@{url}?retries=1"
+    args = [
+        "--tokenizer",
+        "cl100k_base",
+        "--lengths",
+        "1k",
+        "--depths",
+        "1",
+        "--samples",
+        "2",
+        "--no-control",
+    ]
+    assert main(["run", "niah", "--model", model, "--run-dir", str(folder), "--no-progress", *args]) == 0
+    lines = (folder / "samples.jsonl").read_text().splitlines()
+    strict = [json.loads(line, parse_constant=pytest.fail) for line in lines]  # no NaN, no Infinity
+    assert len(strict) == 2 and all("decode_s" not in r and "prefill_s" not in r for r in strict)
+
+
+def test_a_judge_that_echoes_the_key_leaves_no_part_of_it_in_its_verdicts(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "run"
+    args = ["--lengths", "1k", "--depths", "1", "--samples", "2", "--no-control", "--no-progress"]
+    assert main(["run", "niah", "--model", "sim:perfect", "--run-dir", str(folder), *args]) == 0
+    # The judge's reply holds the key where the record's cap of a reply falls.
+    monkeypatch.setattr(Planting, "orders", f"answer {ANSWER_BYTES - 20}")
+    status = main(["judge", str(folder), "--judge", f"openai:j@{url}?retries=1", "--judge-retries", "0"])
+    assert status == 3  # no verdict in the reply: an error, recorded
+    judgements = (folder / "judgements.jsonl").read_text()
+    assert len(judgements.splitlines()) == 2
+    assert_no_part_of_the_key(judgements)
