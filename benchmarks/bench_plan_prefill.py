@@ -3,9 +3,12 @@ shape (Llama-3.1-8B by default) in transformers, bf16, one prompt of each length
 with the logits of the last position only, as ``fathom plan`` prices a prefill.
 
 For each length: the measured seconds (the median of ``--repeats`` after one warm-up), the plan's
-estimate at ``--utilisation`` of the GPU's dense BF16 peak, their ratio, and the utilisation the
-measurement implies (the plan's FLOPs over measured seconds x peak). Results go to
-``results/plan_prefill.json`` with the machine.
+estimate at ``--utilisation`` (by default the calibrated ``PREFILL_MFU``) of the GPU's dense BF16
+peak, their ratio, and the utilisation the measurement implies (the plan's FLOPs over measured
+seconds x peak). Results go to ``results/plan_prefill.json`` with the machine. On a GPU, with the
+preset's every layer, each length is also printed as a ``Measurement(...)`` to add to
+``src/fathom/plan/calibration.py``'s ``MEASUREMENTS`` (then paste ``calibration_table()`` into
+docs/plan.md again): the calibration's measured row of fathom's own.
 
 This needs a GPU: on one H100, ``python benchmarks/bench_plan_prefill.py --gpu h100`` runs 8k to 128k
 in a few minutes (16 GB of weights; SDPA picks FlashAttention for bf16 on CUDA). ``--device cpu
@@ -27,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from fathom.plan.arch import Architecture
-from fathom.plan.costs import Setup, prefill_seconds
+from fathom.plan.calibration import Measurement
+from fathom.plan.costs import PREFILL_MFU, Setup, prefill_seconds
 from fathom.plan.gpus import gpu_named
+from fathom.plan.presets import PRESETS
 from fathom.plan.readers import load_architecture
 from fathom.spec import parse_lengths
 
@@ -77,6 +82,18 @@ def time_prefill(model: Any, length: int, vocab: int, device: str, repeats: int)
     return [once() for _ in range(repeats)]
 
 
+def calibration_row(
+    arch: str, args: argparse.Namespace, machine: dict[str, str], length: int, seconds: float
+) -> Measurement:
+    """One measured prefill as the calibration records it: what ran, where, and when."""
+    day = datetime.now(UTC).date().isoformat()
+    return Measurement(
+        "prefill", f"{arch} (random weights)", arch, args.gpu, 1, None, length, 0, round(seconds, 5),
+        f"transformers, {args.attention}, bf16", "bench_plan_prefill",
+        f"benchmarks/bench_plan_prefill.py on {machine['gpu']}, {day}, {machine['versions']}",
+    )  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -85,7 +102,7 @@ def main() -> None:
     parser.add_argument("--gpu", default="h100", help="the GPU whose peak the plan assumes")
     parser.add_argument("--lengths", default="8k,16k,32k,64k,128k")
     parser.add_argument("--layers", type=int, default=None, help="fewer layers than the preset's")
-    parser.add_argument("--utilisation", type=float, default=0.4, help="the plan's prefill MFU")
+    parser.add_argument("--utilisation", type=float, default=PREFILL_MFU, help="the plan's prefill MFU")
     parser.add_argument("--attention", default="sdpa", help="sdpa or flash_attention_2")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--repeats", type=int, default=3)
@@ -121,8 +138,14 @@ def main() -> None:
     machine = {"platform": platform.platform(), "python": platform.python_version(), "device": args.device}
     if args.device.startswith("cuda"):
         import torch
+        import transformers
 
         machine["gpu"] = torch.cuda.get_device_name()
+        machine["versions"] = f"torch {torch.__version__}, transformers {transformers.__version__}"
+        if args.layers is None and arch.name in PRESETS:  # only the preset's own model calibrates it
+            print("calibration rows for src/fathom/plan/calibration.py's MEASUREMENTS:")
+            for row in rows:
+                print(f"    {calibration_row(arch.name, args, machine, row['length'], row['measured_s'])!r},")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     config = {k: str(v) for k, v in vars(args).items()}
     report = {"date": datetime.now(UTC).isoformat(), "machine": machine, "config": config, "rows": rows}

@@ -61,6 +61,8 @@ PUBLISHED = {
     "llama-3.1-8b": 8_030_261_248,
     "llama-3.1-70b": 70_553_706_496,
     "llama-3.1-405b": 405_853_388_800,
+    "llama-2-7b": 6_738_415_616,
+    "llama-2-70b": 68_976_648_192,
     "qwen2.5-7b": 7_615_616_512,
     "qwen2.5-72b": 72_706_203_648,
     "mistral-7b": 7_248_023_552,
@@ -169,9 +171,9 @@ def test_gpus_that_do_not_divide_into_replicas_are_paid_for_idle() -> None:
 
 
 def test_fp8_weights_run_at_fp8_s_rate_where_the_gpu_has_it() -> None:
-    assert Setup(H100, weights_dtype="fp8").weight_rate == pytest.approx(1978.9e12 * 0.4)
-    assert Setup(GPUS["a100-80gb"], weights_dtype="fp8").weight_rate == pytest.approx(312e12 * 0.4)
-    assert Setup(H100).weight_rate == pytest.approx(989.4e12 * 0.4)
+    assert Setup(H100, weights_dtype="fp8", utilisation=0.4).weight_rate == pytest.approx(1978.9e12 * 0.4)
+    assert Setup(GPUS["a100-80gb"], weights_dtype="fp8").weight_rate == pytest.approx(312e12 * 0.5)
+    assert Setup(H100).weight_rate == pytest.approx(989.4e12 * 0.5)
 
 
 def test_every_gpu_row_has_its_datasheet() -> None:

@@ -9,7 +9,7 @@ from fathom.backends.base import split_options
 from fathom.backends.local_models import resolve_model_path
 from fathom.errors import SpecError
 from fathom.plan.arch import Architecture
-from fathom.plan.costs import KV_DTYPES, WEIGHT_DTYPES, Setup
+from fathom.plan.costs import DECODE_BANDWIDTH, KV_DTYPES, PREFILL_MFU, WEIGHT_DTYPES, Setup
 from fathom.plan.gpus import GPUS, gpu_named
 from fathom.plan.presets import PRESETS
 from fathom.plan.readers import load_architecture
@@ -31,14 +31,15 @@ def add_plan_options(plan: argparse.ArgumentParser) -> None:
     plan.add_argument(
         "--utilisation",
         type=float,
-        default=0.4,
-        help="assumed share of the GPU's peak FLOP/s that a prefill reaches (MFU)",
+        default=PREFILL_MFU,
+        help="assumed share of the GPU's peak FLOP/s that a prefill reaches (MFU; the default is calibrated "
+        "on published measurements, docs/plan.md)",
     )
     plan.add_argument(
         "--decode-utilisation",
         type=float,
-        default=0.6,
-        help="assumed share of the memory bandwidth that a decode step reaches",
+        default=DECODE_BANDWIDTH,
+        help="assumed share of the memory bandwidth that a decode step reaches (calibrated likewise)",
     )
     plan.add_argument("--kv-dtype", default="bf16", help=f"the KV cache's: {', '.join(KV_DTYPES)}")
     plan.add_argument(

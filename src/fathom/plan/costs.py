@@ -21,6 +21,11 @@ from fathom.plan.arch import DTYPE_BYTES, Architecture
 from fathom.plan.gpus import NODE_GPUS, Gpu
 
 USABLE = 0.9
+# The shares of the peaks a plan assumes unless told otherwise: chosen so that the plan lands within
+# 25% of most published measurements of real prefills and decodes (calibration.py holds them, with
+# their sources; docs/plan.md shows the table).
+PREFILL_MFU = 0.5
+DECODE_BANDWIDTH = 0.6
 KV_DTYPES = ("bf16", "fp16", "fp8")
 WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
 
@@ -32,8 +37,8 @@ class Setup:
     gpu: Gpu
     gpus: int = 1
     price: float | None = None  # per GPU-hour; None: no cost, GPU-hours only
-    utilisation: float = 0.4  # MFU of a prefill
-    decode_utilisation: float = 0.6  # share of the memory bandwidth a decode step reaches
+    utilisation: float = PREFILL_MFU  # MFU of a prefill
+    decode_utilisation: float = DECODE_BANDWIDTH  # share of the memory bandwidth a decode step reaches
     kv_dtype: str = "bf16"
     weights_dtype: str | None = None  # None: as the model file stores them (a GGUF), else bf16
 

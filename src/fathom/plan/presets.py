@@ -1,8 +1,8 @@
 """Named architectures of common families, copied from each model's published ``config.json``.
 
 The parameter counts that follow from these shapes match the published ones (Llama 3.1 8B:
-8,030,261,248; Mixtral 8x7B: 46.7B in all, 12.9B active); tests/test_plan.py checks them, and the
-two small models fathom runs against their GGUF files.
+8,030,261,248; Llama 2 7B: 6,738,415,616; Mixtral 8x7B: 46.7B in all, 12.9B active);
+tests/test_plan.py checks them, and the two small models fathom runs against their GGUF files.
 """
 
 from __future__ import annotations
@@ -33,6 +33,16 @@ PRESETS: dict[str, Architecture] = {
             _LLAMA_70B, name="llama-3.3-70b", source=_HF.format("meta-llama/Llama-3.3-70B-Instruct")
         ),
         _llama("llama-3.1-405b", "meta-llama/Llama-3.1-405B", 126, 16384, 128, 53248),
+        # Llama 2: the models of the engines' published benchmarks (docs/plan.md's calibration);
+        # the 7B has as many KV heads as query heads, the 70B 8.
+        Architecture(
+            "llama-2-7b", 32, 4096, 32, 32, 128, 11008, 32000, context=4096,
+            source=_HF.format("meta-llama/Llama-2-7b-hf"),
+        ),
+        Architecture(
+            "llama-2-70b", 80, 8192, 64, 8, 128, 28672, 32000, context=4096,
+            source=_HF.format("meta-llama/Llama-2-70b-hf"),
+        ),
         Architecture(
             "qwen2.5-7b", 28, 3584, 28, 4, 128, 18944, 152064, context=32768,
             source=_HF.format("Qwen/Qwen2.5-7B-Instruct"),

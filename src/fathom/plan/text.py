@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fathom.plan.arch import DTYPE_BYTES, Architecture
+from fathom.plan.calibration import calibration_json, calibration_line
 from fathom.plan.costs import USABLE
 from fathom.plan.gpus import GPUS, NODE_GPUS
 from fathom.plan.presets import PRESETS
@@ -66,6 +67,7 @@ def plan_text(plan: Plan) -> list[str]:
         f"GPU: {setup.gpus} x {gpu.label}: {gpu.bf16_flops / 1e12:.0f} TFLOP/s bf16, "
         f"{gpu.bandwidth / 1e12:.4g} TB/s; assumed: {setup.utilisation:.0%} of the peak in a prefill "
         f"(MFU), {setup.decode_utilisation:.0%} of the bandwidth in decoding, one sequence at a time",
+        calibration_line(setup),
         f"prompts: {plan.swept.method}",
         "",
         *_table(plan.rows, total),
@@ -173,7 +175,12 @@ def plan_json(plan: Plan) -> dict[str, Any]:
             "active_params": arch.active_params,
         },
         "setup": dataclasses.asdict(plan.setup),
-        "assumptions": {"usable_memory_share": USABLE, "node_gpus": NODE_GPUS, "decode_batch": 1},
+        "assumptions": {
+            "usable_memory_share": USABLE,
+            "node_gpus": NODE_GPUS,
+            "decode_batch": 1,
+            "calibration": calibration_json(),
+        },
         "weights_bytes": plan.weights_bytes,
         "tp": plan.tp,
         "fits_one_gpu": plan.tp == 1,
