@@ -145,7 +145,8 @@ def main() -> None:
         if args.layers is None and arch.name in PRESETS:  # only the preset's own model calibrates it
             print("calibration rows for src/fathom/plan/calibration.py's MEASUREMENTS:")
             for row in rows:
-                print(f"    {calibration_row(arch.name, args, machine, row['length'], row['measured_s'])!r},")
+                calibrated = calibration_row(arch.name, args, machine, int(row["length"]), row["measured_s"])
+                print(f"    {calibrated!r},")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     config = {k: str(v) for k, v in vars(args).items()}
     report = {"date": datetime.now(UTC).isoformat(), "machine": machine, "config": config, "rows": rows}
