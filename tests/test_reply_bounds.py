@@ -223,7 +223,7 @@ def test_a_run_against_a_server_that_leaks_the_key_writes_no_part_of_it(
 def test_a_record_with_a_number_that_is_not_finite_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "samples.jsonl"
     with path.open("ab") as handle:
-        with pytest.raises(RunFolderError, match="not finite"):
+        with pytest.raises(RunFolderError, match="NaN or Infinity"):
             append_line(handle.fileno(), {"decode_s": float("inf")}, path)
         append_line(handle.fileno(), {"decode_s": 0.5}, path)
     assert path.read_text() == '{"decode_s": 0.5}\n'
