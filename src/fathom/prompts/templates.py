@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Template, TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from fathom.errors import SpecError
+from fathom.prompts.template_sandbox import compile_template, render_bounded
 from fathom.prompts.tokenizers import Tokenizer
 
 CONTEXT_MARKER = "\u27e6fathom-context\u27e7"
@@ -74,28 +72,27 @@ class ChatTemplate:
 
     def _render(self, messages: list[dict[str, str]], tokenizer: Tokenizer) -> str:
         try:
-            return _compile(self.source).render(
+            return render_bounded(
+                _compile(self.source),
                 messages=messages,
                 add_generation_prompt=True,
                 bos_token=tokenizer.bos_token or "",
                 eos_token=tokenizer.eos_token or "",
             )
-        except TemplateError as exc:
-            raise SpecError(f"chat template '{self.name}' failed to render: {exc}") from None
-
-
-def _raise(message: str) -> Any:
-    raise TemplateError(message)
+        # A template is a program from outside fathom (a file, a model's files): whatever error it
+        # raises (a division by zero, a recursion without end) is the template's, not fathom's.
+        except (TemplateError, ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as exc:
+            reason = str(exc) if isinstance(exc, TemplateError) else f"{type(exc).__name__}: {exc}"
+            raise SpecError(
+                f"chat template '{self.name}' failed to render: {reason:.200}; fix the template or choose "
+                "another with --template"
+            ) from None
 
 
 @functools.lru_cache(maxsize=16)
 def _compile(source: str) -> Template:
     """Compile once per template text: every prompt of a run renders the same template."""
-    # The settings transformers uses for chat templates, so the same text renders the same way.
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    env.globals["raise_exception"] = _raise
-    env.filters["tojson"] = lambda value, indent=None: json.dumps(value, ensure_ascii=False, indent=indent)
-    return env.from_string(source)
+    return compile_template(source)
 
 
 def resolve_template(name: str, tokenizer: Tokenizer) -> ChatTemplate:
