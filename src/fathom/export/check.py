@@ -177,8 +177,14 @@ class _Index:
 
 def _read_export(path: Path) -> Iterator[tuple[int, list[tuple[str, str]]]]:
     """Each line's number and its messages as (role, content)."""
-    with path.open(encoding="utf-8") as stream:
-        for number, line in enumerate(stream, 1):
+    with path.open("rb") as stream:  # decoded line by line, so that a line not in UTF-8 is named
+        for number, raw in enumerate(stream, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ExportError(
+                    f"{path} line {number} is not UTF-8 text: give the JSONL file fathom export wrote"
+                ) from None
             if not line.strip():
                 continue
             try:

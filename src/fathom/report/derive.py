@@ -14,7 +14,7 @@ from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import depth_profile, task_grid
 from fathom.analysis.select import is_ruler_run, split_records
 from fathom.analysis.summary import NiahGrid, Row, RunFacts, Summary, run_summary
-from fathom.errors import RunFolderError
+from fathom.errors import RunFolderError, SpecError
 from fathom.records import SampleRecord
 from fathom.report.compare import compare_runs
 from fathom.report.files import DEPTH, GRID, HEATMAP, PERPLEXITY, SUMMARY, TRAP, variant_heatmap
@@ -64,6 +64,7 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> Summary:
     Perplexity documents add a perplexity table: trap.png beside the retrieval accuracy of the same
     run, or perplexity.png for a run of perplexity alone.
     """
+    _check_threshold(threshold)
     manifest = folder.read_manifest()
     records = folder.latest()
     samples, documents = split_records(records)
@@ -105,6 +106,16 @@ def _plot(
         name = TRAP if samples else PERPLEXITY
         answer = summary.answer_likelihood or ()
         plot_trap(summary.perplexity.table, summary.lengths, answer, folder.path / name, title, window)
+
+
+def _check_threshold(threshold: float) -> None:
+    """Refuse, before anything is read or written, a threshold no score can be measured against: above 1
+    no length is ever effective, at 0 or below every one is, and NaN is no number (nor valid JSON)."""
+    if not 0 < threshold <= 1:
+        raise SpecError(
+            f"--threshold must be a score in (0, 1], the share of samples a length must get right "
+            f"(default 0.85), not {threshold}"
+        )
 
 
 def _cells(rows: Sequence[Row]) -> list[CellStats]:
