@@ -17,10 +17,21 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from fathom.errors import SpecError
+from fathom.spec import MAX_LENGTH
 from fathom.units import format_count, parse_count
 
 # No context comes near a billion tokens; a cap keeps window arithmetic within float range.
 MOST_TOKENS = 1 << 30
+# The most each kind of setting may be, for every backend: past these a value is a mistake, not a
+# bigger machine, and refusing it before any work beats finding out later (100,000,000 requests in
+# flight took 4 GB and sent nothing in 150 s).
+MOST_CONTEXT = 2 * MAX_LENGTH  # tokens of context: room for fathom's longest prompt and its answer
+MOST_BATCH_TOKENS = 1 << 20  # tokens evaluated in one call (llama.cpp's batch)
+MOST_BATCH = 4096  # samples in one call
+MOST_IN_FLIGHT = 4096  # requests at a time: as many as the runner hands an HTTP backend at once
+MOST_RETRIES = 100
+MOST_SECONDS = 86400.0  # a day, for any timeout or wait
+MOST_GPUS = 1024
 _WHOLE = re.compile(r"[0-9]+")
 N = TypeVar("N", int, float)
 T = TypeVar("T")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from fathom.report.runs import run_folders
 from fathom.run.judgements import JUDGEMENTS
 from fathom.run.lines import Parsed, parse, parse_lines
 from fathom.run.store import MANIFEST, SAMPLES, RunFolder
+from fathom.safe_files import write_through
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -164,15 +165,18 @@ def _replace(
 
 def write_parquet(index: Path, folder: Path) -> list[Path]:
     """The index's tables as Parquet files in ``folder`` (runs.parquet, samples.parquet,
-    judgements.parquet), for pandas and polars; each written whole, then moved into place."""
+    judgements.parquet), for pandas and polars; each written whole, then moved into place (over a
+    link there, never through it)."""
     with reading(index) as connection:
         folder.mkdir(parents=True, exist_ok=True)
-        written = []
-        for table in TABLES:
-            path = folder / f"{table}.parquet"
-            partial = path.with_name(path.name + ".tmp")
-            quoted = str(partial).replace("'", "''")
-            connection.execute(f"COPY {table} TO '{quoted}' (FORMAT parquet)")
-            os.replace(partial, path)
-            written.append(path)
-        return written
+        return [write_through(folder / f"{table}.parquet", _copy(connection, table)) for table in TABLES]
+
+
+def _copy(connection: DuckDBPyConnection, table: str) -> Callable[[Path], None]:
+    """DuckDB's COPY of ``table`` to a Parquet file at the path it is given."""
+
+    def copy(path: Path) -> None:
+        quoted = str(path).replace("'", "''")
+        connection.execute(f"COPY {table} TO '{quoted}' (FORMAT parquet)")
+
+    return copy

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.errors import SpecError
+from fathom.safe_files import write_file
 from fathom.tasks.ruler.qa_data import QADataset, QAItem, load_dataset
 
 MOST_WORDS = 12_000  # the longest context, in words; the first item's is about its own documents
@@ -37,8 +38,7 @@ def make_demo(folder: Path, items: int = 20, seed: int = 0) -> list[Path]:
         lines = _items(dataset, task, items, random.Random(f"{seed}|{source}"))
         text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
         for name in (f"{task}.jsonl", f"{task}_e.jsonl"):
-            (folder / name).write_text(text, encoding="utf-8")
-            written.append(folder / name)
+            written.append(write_file(folder / name, text))
     return written
 
 
