@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from fathom.prompts.needles import NEEDLE_KINDS, needle_rng
 from fathom.prompts.spaces import TRAIN
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell
+from fathom.safe_files import replacing
 from fathom.spec import MAX_PLANNED, RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.niah import NEEDLE_SETS_VERSION, NIAH_VERSION, NiahTask
@@ -149,7 +149,7 @@ def answer_sentence(prefix: str, answers: tuple[str, ...]) -> str:
 
 def write_examples(spec: RunSpec, count: int, out: Path, force: bool = False) -> Exported:
     """Write the examples as JSONL to ``out``: whole or not at all (a temporary file, renamed at
-    the end), and never over an existing file unless ``force``."""
+    the end; ``fathom.safe_files.replacing``), and never over an existing file unless ``force``."""
     check_request(spec, count)
     if out.exists() and not force:
         raise ExportError(f"'{out}' exists: pass --force to replace it, or choose another --out")
@@ -157,13 +157,8 @@ def write_examples(spec: RunSpec, count: int, out: Path, force: bool = False) ->
         raise ExportError(f"'{out}' is a folder: --out names the JSONL file to write")
     if not out.parent.is_dir():
         raise ExportError(f"'{out.parent}' is no folder: create it, or choose another --out")
-    partial = out.with_name(f".{out.name}.partial")
-    try:
-        with partial.open("w", encoding="utf-8") as stream:
-            for example in examples(spec, count):
-                stream.write(json.dumps(example, ensure_ascii=False) + "\n")
-        os.replace(partial, out)
-    finally:
-        partial.unlink(missing_ok=True)
+    with replacing(out) as stream:  # whole or not at all, and never through a link at ``out``
+        for example in examples(spec, count):
+            stream.write((json.dumps(example, ensure_ascii=False) + "\n").encode("utf-8"))
     corpora = len(spec.domains) or 1
     return Exported(out, count, corpora * len(spec.lengths) * len(spec.depths))

@@ -22,6 +22,7 @@ from fathom.plan.sweep import Plan, plan_prompts
 from fathom.plan.text import plan_json
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.registry import check_spec, create_task
+from fathom.safe_files import write_file
 from fathom.spec import RunSpec
 
 __all__ = ["Architecture", "Plan", "Setup", "plan_sweep", "write_plan"]
@@ -43,4 +44,4 @@ def plan_sweep(spec: RunSpec, arch: Architecture, setup: Setup, order: str = "pr
 
 
 def write_plan(plan: Plan, path: Path) -> None:
-    path.write_text(json.dumps(plan_json(plan), indent=1) + "\n", encoding="utf-8")
+    write_file(path, json.dumps(plan_json(plan), indent=1) + "\n")

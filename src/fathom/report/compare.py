@@ -15,6 +15,7 @@ from fathom.report.files import COMPARISON_HTML, COMPARISON_JSON, COMPARISON_PNG
 from fathom.report.html.compare import write_comparison_html
 from fathom.report.plots import plot_difference_heatmap
 from fathom.run.store import RunFolder
+from fathom.safe_files import write_file
 
 
 def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
@@ -40,7 +41,7 @@ def write_comparison(comparison: Comparison, out_dir: Path) -> tuple[Path, Path]
     out_dir.mkdir(parents=True, exist_ok=True)
     data, figure = out_dir / COMPARISON_JSON, out_dir / COMPARISON_PNG
     as_json = comparison.to_json()
-    data.write_text(json.dumps(as_json, indent=2) + "\n", encoding="utf-8")
+    write_file(data, json.dumps(as_json, indent=2) + "\n")
     title = f"{comparison.new.model} (new) vs {comparison.base.model} (base)"
     plot_difference_heatmap(comparison.cells, figure, title, comparison.alpha)
     base_summary, new_summary = (read_summary(run.path) for run in (comparison.base, comparison.new))

@@ -24,6 +24,7 @@ from fathom.report.files import GRID, HEATMAP, REPORT, SERIES_HTML, SERIES_JSON
 from fathom.report.html.series import SeriesFiles, series_page
 from fathom.report.series_plots import effective_length_figure, length_figure
 from fathom.report.series_text import checkpoint_name
+from fathom.safe_files import write_file
 
 FOLDER = "series"  # the default --out, beside the first run's folder
 
@@ -108,9 +109,7 @@ def write_series(series: Series, out: Path) -> tuple[Path, Path]:
     data = json.dumps(series.to_json(), indent=2) + "\n"
     out.mkdir(parents=True, exist_ok=True)
     json_path, html_path = out / SERIES_JSON, out / SERIES_HTML
-    json_path.write_text(data, encoding="utf-8")
-    html_path.write_text(text, encoding="utf-8")
-    return json_path, html_path
+    return write_file(json_path, data), write_file(html_path, text)
 
 
 def _report_link(run: Path, out: Path) -> str | None:

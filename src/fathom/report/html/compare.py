@@ -23,6 +23,7 @@ from fathom.report.html.page import (
     table,
 )
 from fathom.report.plots import comparison_rows, format_length
+from fathom.safe_files import write_file
 from fathom.units import length_or_none, length_span
 
 VERDICT_FLAGS = {"regressed": " ▼", "improved": " ▲"}
@@ -297,6 +298,4 @@ def write_comparison_html(
             for name, summary in (("base", base_summary), ("new", new_summary))
         )
         body.append(f'<section><h2>The two runs</h2><div class="gallery">{figures}</div></section>')
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page(f"fathom · {names}", "\n".join(body), {}), encoding="utf-8")
-    return out
+    return write_file(out, page(f"fathom · {names}", "\n".join(body), {}))
