@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fathom.errors import SpecError
 from fathom.tasks.suites.catalogue import (
     INFINITEBENCH,
     LONGBENCH_E,
@@ -32,10 +31,7 @@ from fathom.tasks.suites.catalogue import (
     SuiteTask,
     longbench_e_bucket,
 )
-
-
-class DataError(SpecError):
-    """A suite's data file that is missing or is not in the suite's official format."""
+from fathom.tasks.suites.reading import DataError, json_list, jsonl_lines
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,19 +83,18 @@ class _Where:
 
 
 def _jsonl(path: Path, limit: int) -> Iterator[tuple[_Where, Any]]:
-    with path.open("rb") as lines:
-        count = 0
-        for number, raw in enumerate(lines, 1):
-            if count == limit:
-                return
-            if not raw.strip():
-                continue  # the suites' readers skip blank lines too
-            where = _Where(path, "line", number)
-            try:
-                yield where, json.loads(raw)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise DataError(f"{where.text} is not JSON ({exc}): use the suite's official file") from None
-            count += 1
+    count = 0
+    for number, raw in jsonl_lines(path):
+        if count == limit:
+            return
+        if not raw.strip():
+            continue  # the suites' readers skip blank lines too
+        where = _Where(path, "line", number)
+        try:
+            yield where, json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"{where.text} is not JSON ({exc}): use the suite's official file") from None
+        count += 1
 
 
 def _checked(path: Path, records: Iterator[tuple[_Where, Any]]) -> Iterator[tuple[_Where, dict[str, Any]]]:
@@ -151,14 +146,8 @@ def _longbench_item(task: SuiteTask, located: tuple[_Where, dict[str, Any]], sui
 
 
 def _v2_items(path: Path, limit: int) -> list[Item]:
-    try:
-        data = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path} is not JSON ({exc}): use LongBench v2's official data.json") from None
-    if not isinstance(data, list):
-        raise DataError(f"{path} is a JSON {type(data).__name__}, not LongBench v2's list of items")
-    items = []
-    for number, record in enumerate(data[:limit]):
+    items: list[Item] = []
+    for number, record in json_list(path, "LongBench v2", limit):
         where = _Where(path, "item", number)
         if not isinstance(record, dict):
             raise DataError(f"{where.text} is a JSON {type(record).__name__}, not an item (an object)")
