@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -248,7 +250,18 @@ def test_make_demo_replaces_a_link_at_a_suite_file(tmp_path: Path, victim: Path)
     assert unchanged(victim) and stat.S_ISREG(link.lstat().st_mode)
 
 
-# The helpers themselves, as every writer (the corpus cache's among them) uses them.
+def test_a_link_at_a_corpus_cache_entry_gives_way_to_the_rebuilt_entry(tmp_path: Path, victim: Path) -> None:
+    """In fresh processes, so that the entry is read from the disk, not from memory."""
+    env = {**os.environ, "FATHOM_CACHE_DIR": str(tmp_path / "cache")}
+    fathom = str(Path(sys.executable).with_name("fathom"))
+    subprocess.run([fathom, *map(str, run_args(tmp_path / "a"))], env=env, check=True, capture_output=True)
+    [entry] = (tmp_path / "cache").rglob("*.npz")
+    plant(entry, victim)
+    subprocess.run([fathom, *map(str, run_args(tmp_path / "b"))], env=env, check=True, capture_output=True)
+    assert unchanged(victim) and stat.S_ISREG(entry.lstat().st_mode)
+
+
+# The helpers themselves, as every writer uses them.
 
 
 def test_replacing_writes_under_a_new_name_and_renames_over_a_link(tmp_path: Path, victim: Path) -> None:
