@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from fathom.cli import main
-from fathom.run import runner
+from fathom.run import distributed, runner
 from fathom.run.store import RunFolder
 from fathom.safe_files import LinkedFileError, open_append, refuse_links, replacing, write_file, write_through
 
@@ -337,6 +337,19 @@ def test_a_second_writer_is_refused_before_it_prepares_anything(
         holder.close()
     err = capsys.readouterr().err
     assert err.count("fathom: error:") == 1 and f"is in use by pid {os.getpid()}" in err
+
+
+def test_a_second_ray_writer_is_refused_before_it_joins_a_cluster(
+    finished: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def ray() -> None:
+        pytest.fail("the Ray run looked for a cluster while another process held the folder")
+
+    monkeypatch.setattr(distributed, "_ray", ray)
+    with RunFolder(finished) as holder:
+        holder.hold()
+        assert cli(*run_args(finished), "--executor", "ray", "--replicas", "2") == 2
+    assert f"is in use by pid {os.getpid()}" in capsys.readouterr().err
 
 
 def test_a_failed_preparation_gives_the_claimed_lock_back_and_writes_nothing_in_a_new_folder(
