@@ -6,13 +6,15 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import struct
+import time
 from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from fathom.cli import main
-from fathom.errors import TokenizerError
+from fathom.errors import MissingExtraError, TokenizerError
 from fathom.prompts import tokenizer_files
 from fathom.prompts.tokenizers import load_tokenizer
 
@@ -123,3 +125,21 @@ def test_a_damaged_gzip_is_one_line(tmp_path: Path, damage: object) -> None:
     broken.write_bytes(damage(gzip.compress(b"abc" * 1000)))
     with pytest.raises(TokenizerError, match=re.escape("is not valid gzip; give a .tiktoken file")):
         load_tokenizer(f"tiktoken:{broken}")
+
+
+def test_a_gguf_vocabulary_longer_than_its_file_is_refused_at_once(tmp_path: Path) -> None:
+    """A GGUF whose token list claims 2**40 strings: refused from the count, not walked string by string."""
+    try:
+        from fathom.backends.llamacpp_vocab import tokenizer_digest
+    except MissingExtraError:
+        pytest.skip("llama-cpp-python is not installed")
+    key = b"tokenizer.ggml.tokens"
+    header = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key
+    crafted = tmp_path / "crafted.gguf"
+    crafted.write_bytes(header + struct.pack("<IIQ", 9, 8, 2**40) + struct.pack("<Q", 0) * 100_000)
+    started = time.perf_counter()
+    with pytest.raises(
+        TokenizerError, match=r"an array of 1099511627776 values runs past the end of the file"
+    ):
+        tokenizer_digest(crafted)
+    assert time.perf_counter() - started < 1

@@ -34,6 +34,10 @@ def _skip_value(data: mmap.mmap, offset: int, kind: int) -> int:
     if kind == _GGUF_ARRAY:
         item_kind, count = struct.unpack_from("<IQ", data, offset)
         offset += 12
+        # Refused before the loop below walks it: a crafted count would keep it busy for minutes.
+        least = _GGUF_SIZES.get(item_kind, 12 if item_kind == _GGUF_ARRAY else 8)
+        if count * least > len(data) - offset:
+            raise ValueError(f"an array of {count} values runs past the end of the file")
         if item_kind in _GGUF_SIZES:
             return int(offset + count * _GGUF_SIZES[item_kind])
         for _ in range(count):
