@@ -9,7 +9,8 @@ empty, ids inside the vocabulary, boundaries sorted token positions from 0); any
 what turns a well-formed but wrong entry (shuffled ids) into a rebuild rather than a run whose
 prompts are not those its manifest's corpus hash names.
 
-The check runs at every run start; hashing the bundled prose corpus's ids takes a few milliseconds.
+The check runs at every run start: reading and checking the bundled prose corpus's entry (580,000
+cl100k_base ids) took 3 ms on a loaded 2-core machine, its hash 1.3 ms of that.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from numpy.typing import NDArray
 # rebuilt (its file name carries the format too, so old entries are simply never read).
 FORMAT = 2
 _MEMBERS = ("ids", "boundaries", "made")
-# npz headers are small; a member larger than its array could be is refused before it is read.
+# An .npy header is small; a member larger than its array could be is refused before it is read.
 _NPY_HEADER = 4096
 
 
 class UnusableEntry(Exception):
-    """An entry that must not be used; the message ends a sentence "the corpus cache entry PATH ..."."""
+    """An entry that must not be used; its message completes "the corpus cache entry PATH ..."."""
 
 
 @dataclass(frozen=True)
