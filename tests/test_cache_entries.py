@@ -18,7 +18,7 @@ import pytest
 from fathom.prompts.haystack import entry, index, load_corpus
 from fathom.prompts.haystack.corpora import Corpus
 from fathom.prompts.haystack.index import tokenize_corpus
-from fathom.prompts.tokenizers import load_tokenizer, vocabulary_size
+from fathom.prompts.tokenizers import CharTokenizer, load_tokenizer, vocabulary_size
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
@@ -249,3 +249,39 @@ def test_a_run_over_a_bad_entry_has_the_prompts_of_a_clean_cache(
     assert prompts(monkeypatch) == clean
     [warning] = warnings(caplog)
     assert warning.startswith(f"the corpus cache entry {path} ")
+
+
+def test_each_tokenizer_says_how_many_ids_it_has(tmp_path: Path) -> None:
+    """The bound the ids are checked against: the highest id is one below it, for each kind."""
+    from test_tokenizers import _train_hf
+
+    _train_hf(tmp_path / "tokenizer.json")
+    for name in ("char", "cl100k_base", "o200k_base", f"hf:{tmp_path / 'tokenizer.json'}"):
+        tokenizer = load_tokenizer(name)
+        size = vocabulary_size(tokenizer)
+        assert size is not None and size > 255, name
+        tokenizer.decode([size - 1])  # the highest id is one of its own
+    with pytest.raises(KeyError):
+        load_tokenizer("cl100k_base").decode([vocabulary_size(load_tokenizer("cl100k_base")) or 0])
+
+
+def test_a_tokenizer_that_does_not_say_is_checked_for_negative_ids_only(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Quiet(CharTokenizer):
+        """The char tokenizer without a vocab_size, as a plugin's may be."""
+
+        def __getattribute__(self, name: str) -> Any:
+            if name == "vocab_size":
+                raise AttributeError(name)
+            return super().__getattribute__(name)
+
+    quiet = Quiet()
+    assert vocabulary_size(quiet) is None
+    clean = tokenize_corpus(CORPUS, quiet)
+    [path] = cache.glob("*.npz")
+    plant_arrays(_negative)(path)
+    forget(monkeypatch)
+    assert np.array_equal(tokenize_corpus(CORPUS, quiet).ids, clean.ids)
+    [warning] = warnings(caplog)
+    assert "holds ids from -1 to" in warning and "outside the vocabulary's 0 up" in warning
