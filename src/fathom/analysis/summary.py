@@ -8,6 +8,7 @@ find by looking for keys (which kind of run, which sections it has) is typed her
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -166,10 +167,10 @@ class Summary:
     @classmethod
     def from_json(cls, data: Any) -> Summary:
         """NewerSchemaError for a summary of a newer fathom; TypeError (or KeyError) for JSON that is
-        no summary."""
+        no summary. A number that is not finite is read as None (``finite``): none is ever written."""
         if not isinstance(data, dict):
             raise TypeError(f"a JSON {type(data).__name__}, not an object")
-        rest = SUMMARIES.upgrade(data)
+        rest = SUMMARIES.upgrade(finite(data))
         kind = rest.pop("kind")
         sweep: NiahGrid | RulerGrid | None = None
         if kind != "perplexity":
@@ -185,6 +186,19 @@ class Summary:
         if "run" in rest:
             run = read(RunFacts, {**rest.pop("run"), "trained_window": rest.pop("trained_window")})
         return dataclasses.replace(read(cls, rest), sweep=sweep, perplexity=perplexity, run=run)
+
+
+def finite(value: Any) -> Any:
+    """``value`` (JSON's form: dicts, lists, numbers, ...) with every number that is not finite (NaN,
+    Infinity: a statistic of nothing, a degenerate interval) as None, JSON's null: summary.json is
+    JSON, which has neither, and report.html's data is read by JSON.parse, which takes neither."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(finite(item) for item in value)
+    return value
 
 
 def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:

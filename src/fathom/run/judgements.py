@@ -2,23 +2,25 @@
 qualifications.jsonl: how the run's judges did on a qualification set (``fathom judge RUN --qualify``).
 
 The same promises as samples.jsonl: append-only, one line a record, each on disk before the next,
-written only under the run folder's lock (``RunFolder.hold``); damaged lines moved aside (to
-``judgements.quarantine``, ``qualifications.quarantine``) by the writer, and left out with a warning
-by readers.
+written only under the run folder's lock (``RunFolder.hold``); read line by line; damaged lines
+(impossible values too: a score off its judge's scale, a count below 0, a rate outside [0, 1]) moved
+aside (to ``judgements.quarantine``, ``qualifications.quarantine``) by the writer, and left out with
+a warning by readers.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from fathom.errors import RunFolderError
 from fathom.judgement import JudgementRecord, QualificationRecord
-from fathom.run.lines import Parsed, parse_lines
-from fathom.run.store import append_line, quarantine
+from fathom.manifest import JudgeIdentity
+from fathom.run.lines import read_file
+from fathom.run.store import RunFolder, append_line, append_to, quarantine
 
 JUDGEMENTS = "judgements.jsonl"
 JUDGEMENTS_QUARANTINE = "judgements.quarantine"
@@ -30,17 +32,53 @@ R = TypeVar("R", JudgementRecord, QualificationRecord)
 log = logging.getLogger(__name__)
 
 
-def _parse(folder: Path, name: str, reader: Callable[[dict[str, Any]], R]) -> Parsed[R]:
-    path = folder / name
-    try:
-        data = path.read_bytes() if path.exists() else b""
-    except OSError as exc:
-        raise RunFolderError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_lines(data, str(path), reader)
+def judgement_reader(judges: Sequence[JudgeIdentity]) -> Callable[[dict[str, Any]], JudgementRecord]:
+    """How a line's object becomes a judgement, its values checked: a score on the scale of its judge
+    where ``judges`` (the manifest's) lists it, and None exactly where an error says why; at least one
+    attempt; finite seconds, at least 0."""
+    scales = {(judge.identity, judge.rubric_sha256): judge.scale for judge in judges}
+
+    def read(data: dict[str, Any]) -> JudgementRecord:
+        record = JudgementRecord.from_json(data)
+        scale = scales.get((record.judge_identity, record.rubric_sha256))
+        if (record.score is None) != (record.error is not None):
+            raise ValueError("a judgement has a score or an error, one of the two")
+        if record.score is not None and scale is not None and record.score not in scale:
+            raise ValueError(f"score {record.score} is not on its judge's scale {list(scale)}")
+        if record.attempts < 1:
+            raise ValueError(f"field 'attempts' is {record.attempts}, not 1 or more")
+        _check_in("latency_s", [record.latency_s], 0.0)
+        return record
+
+    return read
+
+
+def read_qualification(data: dict[str, Any]) -> QualificationRecord:
+    """A line's object as a qualification, its values checked: counts at least 0 and within what they
+    count among, rates in [0, 1], kappa in [-1, 1] or None, finite thresholds."""
+    record = QualificationRecord.from_json(data)
+    by_category = [count for row in record.by_category.values() for count in row.values()]
+    _check_in("items", [record.items, *by_category], 0)
+    _check_in("agreed", [record.agreed], 0, record.items)
+    _check_in("unreadable", [record.unreadable], 0, record.items)
+    _check_in("adversarial", [record.adversarial], 0, record.items)
+    _check_in("flips", [record.flips], 0, record.adversarial)
+    _check_in("accuracy", [record.accuracy], 0.0, 1.0)
+    _check_in("flip_rate", [record.flip_rate], 0.0, 1.0)
+    _check_in("kappa", [] if record.kappa is None else [record.kappa], -1.0, 1.0)
+    _check_in("thresholds", record.thresholds.values(), -math.inf)
+    return record
+
+
+def _check_in(name: str, values: Iterable[float], low: float, high: float = math.inf) -> None:
+    """ValueError where one of ``values`` (of the field ``name``) is not a finite number in [low, high]."""
+    for value in values:
+        if not (math.isfinite(value) and low <= value <= high):
+            raise ValueError(f"field '{name}' holds {value}, not a finite number in [{low}, {high}]")
 
 
 def _read(folder: Path, name: str, reader: Callable[[dict[str, Any]], R]) -> list[R]:
-    parsed = _parse(folder, name, reader)
+    parsed = read_file(folder / name, reader, keep_lines=False)
     if parsed.damaged:
         first = parsed.damaged[0]
         log.warning(
@@ -53,14 +91,19 @@ def _read(folder: Path, name: str, reader: Callable[[dict[str, Any]], R]) -> lis
     return parsed.records
 
 
+def _judges(folder: Path) -> Sequence[JudgeIdentity]:
+    """The judges the run folder's manifest lists, whose scales its judgements are read on."""
+    return RunFolder(folder).read_manifest().judges
+
+
 def read_judgements(folder: Path) -> list[JudgementRecord]:
     """The run's judgements, in the order written; damaged lines are left out, with a warning."""
-    return _read(folder, JUDGEMENTS, JudgementRecord.from_json)
+    return _read(folder, JUDGEMENTS, judgement_reader(_judges(folder)))
 
 
 def read_qualifications(folder: Path) -> list[QualificationRecord]:
     """The run's judges' qualifications, in the order written; damaged lines left out, with a warning."""
-    return _read(folder, QUALIFICATIONS, QualificationRecord.from_json)
+    return _read(folder, QUALIFICATIONS, read_qualification)
 
 
 class _Writer(Generic[R]):
@@ -68,10 +111,10 @@ class _Writer(Generic[R]):
 
     def __init__(self, folder: Path, name: str, aside: str, reader: Callable[[dict[str, Any]], R]) -> None:
         self.path = folder / name
-        parsed = _parse(folder, name, reader)
+        parsed = read_file(self.path, reader, keep_lines=True)
         quarantine(parsed, self.path, folder / aside)
         self.existing: list[R] = parsed.records
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = append_to(self.path)
 
     def append(self, record: R) -> None:
         append_line(self._fd, record.to_json(), self.path)
@@ -82,9 +125,9 @@ class _Writer(Generic[R]):
 
 class JudgementWriter(_Writer[JudgementRecord]):
     def __init__(self, folder: Path) -> None:
-        super().__init__(folder, JUDGEMENTS, JUDGEMENTS_QUARANTINE, JudgementRecord.from_json)
+        super().__init__(folder, JUDGEMENTS, JUDGEMENTS_QUARANTINE, judgement_reader(_judges(folder)))
 
 
 class QualificationWriter(_Writer[QualificationRecord]):
     def __init__(self, folder: Path) -> None:
-        super().__init__(folder, QUALIFICATIONS, QUALIFICATIONS_QUARANTINE, QualificationRecord.from_json)
+        super().__init__(folder, QUALIFICATIONS, QUALIFICATIONS_QUARANTINE, read_qualification)

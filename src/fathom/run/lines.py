@@ -1,22 +1,30 @@
 """Reading samples.jsonl: every line is a record of this run, damaged, or the torn tail of a write.
 
 One policy for every reader and writer. A line that ends in a newline and is not a record of this
-run (not UTF-8, not JSON, not an object, not a record, or a record of another run) is *damaged*:
-a reader refuses the folder and names the line; the run's writer moves it aside, to
-``samples.quarantine``, before it appends. Bytes after the last newline are a *torn tail*: a write
-in flight, or one a kill cut short. Readers leave it alone (a writer may be finishing it); the
-writer, which holds the folder's lock and so knows no write is in flight, moves it aside too.
+run (not UTF-8, not JSON, not an object, not a record, a record with an impossible value, or a record
+of another run or of a sample its spec never asks) is *damaged*: a reader refuses the folder and
+names the line; the run's writer moves it aside, to ``samples.quarantine``, before it appends. Bytes
+after the last newline are a *torn tail*: a write in flight, or one a kill cut short. Readers leave
+it alone (a writer may be finishing it); the writer, which holds the folder's lock and so knows no
+write is in flight, moves it aside too.
+
+Files are read line by line: what is held is the records (and, for a writer that rewrites the file,
+its lines), never the file whole, so a reader's memory follows the records, not the file's bytes.
 """
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from fathom.errors import NewerSchemaError
-from fathom.records import AnyRecord, record_from_json
+from fathom.errors import NewerSchemaError, RunFolderError
+from fathom.manifest import Manifest
+from fathom.records import AnyRecord, SampleRecord, record_from_json
+from fathom.spec import RunSpec
 
 R = TypeVar("R")
 
@@ -27,7 +35,7 @@ class Damage:
 
     line: int  # 1-based
     reason: str
-    raw: bytes  # the line as it was on disk, without its newline
+    raw: bytes  # the line as it was on disk, without its newline; b"" where the lines were not kept
 
 
 @dataclass(frozen=True)
@@ -35,46 +43,112 @@ class Parsed(Generic[R]):
     records: list[R]
     damaged: list[Damage]
     torn: bytes  # whatever follows the last newline
-    good: list[bytes]  # the records' lines as they were on disk, newline included
+    good: list[bytes]  # the records' lines as they were on disk, newline included, where kept
 
 
-def parse(data: bytes, identity: str | None, name: str) -> Parsed[AnyRecord]:
-    """Every line of ``data`` (the file ``name``), sorted into records and damage. ``identity`` is
-    the run's fingerprint; records without one predate it and count as the run's own. A record of
-    a newer schema is no damage but a newer fathom's: NewerSchemaError, for readers and writers
-    alike, before anything is moved."""
-    return parse_lines(data, name, lambda data: _sample_record(data, identity))
+def parse(data: bytes, manifest: Manifest | None, name: str) -> Parsed[AnyRecord]:
+    """Every line of ``data`` (the file ``name``), sorted into records and damage, lines kept. A
+    record must be of ``manifest``'s run and a sample its spec asks (``check_sample``); records
+    without an identity predate it and count as the run's own; with no manifest, any record counts.
+    A record of a newer schema is no damage but a newer fathom's: NewerSchemaError, for readers and
+    writers alike, before anything is moved."""
+    return parse_stream(io.BytesIO(data), name, sample_reader(manifest), keep_lines=True)
 
 
-def parse_lines(data: bytes, name: str, reader: Callable[[dict[str, Any]], R]) -> Parsed[R]:
-    """``parse`` for any JSONL of records: ``reader`` makes one from a line's object, raising
-    TypeError, ValueError or KeyError for an object that is none (damage)."""
-    last = data.rfind(b"\n")
-    lines = data[:last].split(b"\n") if last >= 0 else []
-    records, damaged, good = [], [], []
-    for number, raw in enumerate(lines, start=1):
+def read_samples(path: Path, manifest: Manifest, keep_lines: bool) -> Parsed[AnyRecord]:
+    """samples.jsonl at ``path``, read line by line, as ``parse`` reads it; its lines kept only with
+    ``keep_lines`` (a writer that moves damage aside rewrites the file from them)."""
+    return read_file(path, sample_reader(manifest), keep_lines)
+
+
+def read_file(path: Path, reader: Callable[[dict[str, Any]], R], keep_lines: bool) -> Parsed[R]:
+    """The JSONL file at ``path`` read line by line (``parse_stream``); a missing file holds nothing."""
+    try:
+        with path.open("rb") as handle:
+            return parse_stream(handle, str(path), reader, keep_lines)
+    except FileNotFoundError:
+        return Parsed([], [], b"", [])
+    except OSError as exc:
+        raise RunFolderError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def parse_stream(
+    lines: Iterable[bytes], name: str, reader: Callable[[dict[str, Any]], R], keep_lines: bool
+) -> Parsed[R]:
+    """The lines of a binary file (each with its newline; a last one without is the torn tail) as
+    records and damage. Without ``keep_lines`` only the records and each damage's place and reason
+    are held, not the lines themselves."""
+    records: list[R] = []
+    damaged: list[Damage] = []
+    good: list[bytes] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.endswith(b"\n"):
+            return Parsed(records, damaged, line, good)  # only the last line lacks its newline
+        raw = line[:-1]
         try:
             record, reason = _record(raw, reader)
         except NewerSchemaError as exc:
             raise exc.at(f"{name} line {number}") from None
         if record is None:
-            damaged.append(Damage(number, reason, raw))
+            damaged.append(Damage(number, reason, raw if keep_lines else b""))
         else:
             records.append(record)
-            good.append(raw + b"\n")
-    torn = data[last + 1 :]
-    return Parsed(records, damaged, torn, good)
+            if keep_lines:
+                good.append(line)
+    return Parsed(records, damaged, b"", good)
+
+
+def sample_reader(manifest: Manifest | None) -> Callable[[dict[str, Any]], AnyRecord]:
+    """How a line's object becomes a record of ``manifest``'s run (any record, with no manifest)."""
+    if manifest is None:
+        return record_from_json
+    identity, spec = manifest.identity.fingerprint, manifest.spec
+
+    def read(data: dict[str, Any]) -> AnyRecord:
+        # The run's own fingerprint, one string shared by every record rather than a copy in each.
+        if data.get("run_identity") == identity:
+            data["run_identity"] = identity
+        record = record_from_json(data)
+        if record.run_identity not in (None, identity):
+            raise _Foreign(
+                f"a record of another run (identity {record.run_identity}, this run's is {identity})"
+            )
+        check_sample(record, spec)
+        return record
+
+    return read
+
+
+# The scoring methods whose every grade is 0 or 1 (``fathom.scoring``; ``all`` grades the fraction of
+# the references found); a closed-book probe's grade is one too. Any other method (a plugin's, a
+# suite's metric) grades in [0, 1], which ``fathom.records.check_values`` checks of every record.
+_BINARY = frozenset({"contains", "ordered", "exact", "any"})
+
+
+def check_sample(record: AnyRecord, spec: RunSpec) -> None:
+    """ValueError for a record of no sample ``spec`` asks: its length not among the spec's lengths,
+    its depth not among its depths, its index beyond its samples per cell (the cheapest sound check:
+    the sample id is made of these, ``records.check_values`` ties it to them), or a binary scoring
+    method's grade other than 0 or 1. A closed-book probe is asked once per item, at no cell."""
+    if isinstance(record, SampleRecord):
+        binary = record.scoring in _BINARY or record.probe is not None
+        for name, grade in (("score", record.score), ("odd_name_score", record.odd_name_score)):
+            if binary and grade not in (None, 0.0, 1.0):
+                raise ValueError(f"field '{name}' is {grade}, but '{record.scoring}' grades 0 or 1")
+        if record.probe is not None:
+            return
+    if record.length not in spec.lengths:
+        raise ValueError(f"length {record.length} is not one of the run's lengths {list(spec.lengths)}")
+    if record.sample >= spec.samples:
+        raise ValueError(f"sample index {record.sample} is beyond the run's {spec.samples} samples per cell")
+    if not isinstance(record, SampleRecord):
+        return
+    if record.depth is not None and record.depth not in spec.depths:
+        raise ValueError(f"depth {record.depth} is not one of the run's depths {list(spec.depths)}")
 
 
 class _Foreign(Exception):
     """A record, but another run's: damage all the same, named as such."""
-
-
-def _sample_record(data: dict[str, Any], identity: str | None) -> AnyRecord:
-    record = record_from_json(data)
-    if identity is not None and record.run_identity not in (None, identity):
-        raise _Foreign(f"a record of another run (identity {record.run_identity}, this run's is {identity})")
-    return record
 
 
 def _record(raw: bytes, reader: Callable[[dict[str, Any]], R]) -> tuple[R | None, str]:
