@@ -338,7 +338,8 @@ def test_unusable_folders_are_one_line_each(
 
     good = runs / "good"
     assert cli("run", "niah", *options, "--run-dir", good) == 0
-    (good / "summary.json.tmp").mkdir()  # stands in for a read-only folder: tests may run as root
+    (good / "summary.json").unlink()
+    (good / "summary.json").mkdir()  # stands in for a read-only file: tests may run as root
     assert cli("report", good) == 2
     assert re.search(r"^fathom: error: cannot write .*summary.json: Is a directory$", capsys.readouterr().err)
     assert cli("compare", good, good, "--out", afile / "cmp") == 2

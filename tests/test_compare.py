@@ -107,7 +107,9 @@ def scored_pair(run: Path, folder: Path, base: list[float], new: list[float]) ->
     pair = []
     for name, scores in (("base", base), ("new", new)):
         copy = shutil.copytree(run, folder / name)
-        rewrite_samples(copy, lambda rs, s=scores: [dict(r, score=x) for r, x in zip(rs, s, strict=True)])
+        rewrite_samples(
+            copy, lambda rs, s=scores: [dict(r, score=x, scoring="all") for r, x in zip(rs, s, strict=True)]
+        )  # fractional scores: a fraction of the references ("all"), no binary method's grades
         pair.append(copy)
     return pair[0], pair[1]
 

@@ -275,7 +275,7 @@ DEVICE = "auto, cpu, mps, cuda or cuda:N"
         ("hf:smollm2?threads=4", "auto", "hf has no setting 'threads=4': its settings are dtype=, attn=, "
          "device=, batch="),
         ("hf:smollm2?dtpye=float32", "auto", "hf has no setting 'dtpye=float32' (did you mean 'dtype'?)"),
-        ("hf:smollm2?batch=0", "auto", f"{SETTING} 'batch' must be auto or a whole number of at least 1, "
+        ("hf:smollm2?batch=0", "auto", f"{SETTING} 'batch' must be auto or a whole number from 1 to 4096, "
          "not '0'"),
         ("hf:smollm2?attn=fast", "auto", f"{SETTING} 'attn' must be one of auto, sdpa, eager, "
          "flash_attention_2, flash_attention_3, flex_attention, not 'fast'"),

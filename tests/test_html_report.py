@@ -24,7 +24,7 @@ from fathom.backends.sim import ARCHETYPES
 from fathom.cli import main
 from fathom.prompts import Insertion, Prompt
 from fathom.prompts.tokenizers import load_tokenizer
-from fathom.records import SampleRecord
+from fathom.records import Cell, SampleRecord
 from fathom.report.files import REPORT, read_summary
 from fathom.report.gallery import ARCHETYPE_NOTES, EXPOSURES, GalleryGrid, gallery
 from fathom.report.html.assets import SCRIPT
@@ -573,12 +573,15 @@ def test_a_large_run_makes_a_light_page(tmp_path: Path, niah_run: Path) -> None:
     """10 lengths x 11 depths x k=5, each sample with a needle context: the samples are embedded once."""
     folder = tmp_path / "large"
     folder.mkdir()
-    shutil.copy(niah_run / "manifest.json", folder)
+    lengths, depths = [1024 * 2**i for i in range(10)], [j / 10 for j in range(11)]
+    manifest = json.loads((niah_run / "manifest.json").read_text())
+    manifest["identity"]["spec"] |= {"lengths": lengths, "depths": depths, "samples": 5}  # the grid asked
+    (folder / "manifest.json").write_text(json.dumps(manifest))
     context = ("word " * 90,)
     records = [
-        record(sample_id=f"{i}|{d}|{s}", length=1024 * 2**i, depth=d, sample=s, needle_context=context)
-        for i in range(10)
-        for d in [j / 10 for j in range(11)]
+        record(sample_id=Cell("niah", n, d, s).id, length=n, depth=d, sample=s, needle_context=context)
+        for n in lengths
+        for d in depths
         for s in range(5)
     ]
     with RunFolder(folder) as run:

@@ -413,7 +413,7 @@ def test_gemma_reads_its_single_bos_and_reports_its_settings(capsys: pytest.Capt
 
 
 SETTING = "llamacpp setting"
-TOKENS = "a whole number of tokens from 1 to 1024M"
+TOKENS = "a whole number of tokens from 1 to 64M"  # n_ctx: room for fathom's longest prompt
 THREADS = "a whole number of threads from 1 to 4096"
 
 
@@ -430,7 +430,8 @@ THREADS = "a whole number of threads from 1 to 4096"
         ("smollm2?threads=two", "auto", f"{SETTING} 'threads' must be {THREADS}, not 'two'"),
         ("smollm2?threads=0", "auto", f"{SETTING} 'threads' must be {THREADS}, not '0'"),
         ("smollm2?n_ctx=0", "auto", f"{SETTING} 'n_ctx' must be {TOKENS} (e.g. 16k), not '0'"),
-        ("smollm2?batch=1.5", "auto", f"{SETTING} 'batch' must be {TOKENS} (e.g. 512), not '1.5'"),
+        ("smollm2?batch=1.5", "auto",
+         f"{SETTING} 'batch' must be a whole number of tokens from 1 to 1M (e.g. 512), not '1.5'"),
         ("smollm2?seed=4294967296", "auto",
          f"{SETTING} 'seed' must be a whole number from 0 to 4294967295, not '4294967296'"),
         ("smollm2?flash_attn=yes", "auto", f"{SETTING} 'flash_attn' must be 1 (on) or 0 (off), not 'yes'"),

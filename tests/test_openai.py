@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from http_faults import KEY, FaultServer, request, word_logprob
 
-from fathom.backends import jsonhttp, openai
+from fathom.backends import jsonhttp, openai_replies
 from fathom.backends.base import Request, ScoreRequest, score_request
 from fathom.backends.openai import MISALIGNED_LOGPROBS, NO_PROMPT_LOGPROBS, OpenAIBackend
 from fathom.cli import SAMPLE_ERRORS, main
@@ -181,7 +181,7 @@ def test_each_fault_is_named_in_the_error(server: FaultServer, fault: str, reaso
 def test_retrying_stops_at_max_wait_and_a_refusal_is_final(server: FaultServer) -> None:
     server.scripts = [["500"] * 1000, ["400"]]
     # One at a time: the server hands its scripts out in order of arrival.
-    backend = OpenAIBackend(f"m@{server.url}?retries=1000&max_wait=0.5&concurrency=1", "cl100k_base")
+    backend = OpenAIBackend(f"m@{server.url}?retries=100&max_wait=0.5&concurrency=1", "cl100k_base")
     started = time.monotonic()
     exhausted, refused = backend.generate([request("first"), request("second")])
     assert time.monotonic() - started < 3
@@ -238,12 +238,21 @@ def test_auto_counts_approximately_and_the_heatmap_says_so(
         ),
         ("m@http://127.0.0.1:9/v1?prefill=continue", "'prefill' must be left out unless endpoint=chat"),
         ("m@http://127.0.0.1:9/v1?concurrency=0", "'concurrency' must be a whole number of requests at a"),
-        ("m@http://127.0.0.1:9/v1?timeout=soon", "'timeout' must be a number of seconds above 0, not 'soon'"),
-        ("m@http://127.0.0.1:9/v1?timeout=nan", "'timeout' must be a number of seconds above 0, not 'nan'"),
-        ("m@http://127.0.0.1:9/v1?max_wait=inf", "'max_wait' must be a number of seconds above 0, not 'inf'"),
-        ("m@http://127.0.0.1:9/v1?retries=0", "'retries' must be a whole number of at least 1, not '0'"),
+        (
+            "m@http://127.0.0.1:9/v1?timeout=soon",
+            "'timeout' must be a number of seconds above 0 and at most 86400, not 'soon'",
+        ),
+        (
+            "m@http://127.0.0.1:9/v1?timeout=nan",
+            "'timeout' must be a number of seconds above 0 and at most 86400, not 'nan'",
+        ),
+        (
+            "m@http://127.0.0.1:9/v1?max_wait=inf",
+            "'max_wait' must be a number of seconds above 0 and at most 86400, not 'inf'",
+        ),
+        ("m@http://127.0.0.1:9/v1?retries=0", "'retries' must be a whole number from 1 to 100, not '0'"),
         ("m@http://127.0.0.1:9/v1?api_key_env=1x", "'api_key_env' must be an environment variable's name"),
-        ("m@http://127.0.0.1:9/v1?window=0", "'window' must be a whole number of tokens from 1 to 1024M"),
+        ("m@http://127.0.0.1:9/v1?window=0", "'window' must be a whole number of tokens from 1 to 64M"),
         ("m@http://127.0.0.1:port/v1", "cannot read the URL in 'openai:m@http://127.0.0.1:port/v1'"),
     ],
 )
@@ -507,6 +516,6 @@ def test_a_servers_own_prefill_and_decode_times_are_read_where_it_gives_them(
         "choices": [{"text": "7", "finish_reason": "stop"}],
         **({} if timings is None else {"timings": timings}),
     }
-    text, finish, _, read = openai._parse(reply, chat=False)
+    text, finish, _, read = openai_replies.read_answer(reply, chat=False)
     assert (text, finish) == ("7", "stop")
     assert read == expected  # milliseconds / 1000, correctly rounded: equal to the literals

@@ -378,7 +378,8 @@ def test_depth_profile_plot_draws_a_line_per_task_and_the_pooled_one(
 
 def ruler_folder(path: Path, records: list[SampleRecord], exact: bool = True) -> RunFolder:
     folder = RunFolder(path)
-    spec = RunSpec("ruler", "sim:cliff", "char", tuple(sorted({r.length for r in records})), (), 5).to_json()
+    # Ten samples a cell: the spec asks for every index the records hold (two_task_run's failed one is 9).
+    spec = RunSpec("ruler", "sim:cliff", "char", tuple(sorted({r.length for r in records})), (), 10).to_json()
     served = {"trained_window": K16, "exact_lengths": exact}
     folder.start(Manifest.from_json({"schema": 1, "identity": identity(spec), "backend": served}))
     with folder:
@@ -399,7 +400,7 @@ def test_derive_writes_the_ruler_summary_grid_and_depth_plots(
         "task": "ruler",
         "model": "sim:cliff",
         "tokenizer": "char",
-        "samples": 5,
+        "samples": 10,
         "seed": 0,
     }
     assert written["aggregates"]["mean"]["effective_length"] == K8
@@ -435,9 +436,9 @@ def test_derive_titles_say_when_lengths_are_approximate(
     )
     derive(ruler_folder(tmp_path / "approx", two_task_run(), exact=False))
     derive(ruler_folder(tmp_path / "exact", two_task_run()))
-    assert titles[0] == "sim:cliff · ruler · char · k=5 (approximate lengths)"
+    assert titles[0] == "sim:cliff · ruler · char · k=10 (approximate lengths)"
     assert titles[1].startswith(titles[0]) and titles[1].endswith("score by needle depth")
-    assert titles[2] == "sim:cliff · ruler · char · k=5"
+    assert titles[2] == "sim:cliff · ruler · char · k=10"
 
 
 def test_ruler_text_shows_missing_values() -> None:

@@ -10,7 +10,7 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -279,3 +279,36 @@ def test_a_run_resumed_on_another_machine_lists_the_resume_and_a_comparison_warn
     host, created = resumed.resumes[0].environment.host, resumed.resumes[0].environment.created
     facts = f"<dt>resumed</dt><dd>{created} on {host}, after 2 records (differs in: cpu)</dd>"
     assert facts in (runs / "new" / "report.html").read_text()
+
+
+def test_a_non_finite_log_probability_is_recorded_as_absent_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fathom.run import runner as run_module
+
+    made = run_module.create_backend
+
+    def nan_logprobs(*args: Any) -> Any:
+        backend = made(*args)
+        generate = backend.generate
+
+        def patched(requests: Any) -> Any:
+            return [
+                replace(c, continuation_logprobs=(float("nan"), -0.5))
+                if c.continuation_logprobs is not None
+                else c
+                for c in generate(requests)
+            ]
+
+        backend.generate = patched
+        return backend
+
+    monkeypatch.setattr(run_module, "create_backend", nan_logprobs)
+    spec = RunSpec("niah", "sim:perfect", "char", (1024,), (0.5,), 2, answer_logprob=True)
+    run_module.run(spec, tmp_path / "run", show_progress=False)
+    lines = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    graded = [r for r in lines if not r.get("control")]
+    assert graded and all(r.get("answer_logprobs") is None for r in graded)
+    assert all(
+        r["answer_error"] == "the backend gave a log-probability that is not a finite number" for r in graded
+    )

@@ -9,7 +9,9 @@ import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +34,8 @@ def record(index: int) -> SampleRecord:
 
 
 def manifest(seed: int = 0, model: str = "sim:perfect") -> Manifest:
-    spec = RunSpec("niah", model, "cl100k_base", (1024,), (0.5,), 3, seed=seed)
+    # Fifty samples a cell: the folders of these tests (and test_guarantees') hold records of samples 0 to 49.
+    spec = RunSpec("niah", model, "cl100k_base", (1024,), (0.5,), 50, seed=seed)
     return Manifest.from_json({"schema": 1, "identity": identity(spec.to_json())})
 
 
@@ -246,14 +249,18 @@ def test_an_unreadable_manifest_or_samples_file_is_named_with_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: OSError, why: str, name: str
 ) -> None:
     folder = started(tmp_path / "run")
-    reader = Path.read_bytes
 
-    def refusing(path: Path) -> bytes:
-        if path.name == name:
-            raise error  # a file the user cannot read (tests may run as root)
-        return reader(path)
+    def refusing(real: Callable[..., Any]) -> Callable[..., Any]:
+        def read(path: Path, *args: Any, **kwargs: Any) -> Any:
+            if path.name == name:
+                raise error  # a file the user cannot read (tests may run as root)
+            return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", refusing)
+        return read
+
+    # The manifest is read whole, samples.jsonl line by line from a handle.
+    monkeypatch.setattr(Path, "read_bytes", refusing(Path.read_bytes))
+    monkeypatch.setattr(Path, "open", refusing(Path.open))
     with pytest.raises(RunFolderError) as refused:
         RunFolder(folder.path).records()
     assert str(refused.value) == f"cannot read {folder.path / name}: {why}"
@@ -295,7 +302,7 @@ def test_unusable_folders_are_named(tmp_path: Path) -> None:
 
 def test_an_unwritable_derived_file_is_a_clear_error(tmp_path: Path) -> None:
     folder = started(tmp_path / "run")
-    (folder.path / "summary.json.tmp").mkdir()  # stands in for a read-only folder (tests may run as root)
+    (folder.path / "summary.json").mkdir()  # stands in for a read-only file (tests may run as root)
     with pytest.raises(RunFolderError, match=r"cannot write .*summary.json: Is a directory"):
         folder.write_derived("summary.json", "{}")
 

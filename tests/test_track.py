@@ -218,14 +218,14 @@ def test_mlflow_without_a_value_logs_where_its_environment_says(
 def test_a_link_in_a_received_run_folder_carries_nothing_into_the_tracker(
     store: str, labelled: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A run folder may come from someone else: a link in it, to a file or a folder outside, is left
-    out of the copy logged (with a warning), and the run's own files are logged whole."""
+    """A run folder may come from someone else: a link in it to a file outside is left out of the
+    copy logged (with a warning), and the run's own files are logged whole. (A link to a folder makes
+    every command refuse the folder before reading it: ``tests/test_links.py``.)"""
     received = Path(shutil.copytree(labelled, tmp_path / "received"))
     secret = tmp_path / "outside" / "key.txt"
     secret.parent.mkdir()
     secret.write_text("SECRET-KEY-42")
     (received / "notes.txt").symlink_to(secret)
-    (received / "extra").symlink_to(secret.parent, target_is_directory=True)
     with caplog.at_level(logging.WARNING, logger="fathom"):
         log_run(open_trackers([f"mlflow={store}"]), received)
     _, [run] = mlflow_runs(store)
@@ -234,7 +234,7 @@ def test_a_link_in_a_received_run_folder_carries_nothing_into_the_tracker(
         p.name for p in received.rglob("*") if not p.is_symlink() and not p.parent.is_symlink()
     )
     assert not any("SECRET-KEY-42" in p.read_text(errors="replace") for p in copied.rglob("*") if p.is_file())
-    assert "left 2 link(s) or special file(s) out of the copy" in caplog.text
+    assert "left 1 link(s) or special file(s) out of the copy" in caplog.text
 
 
 @needs("mlflow")

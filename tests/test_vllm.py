@@ -301,7 +301,7 @@ def test_settings_record_what_changes_outputs(fake: FakeVllm, model_dir: Path) -
 
 
 SETTING = "vllm setting"
-TOKENS = "a whole number of tokens from 1 to 1024M (e.g. 32k)"
+TOKENS = "a whole number of tokens from 1 to 64M (e.g. 32k)"
 FRACTION = "a number above 0 and at most 1"
 
 
@@ -314,8 +314,8 @@ FRACTION = "a number above 0 and at most 1"
         ("max_model_len=0", f"{SETTING} 'max_model_len' must be {TOKENS}, not '0'"),
         ("max_model_len=9" + "9" * 400, f"{SETTING} 'max_model_len' must be {TOKENS}, not '999"),
         ("dtype=float8", f"{SETTING} 'dtype' must be one of auto, bfloat16, float16, float32, not 'float8'"),
-        ("tp=0", f"{SETTING} 'tp' must be a whole number of GPUs of at least 1, not '0'"),
-        ("tp=1.5", f"{SETTING} 'tp' must be a whole number of GPUs of at least 1, not '1.5'"),
+        ("tp=0", f"{SETTING} 'tp' must be a whole number of GPUs from 1 to 1024, not '0'"),
+        ("tp=1.5", f"{SETTING} 'tp' must be a whole number of GPUs from 1 to 1024, not '1.5'"),
         ("gpu_memory_utilization=1.5", f"{SETTING} 'gpu_memory_utilization' must be {FRACTION}, not '1.5'"),
         ("gpu_memory_utilization=0", f"{SETTING} 'gpu_memory_utilization' must be {FRACTION}, not '0'"),
         ("gpu_memory_utilization=nan", f"{SETTING} 'gpu_memory_utilization' must be {FRACTION}, not 'nan'"),

@@ -29,7 +29,8 @@ from fathom.backends.base import (
     split_options,
 )
 from fathom.backends.local_models import resolve_model_path
-from fathom.backends.settings import choice, or_auto, parse_settings, text, unless_auto, whole
+from fathom.backends.replies import engine_error
+from fathom.backends.settings import MOST_BATCH, choice, or_auto, parse_settings, text, unless_auto, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.records import Completion, ErrorKind, FirstToken
 
@@ -155,7 +156,7 @@ class TransformersBackend:
         the failed call left cached on the GPU so that the next one can start afresh."""
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
-        return ErrorKind.BACKEND_ERROR.error(f"{type(exc).__name__}: {first_line(exc)}")
+        return ErrorKind.BACKEND_ERROR.error(engine_error(exc))
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
         return [self._score(request) for request in requests]
@@ -301,7 +302,7 @@ _SETTINGS = {
     "attn": choice("auto", "sdpa", "eager", "flash_attention_2", "flash_attention_3", "flex_attention"),
     # torch.device itself reads cuda:128 as cuda:-128: device numbers stop at 99 here.
     "device": text("auto", r"auto|cpu|mps|cuda(:[0-9]{1,2})?", "auto, cpu, mps, cuda or cuda:N"),
-    "batch": or_auto(whole(None, least=1)),
+    "batch": or_auto(whole(None, least=1, most=MOST_BATCH)),
     "device_map": choice("none", "auto", "balanced", "balanced_low_0", "sequential"),
     # The KV cache's values: the model's dtype, or quantized (optimum-quanto) to fit longer prompts.
     "kv": choice("model", "int8", "int4"),

@@ -36,6 +36,8 @@ class TransformersTokenizer:
         self.bos_token: str | None = tokenizer.bos_token
         self.eos_token: str | None = tokenizer.eos_token
         self.bos_id = _added_bos(tokenizer)
+        # For the corpus cache's check of ids: the highest id counts, added tokens included.
+        self.vocab_size: int = max(tokenizer.get_vocab().values(), default=-1) + 1
         self._identity = self._digest()
 
     @property

@@ -30,7 +30,8 @@ from fathom.backends.base import (
 )
 from fathom.backends.llamacpp_vocab import LlamaCppTokenizer, load_llama
 from fathom.backends.local_models import resolve_model_path
-from fathom.backends.settings import count, flag, parse_settings, whole
+from fathom.backends.replies import ENGINE_CHARS, bounded
+from fathom.backends.settings import MOST_BATCH_TOKENS, MOST_CONTEXT, count, flag, parse_settings, whole
 from fathom.errors import MissingExtraError, SpecError
 from fathom.records import Completion, ErrorKind, FirstToken
 
@@ -43,9 +44,10 @@ except ImportError:
 # prefix shared with the previous prompt and evaluates the rest.
 _GREEDY: dict[str, Any] = {"top_k": 1, "temp": 0.0, "repeat_penalty": 1.0, "reset": True}
 _SETTINGS = {
-    "n_ctx": count(0, example="16k"),  # 0, when not given: the context the model was trained for
+    # 0, when not given: the context the model was trained for
+    "n_ctx": count(0, most=MOST_CONTEXT, example="16k"),
     "threads": whole(os.cpu_count() or 1, least=1, most=4096, unit="threads"),
-    "batch": count(512, example="512"),
+    "batch": count(512, most=MOST_BATCH_TOKENS, example="512"),
     "seed": whole(0, most=2**32 - 1),  # llama.cpp keeps it in 32 bits
     "flash_attn": flag(False),
 }
@@ -177,9 +179,8 @@ class LlamaCppBackend:
         except Exception as exc:  # one failed request is recorded as such; the run goes on
             self.llm.reset()  # type: ignore[no-untyped-call]  # drop a half-evaluated prompt
             elapsed = time.perf_counter() - started
-            return Completion(
-                "", len(ids), 0, "error", elapsed, error=ErrorKind.BACKEND_ERROR.error(str(exc))
-            )
+            error = ErrorKind.BACKEND_ERROR.error(bounded(str(exc), ENGINE_CHARS))
+            return Completion("", len(ids), 0, "error", elapsed, error=error)
         ended = time.perf_counter()
         # The first token comes once the prompt is evaluated (less the prefix its cache kept).
         prefill = (answer.first_at if answer.first_at is not None else ended) - started
@@ -214,7 +215,8 @@ class LlamaCppBackend:
             logprobs = self._logprobs(ids, request.start)
         except Exception as exc:  # one failed request is recorded as such; the run goes on
             self.llm.reset()  # type: ignore[no-untyped-call]
-            return failed_scores(ErrorKind.BACKEND_ERROR.error(str(exc)), time.perf_counter() - started)
+            error = ErrorKind.BACKEND_ERROR.error(bounded(str(exc), ENGINE_CHARS))
+            return failed_scores(error, time.perf_counter() - started)
         return TokenScores(logprobs, request.start, time.perf_counter() - started)
 
     def _logprobs(self, ids: list[int], start: int) -> np.ndarray:

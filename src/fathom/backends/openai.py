@@ -39,7 +39,19 @@ from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transi
 from fathom.backends.openai_replies import read_answer, token_count
 from fathom.backends.replies import FINISH_CHARS, finite_number
 from fathom.backends.schedule import Plan, prefix_plan
-from fathom.backends.settings import choice, count, number, parse_settings, refusal, text, whole
+from fathom.backends.settings import (
+    MOST_CONTEXT,
+    MOST_IN_FLIGHT,
+    MOST_RETRIES,
+    MOST_SECONDS,
+    choice,
+    count,
+    number,
+    parse_settings,
+    refusal,
+    text,
+    whole,
+)
 from fathom.errors import FathomError, SpecError
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Completion, ErrorKind, FirstToken, error_kind
@@ -63,13 +75,13 @@ _SETTINGS = {
     # About twice the slots of a server serving long prompts (vLLM's KV cache holds a few 128k
     # sequences at once): requests beyond its slots wait in its queue, where what runs before them
     # can push the prefix they share out of its cache. Cheap to raise for a server with more slots.
-    "concurrency": whole(32, least=1, unit="requests at a time"),
-    "timeout": number(120.0, least=0.0, above=True, unit="seconds"),
-    "retries": whole(5, least=1),
-    "max_wait": number(600.0, least=0.0, above=True, unit="seconds"),
+    "concurrency": whole(32, least=1, most=MOST_IN_FLIGHT, unit="requests at a time"),
+    "timeout": number(120.0, least=0.0, most=MOST_SECONDS, above=True, unit="seconds"),
+    "retries": whole(5, least=1, most=MOST_RETRIES),
+    "max_wait": number(600.0, least=0.0, most=MOST_SECONDS, above=True, unit="seconds"),
     "api_key_env": text("OPENAI_API_KEY", r"[A-Za-z_][A-Za-z0-9_]*", "an environment variable's name"),
-    "window": count(None),
-    "max_prompt": count(None),
+    "window": count(None, most=MOST_CONTEXT),
+    "max_prompt": count(None, most=MOST_CONTEXT),
 }
 Result = TypeVar("Result")
 Parsed = TypeVar("Parsed")
@@ -333,6 +345,14 @@ def _target(target: str) -> tuple[str, str]:
         raise SpecError(
             f"cannot read the URL in 'openai:{target}' ({exc}): write http(s)://HOST[:PORT]/v1"
         ) from None
+    try:
+        port = urlsplit(url).port  # httpx takes any number; the socket refuses one past 65535 mid-run
+    except ValueError:
+        port = 0
+    if port is not None and not 1 <= port <= 65535:
+        raise SpecError(
+            f"the port in 'openai:{target}' is not one of 1..65535: write http(s)://HOST[:PORT]/v1"
+        )
     if "@" in urlsplit(url).netloc:
         # The URL goes into the manifest; the key must not.
         raise SpecError("put no credentials in the URL: give the key in $OPENAI_API_KEY (see api_key_env)")

@@ -28,7 +28,16 @@ from fathom.backends.base import (
 )
 from fathom.backends.local_models import resolve_model_path
 from fathom.backends.replies import FINISH_CHARS, bounded, engine_error, finite_number
-from fathom.backends.settings import choice, count, flag, number, parse_settings, whole
+from fathom.backends.settings import (
+    MOST_CONTEXT,
+    MOST_GPUS,
+    choice,
+    count,
+    flag,
+    number,
+    parse_settings,
+    whole,
+)
 from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.records import Completion, ErrorKind, FirstToken
 
@@ -49,9 +58,10 @@ from fathom.backends.hf_model import (
 )
 
 _SETTINGS = {
-    "max_model_len": count(None, example="32k"),  # None: the engine's default, the trained window
+    # None: the engine's default, the trained window
+    "max_model_len": count(None, most=MOST_CONTEXT, example="32k"),
     "dtype": choice("auto", "bfloat16", "float16", "float32"),
-    "tp": whole(1, least=1, unit="GPUs"),
+    "tp": whole(1, least=1, most=MOST_GPUS, unit="GPUs"),
     "gpu_memory_utilization": number(0.9, least=0.0, most=1.0, above=True),
     "prefix_caching": flag(True),
     "seed": whole(0),

@@ -22,8 +22,8 @@ from fathom.judgement import JudgementRecord
 from fathom.manifest import Manifest
 from fathom.records import AnyRecord
 from fathom.report.runs import run_folders
-from fathom.run.judgements import JUDGEMENTS
-from fathom.run.lines import Parsed, parse, parse_lines
+from fathom.run.judgements import JUDGEMENTS, judgement_reader
+from fathom.run.lines import Parsed, read_file, read_samples
 from fathom.run.store import MANIFEST, SAMPLES, RunFolder
 from fathom.safe_files import write_through
 
@@ -128,17 +128,10 @@ def _stamp(path: Path) -> str:
 def _read(path: Path) -> _Folder:
     folder = RunFolder(path)
     manifest = folder.read_manifest()
-    samples = parse(_bytes(folder.samples_path), manifest.identity.fingerprint, str(folder.samples_path))
-    judgements_path = path / JUDGEMENTS
-    judgements = parse_lines(_bytes(judgements_path), str(judgements_path), JudgementRecord.from_json)
+    # The lines kept: the index stores each record's line as written.
+    samples = read_samples(folder.samples_path, manifest, keep_lines=True)
+    judgements = read_file(path / JUDGEMENTS, judgement_reader(manifest.judges), keep_lines=True)
     return _Folder(manifest, samples, judgements)
-
-
-def _bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
 
 
 def _replace(

@@ -77,11 +77,21 @@ def rubric_names() -> list[str]:
     return shipped_names(RUBRICS, ".toml")
 
 
+_RUBRIC_KEYS = ("name", "version", "summary", "kind", "scale", "passing", "sees", "instructions")
+# Scores a judge can tell apart: 0..100 (percent) is the finest scale any rubric needs.
+MOST_SCALE_POINTS = 101
+
+
 def load_rubric(name: str) -> Rubric:
     """A shipped rubric by name, or a rubric file by path; SpecError naming what is wrong."""
     path, raw = read_shipped(RUBRICS, ".toml", name, "rubric")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
+        if unknown := sorted(set(data) - set(_RUBRIC_KEYS)):  # a misspelt key would be silently unused
+            raise SpecError(
+                f"rubric file {path} has unknown keys {', '.join(unknown)}: a rubric's keys are "
+                f"{', '.join(_RUBRIC_KEYS)}"
+            )
         rubric = Rubric(
             name=str(data["name"]),
             version=int(data["version"]),
@@ -109,6 +119,8 @@ def _check(rubric: Rubric, path: Path) -> None:
         problems.append(f"kind '{rubric.kind}' is none of {', '.join(KINDS)}")
     if len(rubric.scale) < 2 or list(rubric.scale) != sorted(set(rubric.scale)):
         problems.append("scale must list two or more distinct scores, ascending")
+    elif len(rubric.scale) > MOST_SCALE_POINTS:
+        problems.append(f"scale has {len(rubric.scale):,} scores: at most {MOST_SCALE_POINTS} (0..100)")
     elif rubric.kind == "binary" and len(rubric.scale) != 2:
         problems.append("a binary rubric's scale has two scores")
     if rubric.passing not in rubric.scale:

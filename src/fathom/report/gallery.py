@@ -18,6 +18,7 @@ from fathom.errors import RunFolderError
 from fathom.report.derive import run_spec
 from fathom.report.files import REPORT, read_summary
 from fathom.report.html.page import esc, legend, niah_heatmap, page
+from fathom.safe_files import write_file
 from fathom.spec import RunSpec
 from fathom.units import length_or_none
 
@@ -173,6 +174,4 @@ def write_gallery(
         "its numbers; click it to open that run's report at the cell.</p></header>"
     )
     body = f'{intro}<div class="gallery">{"".join(figures)}</div>{legend("accuracy")}'
-    path = out / GALLERY
-    path.write_text(page("fathom gallery", body, {}), encoding="utf-8")
-    return path
+    return write_file(out / GALLERY, page("fathom gallery", body, {}))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from fathom.analysis.niah import CellStats
 from fathom.analysis.paired import CellComparison
 from fathom.analysis.ruler import POOLED, DepthBin, TaskCell, length_scores, task_order
+from fathom.safe_files import replacing
 from fathom.units import format_count
 
 if TYPE_CHECKING:
@@ -141,7 +142,8 @@ def _finish(fig: Figure, ax: Axes, window: Line2D | None, colorbar: tuple[Colorm
 def save_figure(fig: Figure, path: Path, note: str) -> None:
     fig.text(0.01, 0.01, note, fontsize=8, color="0.3")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(path, dpi=DPI)
+    with replacing(path) as handle:  # never through a link planted at the figure's name
+        fig.savefig(handle, format="png", dpi=DPI)
 
 
 def plot_heatmap(

@@ -87,23 +87,26 @@ def run_distributed(
         raise SpecError(f"--replicas {replicas}: a Ray run needs at least one replica")
     check_spec(spec)
     checked = check_labels(labels or {})
-    ray = _ray()
-    address = address if address is not None else os.environ.get("RAY_ADDRESS")
-    connected = _connect(ray, address, replicas * _replica_cpus(spec.model))
-    try:
-        cluster = ray.cluster_resources()
-        need = replica_resources(spec.model, cluster.get("GPU", 0.0))
-        _check_room(cluster, replicas, need)
-        actor = ray.remote(Replica).options(**need, max_restarts=RESTARTS, max_task_retries=0)
-        slots = [_Slot(index, actor.remote(spec, order, keep_too_long)) for index in range(replicas)]
+    folder = RunFolder(run_dir)
+    folder.claim()  # a second writer is refused now, before a cluster is joined or a replica built
+    with folder:
+        ray = _ray()
+        address = address if address is not None else os.environ.get("RAY_ADDRESS")
+        connected = _connect(ray, address, replicas * _replica_cpus(spec.model))
         try:
-            return _sweep(ray, spec, run_dir, slots, order, show_progress, started, checked)
+            cluster = ray.cluster_resources()
+            need = replica_resources(spec.model, cluster.get("GPU", 0.0))
+            _check_room(cluster, replicas, need)
+            actor = ray.remote(Replica).options(**need, max_restarts=RESTARTS, max_task_retries=0)
+            slots = [_Slot(index, actor.remote(spec, order, keep_too_long)) for index in range(replicas)]
+            try:
+                return _sweep(ray, spec, folder, slots, order, show_progress, started, checked)
+            finally:
+                for slot in slots:
+                    ray.kill(slot.actor)  # a replica's model goes with it, on an interrupt too
         finally:
-            for slot in slots:
-                ray.kill(slot.actor)  # a replica's model goes with it, on an interrupt too
-    finally:
-        if connected:
-            ray.shutdown()
+            if connected:
+                ray.shutdown()
 
 
 def _ray() -> ModuleType:
@@ -281,29 +284,29 @@ class _Slot:
 def _sweep(
     ray: ModuleType,
     spec: RunSpec,
-    run_dir: Path,
+    folder: RunFolder,
     slots: list[_Slot],
     order: str,
     show_progress: bool,
     started: float,
     labels: dict[str, str],
 ) -> RunResult:
-    """Wait for every replica to be ready, take the folder, and run what is left of the sweep."""
+    """Wait for every replica to be ready, take the folder (its caller closes it), and run what is left
+    of the sweep."""
     first = _ready(ray, slots)
-    with RunFolder(run_dir) as folder:
-        folder.start(first.labelled(labels))
-        done = folder.finished_ids()
-        todo: list[Cell] = ray.get(slots[0].actor.todo.remote(frozenset(done)))
-        if order == "shuffled":
-            random.Random(spec.seed).shuffle(todo)  # as ``run`` shuffles: the naive order, to compare
-        progress = RunProgress(f"{spec.task} {spec.model}", todo, enabled=show_progress)
-        write = RecordWriter(folder, progress)
+    folder.start(first.labelled(labels))
+    done = folder.finished_ids()
+    todo: list[Cell] = ray.get(slots[0].actor.todo.remote(frozenset(done)))
+    if order == "shuffled":
+        random.Random(spec.seed).shuffle(todo)  # as ``run`` shuffles: the naive order, to compare
+    progress = RunProgress(f"{spec.task} {spec.model}", todo, enabled=show_progress)
+    write = RecordWriter(folder, progress)
 
-        try:
-            _dispatch(ray, slots, deque(shards(todo, len(slots))), write)
-        finally:
-            progress.close()
-        return write.result(len(done), time.perf_counter() - started, _replica_seconds(ray, slots))
+    try:
+        _dispatch(ray, slots, deque(shards(todo, len(slots))), write)
+    finally:
+        progress.close()
+    return write.result(len(done), time.perf_counter() - started, _replica_seconds(ray, slots))
 
 
 def _ready(ray: ModuleType, slots: list[_Slot]) -> Manifest:

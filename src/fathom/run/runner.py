@@ -9,6 +9,7 @@ runs a spec, then derives them.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 import time
@@ -74,13 +75,18 @@ def run(
     ``labels`` go into the manifest (``fathom.run.labels``; a resume without them keeps the folder's)."""
     started = time.perf_counter()
     labels = check_labels(labels or {})
-    backend, task, loading = prepare(spec, order, say=show_progress, keep_too_long=keep_too_long)
+    folder = RunFolder(run_dir)
+    folder.claim()  # a second writer is refused now, not after the preparation's minutes
+    try:
+        backend, task, loading = prepare(spec, order, say=show_progress, keep_too_long=keep_too_long)
+    except BaseException:
+        folder.close()
+        raise
     tokenizer = backend.tokenizer
 
     def planned() -> Iterator[Cell]:
         return probe.plan(task, spec.control)
 
-    folder = RunFolder(run_dir)
     with folder:
         folder.start(manifest(spec, tokenizer, task, backend, sum(1 for _ in planned()), labels))
         done = folder.finished_ids()
@@ -365,13 +371,14 @@ def _record(
         max_new_tokens=sample.max_new_tokens,
         error=completion.error,
         answer_logprobs=_rounded(completion.continuation_logprobs),
-        answer_error=completion.continuation_error,
+        answer_error=completion.continuation_error or _non_finite(completion.continuation_logprobs),
         needle_context=needle_context(backend.tokenizer, prompt),
         control=cell.control,
         probe=cell.probe,
         latent_items=sample.latent_items,
         odd_name_score=odd_name_score(sample),
         literal_neighbours=sample.literal_neighbours,
+        needle_forms=() if needles is None else needles.forms,
         needle_roles=() if needles is None else tuple(p.role for p in needles.placements),
         needle_values=() if needles is None else tuple(p.value for p in needles.placements),
         lured=lured or flagged,
@@ -402,4 +409,10 @@ def needle_context(tokenizer: Tokenizer, prompt: Prompt) -> tuple[str, ...]:
 
 
 def _rounded(values: tuple[float, ...] | None) -> tuple[float, ...] | None:
-    return None if values is None else tuple(round(v, 5) for v in values)
+    return None if values is None or _non_finite(values) else tuple(round(v, 5) for v in values)
+
+
+def _non_finite(values: tuple[float, ...] | None) -> str | None:
+    """Why log-probabilities are not recorded, where one is NaN or infinite (JSON holds neither)."""
+    finite = values is None or all(math.isfinite(v) for v in values)
+    return None if finite else "the backend gave a log-probability that is not a finite number"

@@ -12,20 +12,24 @@ import fcntl
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from fathom.errors import FathomError, NewerSchemaError, RunFolderError
 from fathom.manifest import Manifest, Start
 from fathom.records import AnyRecord, is_retried
 from fathom.run.labels import labels_text
-from fathom.run.lines import Parsed, parse
+from fathom.run.lines import Parsed, read_file, read_samples, sample_reader
+from fathom.safe_files import open_append, refuse_links, write_file
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 QUARANTINE = "samples.quarantine"  # lines moved aside: torn tails of killed writes, damaged lines
 LOCK = "run.lock"
+
+R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,7 @@ class RunFolder:
         if not self.path.is_dir():
             problem = "is not a folder" if self.path.exists() else "does not exist"
             raise RunFolderError(f"run folder '{self.path}' {problem}")
+        refuse_own_links(self.path)
         if not self.manifest_path.is_file():
             raise RunFolderError(f"'{self.path}' is not a fathom run folder (it has no {MANIFEST})")
         try:
@@ -94,16 +99,24 @@ class RunFolder:
             self._identity = self.read_manifest().identity.fingerprint
         return self._identity
 
+    def claim(self) -> None:
+        """Take the lock of a run folder that exists already (it holds a manifest), before the minutes
+        a run's preparation may take: a second writer is refused at once. Any other folder is left as
+        it is (a bad setting found in the preparation writes nothing); ``start`` takes its lock."""
+        if self._lock is None and os.path.lexists(self.manifest_path):
+            self._take_lock()
+
     def start(self, manifest: Manifest) -> None:
-        """Take the folder for writing: create it, or reopen it to resume a run of the same identity;
-        then move aside whatever in samples.jsonl is not a record of this run, and list a resume made
-        elsewhere in the manifest (``Manifest.resumed_by``)."""
-        _make_folder(self.path)
-        self._take_lock()
+        """Take the folder for writing (unless ``claim`` took it): create it, or reopen it to resume a
+        run of the same identity; then move aside whatever in samples.jsonl is not a record of this
+        run, and list a resume made elsewhere in the manifest (``Manifest.resumed_by``)."""
+        if self._lock is None:
+            _make_folder(self.path)
+            self._take_lock()
         try:
             adopted = self._adopt(manifest)
             self._identity = manifest.identity.fingerprint
-            parsed = self._parse()
+            parsed = self._parse(keep_lines=True)
             self._quarantine(parsed)
             if parsed.records:
                 self._note_resume(adopted, manifest, len(parsed.records))
@@ -172,9 +185,10 @@ class RunFolder:
         return any(_size(self.path / name) for name in (SAMPLES, QUARANTINE))
 
     def _take_lock(self) -> None:
+        refuse_own_links(self.path)  # before anything in the folder is opened, read or written
         path = self.path / LOCK
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_append(path, os.O_RDWR)
         except OSError as exc:
             raise RunFolderError(f"cannot write in run folder '{self.path}': {exc.strerror}") from None
         try:
@@ -190,27 +204,38 @@ class RunFolder:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock = fd
 
-    def _parse(self) -> Parsed[AnyRecord]:
-        try:
-            data = self.samples_path.read_bytes() if self.samples_path.exists() else b""
-        except OSError as exc:
-            raise RunFolderError(f"cannot read {self.samples_path}: {exc.strerror or exc}") from None
-        return parse(data, self.identity(), str(self.samples_path))
+    def _parse(self, keep_lines: bool = False) -> Parsed[AnyRecord]:
+        """samples.jsonl, read line by line; its lines kept for a writer that moves damage aside."""
+        return read_samples(self.samples_path, self.read_manifest(), keep_lines)
 
     def _quarantine(self, parsed: Parsed[AnyRecord]) -> None:
         quarantine(parsed, self.samples_path, self.path / QUARANTINE)
 
-    def repair(self) -> int:
+    def repair(self, set_aside_newer: bool = False) -> int:
         """Move the damaged lines and torn tail of samples.jsonl aside, under the folder's lock, as a
-        resumed run would; how many lines were moved."""
-        self.read_manifest()
+        resumed run would; how many lines were moved. A record of a newer schema than this fathom's
+        is refused (a newer fathom reads it), or, with ``set_aside_newer``, moved aside as well."""
+        manifest = self.read_manifest()
         self._take_lock()
         try:
-            parsed = self._parse()
+            if set_aside_newer:
+                reader = _newer_as_damage(sample_reader(manifest))
+                parsed = read_file(self.samples_path, reader, keep_lines=True)
+            else:
+                parsed = self._parse_naming_option()
             self._quarantine(parsed)
             return len(parsed.damaged) + bool(parsed.torn)
         finally:
             self.close()
+
+    def _parse_naming_option(self) -> Parsed[AnyRecord]:
+        try:
+            return self._parse(keep_lines=True)
+        except NewerSchemaError as exc:
+            raise RunFolderError(
+                f"{exc}, or 'fathom repair {self.path} --set-aside-newer' moves such lines aside to "
+                f"{QUARANTINE} (a newer fathom can read them there)"
+            ) from None
 
     def _write_manifest(self, manifest: Manifest) -> None:
         text = json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n"
@@ -242,7 +267,7 @@ class RunFolder:
         if self._lock is None:
             raise RunFolderError(f"run folder '{self.path}' was not started for writing")
         if self._fd is None:
-            self._fd = os.open(self.samples_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = append_to(self.samples_path)
         # Stamped with the run's identity, so a reader can tell this run's records from another's.
         stamped = dataclasses.replace(record, run_identity=self._identity)
         append_line(self._fd, stamped.to_json(), self.samples_path)
@@ -283,10 +308,29 @@ class RunFolder:
         self.close()
 
 
+def refuse_own_links(folder: Path) -> None:
+    """Refuse a run folder whose own files (its manifest, lock, records and their quarantines) are
+    links or no regular files, or that holds a link to a folder: fathom follows none of them."""
+    refuse_links(folder, lambda name: name in (MANIFEST, LOCK) or name.endswith((".jsonl", ".quarantine")))
+
+
+def append_to(path: Path) -> int:
+    """A descriptor appending to ``path`` (a run folder's JSONL of records), created if missing; a
+    link there, or no regular file, is refused (``fathom.safe_files.open_append``)."""
+    try:
+        return open_append(path)
+    except OSError as exc:
+        raise RunFolderError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def append_line(fd: int, data: dict[str, Any], path: Path) -> None:
     """One JSON object as one line of the file open for appending at ``fd``, on disk before this
-    returns. One ``write`` of the whole line: a reader sees the line whole or not yet."""
-    line = (json.dumps(data, sort_keys=True) + "\n").encode()
+    returns. One ``write`` of the whole line: a reader sees the line whole or not yet. A record
+    holding NaN or Infinity is refused, not written: no JSON reader but Python's reads them."""
+    try:
+        line = (json.dumps(data, sort_keys=True, allow_nan=False) + "\n").encode()
+    except ValueError:
+        raise RunFolderError(f"refusing to write NaN or Infinity into {path}: JSON has neither") from None
     written = os.write(fd, line)
     if written != len(line):  # only a full disk does this; leave no half line behind
         os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_END) - written)
@@ -300,7 +344,7 @@ def quarantine(parsed: Parsed[Any], path: Path, aside: Path) -> None:
     if not parsed.damaged and not parsed.torn:
         return
     moved = [d.raw + b"\n" for d in parsed.damaged] + ([parsed.torn + b"\n"] if parsed.torn else [])
-    with aside.open("ab") as handle:
+    with os.fdopen(append_to(aside), "ab") as handle:
         handle.write(b"".join(moved))
         handle.flush()
         os.fsync(handle.fileno())
@@ -345,13 +389,23 @@ def _differences(old: Any, new: dict[str, Any]) -> list[str]:
     return found or ["unknown"]
 
 
+def _newer_as_damage(reader: Callable[[dict[str, Any]], R]) -> Callable[[dict[str, Any]], R]:
+    """``reader``, with a record of a newer schema counted as damage rather than refused."""
+
+    def read(data: dict[str, Any]) -> R:
+        try:
+            return reader(data)
+        except NewerSchemaError as exc:
+            raise ValueError(
+                f"a newer fathom's {exc.what}, schema {exc.found}; this one reads up to {exc.known}"
+            ) from None
+
+    return read
+
+
 def _write_atomic(path: Path, content: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    """``path`` replaced whole, never written through a link (``fathom.safe_files.write_file``)."""
     try:
-        with tmp.open("wb") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        write_file(path, content)
     except OSError as exc:
         raise RunFolderError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -12,7 +12,6 @@ import logging
 import os
 import random
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from fathom.prompts.haystack import entry, mixture
 from fathom.prompts.haystack.corpora import Corpus
 from fathom.prompts.haystack.files import Units
 from fathom.prompts.tokenizers import Tokenizer, vocabulary_size
+from fathom.safe_files import replacing
 
 INDEX_VERSION = entry.FORMAT
 _LOG = logging.getLogger(__name__)
@@ -176,16 +176,10 @@ def _load(path: Path, maker: entry.Maker) -> TokenizedCorpus | None:
 def _save(path: Path, indexed: TokenizedCorpus, maker: entry.Maker) -> None:
     """Write atomically: a run killed mid-write must not leave a corrupt cache behind. A cache
     that cannot be written (a read-only folder, a full disk) is skipped with one warning."""
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
-        with os.fdopen(fd, "wb") as handle:
+        with replacing(path) as handle:  # a new file renamed over the entry, never through a link
             entry.write(handle, maker, indexed.ids, indexed.boundaries)
-        os.replace(tmp, path)
     except OSError as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
         if path.parent not in _UNWRITABLE:
             _UNWRITABLE.add(path.parent)
             _LOG.warning(

@@ -44,3 +44,4 @@ def add_suite_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     demo.add_argument("folder", type=Path, help="where to write the files (made if absent)")
     demo.add_argument("--items", type=int, default=20, help="items per task")
     demo.add_argument("--seed", type=int, default=0, help="decides which items and distractor documents")
+    demo.add_argument("--force", action="store_true", help="overwrite the files of a demo set already there")

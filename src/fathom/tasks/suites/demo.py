@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -27,13 +28,24 @@ from fathom.tasks.ruler.qa_data import QADataset, QAItem, load_dataset
 MOST_WORDS = 12_000  # the longest context, in words; the first item's is about its own documents
 
 
-def make_demo(folder: Path, items: int = 20, seed: int = 0) -> list[Path]:
-    """Write the demo set into ``folder`` and return the files written."""
+# Each source's items, as the task of LongBench's they are written for.
+TASKS = (("hotpotqa", "hotpotqa"), ("squad", "multifieldqa_en"))
+
+
+def make_demo(folder: Path, items: int = 20, seed: int = 0, force: bool = False) -> list[Path]:
+    """Write the demo set into ``folder`` and return the files written; files of the same names
+    already there are refused unless ``force``, before anything is written."""
     if not 1 <= items <= 1000:
         raise SpecError(f"--items takes 1..1000 items per task, not {items}")
+    names = [f"{task}{suffix}.jsonl" for _, task in TASKS for suffix in ("", "_e")]
+    if not force and (present := [name for name in names if os.path.lexists(folder / name)]):
+        raise SpecError(
+            f"{folder} already holds {', '.join(present)}: pass --force to overwrite them, or name another "
+            "folder"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for source, task in (("hotpotqa", "hotpotqa"), ("squad", "multifieldqa_en")):
+    for source, task in TASKS:
         dataset = load_dataset(source)
         lines = _items(dataset, task, items, random.Random(f"{seed}|{source}"))
         text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
