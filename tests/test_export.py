@@ -361,3 +361,29 @@ def test_the_help_states_the_guarantee(capsys: pytest.CaptureFixture[str]) -> No
     help_text = " ".join(capsys.readouterr().out.split())
     assert "no example shares a needle, key, value, name or item with any evaluation run" in help_text
     assert "fathom export-check verifies" in help_text
+
+
+def test_a_latent_export_takes_the_forms_and_the_literal_distractor_as_a_run_does(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    forms = ["--relations", "home,work", "--needle-orders", "place-first", "--question-templates", "all"]
+    args = ["export", "niah", "--needle", "latent-1", *GRID, "--count", "6", "--out", out]
+    assert cli(*args, *forms, "--literal-distractor") == 0
+    examples = lines(out)
+    assert len(examples) == 6
+    questions = [json.dumps(example) for example in examples]
+    # Every question asks where a character lives or works, never where one has been.
+    assert all(
+        (
+            "lives in" in q
+            or "home in" in q
+            or "resides in" in q
+            or "works in" in q
+            or "job in" in q
+            or "earns a living in" in q
+        )
+        for q in questions
+    )
+    assert not any("has been to" in q for q in questions)
+    # and each haystack names the question's place in an unrelated sentence, on purpose
+    cues = ("A faded postcard of", "played a long documentary about", "left a guidebook to")
+    assert all(any(cue in q for cue in cues) for q in questions)

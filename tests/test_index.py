@@ -446,3 +446,36 @@ def test_a_perplexity_run_is_indexed_with_the_columns_it_has(tmp_path: Path) -> 
     assert rows == [("perplexity", 1024, None, False, None, None)] * 2
     (run,) = read_runs(index)
     assert run.records == RunFolder(folder).records()
+
+
+def test_a_low_overlap_runs_probes_shortcut_neighbours_and_forms_are_columns(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "latent"
+    forms = ["--relations", "all", "--needle-orders", "all"]
+    assert (
+        cli(
+            "run",
+            "niah",
+            "--model",
+            "sim:perfect?knows=0.5",
+            "--needle",
+            "latent-1",
+            *forms,
+            *GRID,
+            "--run-dir",
+            run,
+        )
+        == 0
+    )
+    index = tmp_path / "results.duckdb"
+    assert cli("index", tmp_path / "runs", "--out", index) == 0
+    rows = query(
+        index,
+        "SELECT probe, latent_items, odd_name_score, literal_neighbours, needle_forms, json FROM samples",
+    )
+    for probe, items, odd, neighbours, forms_of, line in rows:
+        record = json.loads(line)  # each column is the record's own field
+        assert probe == record.get("probe") and odd == record.get("odd_name_score")
+        assert items == record.get("latent_items", []) and forms_of == record.get("needle_forms", [])
+        assert neighbours == record.get("literal_neighbours", [])
+    assert any(probe for probe, *_ in rows)  # the closed-book probes
+    assert any(odd is not None for _, _, odd, *_ in rows) and any(forms_of for *_, forms_of, _ in rows)

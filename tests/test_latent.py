@@ -128,9 +128,9 @@ def test_item_overlap_leaves_the_name_out() -> None:
 
 
 def test_draw_is_seeded_and_fills_the_name() -> None:
-    first = draw_latent(needle_rng(3, "niah", 1024, 0.5, 0), hops=1, literal=False)
-    assert first == draw_latent(needle_rng(3, "niah", 1024, 0.5, 0), hops=1, literal=False)
-    others = {draw_latent(needle_rng(3, "niah", 1024, 0.5, i), 1, False).answers for i in range(1, 6)}
+    first = draw_latent(needle_rng(3, "niah", 1024, 0.5, 0), hops=1, literal=False)[0]
+    assert first == draw_latent(needle_rng(3, "niah", 1024, 0.5, 0), hops=1, literal=False)[0]
+    others = {draw_latent(needle_rng(3, "niah", 1024, 0.5, i), 1, False)[0].answers for i in range(1, 6)}
     assert first.answers not in others
     (name,) = first.answers
     assert re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", name)
@@ -144,7 +144,7 @@ def test_draws_come_from_the_eval_part_only(hops: int, literal: bool) -> None:
     by_needle = {(item.hops, item.key): item for item in ITEMS}
     drawn = set()
     for sample in range(300):
-        needle = draw_latent(random.Random(sample), hops, literal)
+        needle, _ = draw_latent(random.Random(sample), hops, literal)
         item = by_needle[(hops, needle.key)]
         (name,) = needle.answers
         assert split_of(item.id) == "eval"
@@ -158,7 +158,7 @@ def test_draws_come_from_the_eval_part_only(hops: int, literal: bool) -> None:
 
 def test_the_train_part_is_drawn_only_when_asked() -> None:
     keys = {item.key for item in items_in("train", 2)}
-    assert draw_latent(random.Random(0), 2, False, split="train").key in keys
+    assert draw_latent(random.Random(0), 2, False, split="train")[0].key in keys
 
 
 def test_a_name_sharing_a_word_with_the_item_is_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:

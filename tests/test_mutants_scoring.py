@@ -9,7 +9,7 @@ import pytest
 from fathom.scoring import SCORERS, found_in, grade
 
 
-@pytest.mark.parametrize("method", ["contains", "exact", "all", "any"])
+@pytest.mark.parametrize("method", ["contains", "ordered", "share", "exact", "all", "any"])
 def test_each_grader_names_itself_in_the_score(method: str) -> None:
     assert grade(SCORERS[method], "Thundmere", ["thundmere"]).method == method
 
@@ -21,7 +21,7 @@ def test_exact_strips_quotes_and_end_punctuation_from_the_reference_too() -> Non
     assert grade(SCORERS["exact"], "Thundmere", ["'Thund mere'."]).value == 0.0
 
 
-@pytest.mark.parametrize("method", ["contains", "exact", "all", "any"])
+@pytest.mark.parametrize("method", ["contains", "ordered", "share", "exact", "all", "any"])
 def test_a_sample_without_references_is_refused_with_the_reason(method: str) -> None:
     with pytest.raises(ValueError) as raised:
         grade(SCORERS[method], "anything", [])

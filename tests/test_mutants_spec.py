@@ -149,6 +149,10 @@ def test_the_prompt_options_are_read_from_the_shared_arguments() -> None:
         needle_style="prose",
         template="chatml",
         system_prompt="Be brief.",
+        literal_distractor=True,
+        relations="home, work",
+        needle_orders="all",
+        question_templates="3,1",
     )
     assert prompt_options(args) == {
         "corpus": None,
@@ -161,6 +165,10 @@ def test_the_prompt_options_are_read_from_the_shared_arguments() -> None:
         "needle_style": "prose",
         "template": "chatml",
         "system_prompt": "Be brief.",
+        "literal_distractor": True,
+        "relations": ("home", "work"),
+        "needle_orders": ("name-first", "place-first"),
+        "question_templates": (3, 1),
     }
     # No --distractors given: low-overlap needles take 3 other characters, every other kind none.
     assert prompt_options(SimpleNamespace(**{**vars(args), "distractors": None}))["distractors"] == 0

@@ -68,7 +68,7 @@ def test_plain_runs_keep_their_words_and_identity() -> None:
 
 
 def test_several_needles_are_graded_by_the_share_found_unless_told() -> None:
-    assert NiahTask(spec(needles=3), CHAR).scoring == "all"
+    assert NiahTask(spec(needles=3), CHAR).scoring == "share"
     assert NiahTask(spec(needles=3, scoring="contains"), CHAR).scoring == "contains"
     assert NiahTask(spec(distractors=3), CHAR).scoring == "contains"
 

@@ -13,6 +13,7 @@ import pytest
 
 from fathom.analysis.knowledge import knowledge_summary, relative
 from fathom.analysis.select import control_records, probe_records, split_records
+from fathom.cli import main
 from fathom.errors import SpecError
 from fathom.prompts.latent import LATENT_VERSION, load_items
 from fathom.records import SampleRecord, record_from_json
@@ -129,3 +130,26 @@ def test_the_reviewed_items_have_probes_and_the_weak_ones_are_gone() -> None:
         assert item.probe.endswith("?") and item.probe_answers[0] == item.chain[-1]
         assert grade(f"{item.chain[-1]}.", item.probe_answers).value == 1.0
     assert len({item.key for item in items}) == len(items)  # an anchor names one item
+
+
+def test_the_cli_refuses_a_backend_that_cannot_answer_closed_book_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = runner.create_backend
+    monkeypatch.setattr(runner, "create_backend", lambda *a: NoKnowledge(made(*a)))
+    grid = ["--tokenizer", "char", "--lengths", "2k", "--depths", "0.5", "--samples", "2", "--no-progress"]
+    args = [
+        "run",
+        "niah",
+        "--model",
+        "sim:perfect",
+        "--needle",
+        "latent-1",
+        *grid,
+        "--run-dir",
+        str(tmp_path / "run"),
+    ]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "cannot answer closed-book" in err and "--no-control" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()

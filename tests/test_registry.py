@@ -96,7 +96,7 @@ def test_a_backends_status_names_what_to_install() -> None:
         (
             {"scoring": "exat"},
             r"^unknown scoring 'exat' \(did you mean 'exact'\?\): "
-            "use one of contains, ordered, exact, all, any$",
+            "use one of contains, ordered, share, exact, all, any$",
         ),
         (
             {"task": "nia"},
@@ -170,7 +170,14 @@ def test_batch_size_is_a_declared_capability() -> None:
 
 
 def test_without_plugins_the_names_are_fathoms_own() -> None:
-    assert TASK.names() == list(TASKS) and SCORING.names() == ["contains", "ordered", "exact", "all", "any"]
+    assert TASK.names() == list(TASKS) and SCORING.names() == [
+        "contains",
+        "ordered",
+        "share",
+        "exact",
+        "all",
+        "any",
+    ]
     assert [listed.origin for listed in TASK.listed()] == ["fathom"] * len(TASKS)
 
 

@@ -102,7 +102,7 @@ def test_an_old_run_analyses_to_the_summary_its_own_fathom_wrote(version: int) -
 
 # Keys of a section that a later summary schema added and that only the records can give (no upgrade
 # step can make them from the old summary): today's analysis has them, the old fathom did not.
-ADDED = {5: [("suites", "by_task"), ("suites", "mean")]}
+ADDED = {5: [("suites", "by_task"), ("suites", "mean")], 6: [("hard", "neighbours"), ("hard", "forms")]}
 
 
 def as_of(summary: dict[str, Any], schema: int) -> dict[str, Any]:
@@ -182,8 +182,8 @@ def test_a_newer_record_is_refused_by_readers_and_writers_and_nothing_is_moved(t
     with pytest.raises(NewerSchemaError) as refused:
         RunFolder(copy).records()
     assert str(refused.value) == message
-    with pytest.raises(NewerSchemaError, match="upgrade fathom"):
-        RunFolder(copy).repair()  # the writer, too, leaves a newer fathom's records alone
+    with pytest.raises(RunFolderError, match="upgrade fathom, or 'fathom repair .* --set-aside-newer'"):
+        RunFolder(copy).repair()  # the writer, too, leaves a newer fathom's records alone unless told
     assert (copy / "samples.jsonl").read_bytes() == before and not (copy / QUARANTINE).exists()
 
 

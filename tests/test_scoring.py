@@ -13,6 +13,14 @@ def test_contains_is_case_insensitive_and_needs_every_reference() -> None:
     assert partial.matched == ("sandwich",)
 
 
+def test_share_is_the_fraction_named_with_numbers_whole_where_rulers_all_takes_a_digit_superstring() -> None:
+    refs = ["2484111", "9056", "7321"]
+    graded = score("share", "12484111, 9056 and 73210.", refs)
+    assert (graded.value, graded.matched, graded.method) == (pytest.approx(1 / 3), ("9056",), "share")
+    assert score("all", "12484111, 9056 and 73210.", refs).value == 1.0  # RULER's plain containment
+    assert score("share", "2,484,111 then 7321; and 9056.", refs).value == 1.0
+
+
 def test_ruler_all_is_the_fraction_found_and_any_is_one_hit() -> None:
     refs = ["111", "222", "333", "444"]
     assert score("all", "111 and 333", refs).value == 0.5

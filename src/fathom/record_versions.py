@@ -29,6 +29,7 @@ ADDED: dict[int, tuple[str, ...]] = {
     9: ("probe", "latent_items"),
     10: ("odd_name_score",),
     11: ("literal_neighbours",),
+    12: ("needle_forms",),
 }
 
 
@@ -104,8 +105,26 @@ def v10_to_v11(data: dict[str, Any]) -> dict[str, Any]:
     return _refuse_newer(data, 11)
 
 
+def v11_to_v12(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 12 added a low-overlap needle's form; a record of schema 11 was drawn in the one form
+    there was then (visit/name-first/1), left unrecorded (empty) rather than guessed."""
+    return _refuse_newer(data, 12)
+
+
 RECORDS = Versions(
     "record",
     RECORD_SCHEMA,
-    (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7, v7_to_v8, v8_to_v9, v9_to_v10, v10_to_v11),
+    (
+        v1_to_v2,
+        v2_to_v3,
+        v3_to_v4,
+        v4_to_v5,
+        v5_to_v6,
+        v6_to_v7,
+        v7_to_v8,
+        v8_to_v9,
+        v9_to_v10,
+        v10_to_v11,
+        v11_to_v12,
+    ),
 )

@@ -251,6 +251,9 @@ class SampleRecord:
     # names ("Washington" beside a question about Washington, D.C.; ``fathom.tasks.latent_hygiene``):
     # accidental literal distractors, recorded so that those samples can be read apart.
     literal_neighbours: tuple[str, ...] = ()
+    # Schema 12: on a low-overlap sample, each gold needle's form (relation/order/template,
+    # ``fathom.prompts.latent_forms``), in the order of ``answers``.
+    needle_forms: tuple[str, ...] = ()
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:

@@ -107,6 +107,9 @@ TASKS: dict[str, TaskEntry] = {
             "needle_style",
             "domains",
             "literal_distractor",
+            "relations",
+            "needle_orders",
+            "question_templates",
             "perplexity",
             "answer_logprob",
         ),
@@ -302,6 +305,11 @@ def check_spec(spec: RunSpec) -> None:
     """Refuse, before any work, a spec whose task or scoring method does not exist, or that sets an
     option its task does not take."""
     _check_options(spec, TASK.entry(spec.task))
+    if spec.model.partition(":")[0] == "sim-judge":  # it answers judge prompts only: every score would be 0
+        raise SpecError(
+            f"'{spec.model}' is a simulated judge, not a model to test: give it as --judge, and a model "
+            "under test as --model (e.g. sim:cliff)"
+        )
     if spec.scoring is not None:
         SCORING.entry(spec.scoring)
 

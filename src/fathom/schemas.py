@@ -38,7 +38,8 @@ from fathom.errors import NewerSchemaError
 # low-overlap sample's gold needles are of (``latent_items``). 10: the odd-name reader's grade on a
 # low-overlap sample's prompt (``odd_name_score``), the shortcut baseline beside its score. 11: the
 # near neighbours of a low-overlap sample's places that its window names (``literal_neighbours``).
-RECORD_SCHEMA = 11
+# 12: each low-overlap gold needle's form: its relation, order and question template (``needle_forms``).
+RECORD_SCHEMA = 12
 # 1: the manifest as written since the first run (sections added since read as absent). 2: the
 # corpora the prompts are cut from, with their source, licence, size in tokens and hash. 3: the LLM
 # judges of the run's answers, with their rubrics. 4: the identity names the version of the scoring
@@ -53,8 +54,9 @@ MANIFEST_SCHEMA = 6
 # actual length, truncation, splits) in a suite run's summary. 5: the LLM judges' sections (scores,
 # agreement between judges and with the metric, disagreements), where the run was judged; a suite
 # run's scores by task (``suites.by_task``) and its mean over tasks (``suites.mean``); the samples far
-# slower per token than their length explains (``slow``).
-SUMMARY_SCHEMA = 5
+# slower per token than their length explains (``slow``). 6: the low-overlap scores by the needles'
+# form (``hard.forms``) and apart where a window names a near neighbour of the place (``hard.neighbours``).
+SUMMARY_SCHEMA = 6
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1
 # 1: a judge's result on a qualification set (qualifications.jsonl), the first form.

@@ -165,6 +165,11 @@ def _all(output: str, references: Sequence[str]) -> Score:
     return Score(len(found) / len(references), found, "all")
 
 
+def _share(output: str, references: Sequence[str]) -> Score:
+    found = named_in(output, references)
+    return Score(len(found) / len(references), found, "share")
+
+
 def _any(output: str, references: Sequence[str]) -> Score:
     found = found_in(output, references)
     return Score(float(bool(found)), found, "any")
@@ -190,11 +195,12 @@ class ScoringEntry:
 # its version, so a run graded the old way does not resume under the new (2: exact takes the answer
 # out of a chatty output; contains 2 names a number only as a whole number; ordered 1, so that a split
 # needle's run from before it, graded by contains, does not resume under it).
-SCORING_VERSIONS = {"exact": 2, "contains": 2, "ordered": 1}
+SCORING_VERSIONS = {"exact": 2, "contains": 2, "ordered": 1, "share": 1}
 
 SCORERS: dict[str, ScoringEntry] = {
     "contains": ScoringEntry(_contains, "every reference is named, numbers whole (niah's default)"),
     "ordered": ScoringEntry(_ordered, "every reference is named, in order (niah's default for split)"),
+    "share": ScoringEntry(_share, "the fraction of references named, numbers whole (niah's for several)"),
     "exact": ScoringEntry(_exact, "the output, without an answer prefix, is a reference"),
     "all": ScoringEntry(_all, "the fraction of references that occur (RULER's string_match_all)"),
     "any": ScoringEntry(_any, "1 if any reference occurs (RULER's string_match_part)"),

@@ -25,6 +25,11 @@ FILLS = ("exact", "ruler")
 # niah: how keyed needles are written: in the haystack's own form (prompts/needle_styles.py) or as
 # the English prose sentence every corpus had before.
 NEEDLE_STYLES = ("native", "prose")
+# niah, low-overlap needles: the forms drawn from (prompts/latent_forms.py): what the needle says its
+# character did at the anchor, whether the name or the anchor comes first, and the question's wording.
+RELATIONS = ("visit", "home", "work")
+NEEDLE_ORDERS = ("name-first", "place-first")
+QUESTION_TEMPLATES = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,10 @@ class RunSpec:
     # niah, low-overlap needles: a sentence naming each question's place, unrelated to it, placed in the
     # haystack as a literal-match distractor (NoLiMa's hardest case; prompts/needle_sets.py).
     literal_distractor: bool = False
+    # niah, low-overlap needles: each needle's form is drawn from these (one of each: that one form).
+    relations: tuple[str, ...] = ("visit",)
+    needle_orders: tuple[str, ...] = ("name-first",)
+    question_templates: tuple[int, ...] = (1,)
     # Real suites (longbench, longbench-e, longbench-v2, infinitebench): the folder holding the suite's
     # official files, the tasks of it to run (empty: all), and whether a prompt longer than the length
     # has its middle cut, as the suites do (False refuses such prompts instead).
@@ -110,8 +119,14 @@ class RunSpec:
 
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise SpecError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
+        if self.max_new_tokens is not None and self.max_new_tokens > MAX_LENGTH:
+            raise SpecError(
+                f"--max-new-tokens of {self.max_new_tokens:,} is beyond fathom's longest context, "
+                f"{format_count(MAX_LENGTH)} tokens: give at most that (niah's default is 32)"
+            )
         if self.fill not in FILLS:
             raise SpecError(f"unknown fill '{self.fill}': use one of {', '.join(FILLS)}")
+        check_forms(self.relations, self.needle_orders, self.question_templates)
         if self.needle_style not in NEEDLE_STYLES:
             raise SpecError(
                 f"unknown needle style '{self.needle_style}': use native (the haystack's own form) or prose"
@@ -136,6 +151,9 @@ class RunSpec:
         values["depths"] = tuple(values["depths"])
         values["domains"] = tuple(values.get("domains", ()))
         values["suite_tasks"] = tuple(values.get("suite_tasks", ()))
+        for name in ("relations", "needle_orders", "question_templates"):
+            if name in values:
+                values[name] = tuple(values[name])
         return cls(**values)
 
     @property
@@ -153,6 +171,9 @@ _LATER_FIELDS: dict[str, object] = {
     "needle_style": "native",
     "domains": (),
     "literal_distractor": False,
+    "relations": ("visit",),
+    "needle_orders": ("name-first",),
+    "question_templates": (1,),
     "data": None,
     "suite_tasks": (),
     "truncate": True,
@@ -160,9 +181,82 @@ _LATER_FIELDS: dict[str, object] = {
 }
 
 
+def check_forms(
+    relations: tuple[str, ...], orders: tuple[object, ...], templates: tuple[object, ...]
+) -> None:
+    """Refuse an empty, unknown or repeated relation, needle order or question template."""
+    for given, known, flag in (
+        (relations, RELATIONS, "--relations"),
+        (orders, NEEDLE_ORDERS, "--needle-orders"),
+        (templates, QUESTION_TEMPLATES, "--question-templates"),
+    ):
+        choices = f"use one or more of {', '.join(map(str, known))}, or all"
+        if not given:
+            raise SpecError(f"{flag} names none: {choices}")
+        for value in given:
+            if value not in known:
+                raise SpecError(f"{flag}: unknown value '{value}': {choices}")
+        if len(set(given)) != len(given):
+            raise SpecError(f"{flag} names a value twice ({', '.join(map(str, given))}): name each once")
+
+
+def parse_choices(text: str, known: tuple[object, ...]) -> tuple[str, ...]:
+    """A comma list of names as given (checked by ``check_forms``), or ``all`` for every one of ``known``."""
+    if text.strip() == "all":
+        return tuple(map(str, known))
+    return tuple(part.strip() for part in text.split(","))
+
+
+def parse_templates(text: str) -> tuple[int, ...]:
+    """``--question-templates``: template numbers (``1,3``) or ``all``."""
+    parts = parse_choices(text, QUESTION_TEMPLATES)
+    for part in parts:
+        if not part.isdigit() or len(part) > 3:
+            raise SpecError(
+                f"--question-templates: unknown value '{part}': use one or more of 1, 2, 3, or all"
+            )
+    return tuple(int(part) for part in parts)
+
+
+def add_latent_arguments(parser: Any, taken: str) -> None:
+    """The options that shape low-overlap needles, shared by ``fathom run`` and ``fathom export``;
+    ``taken`` says which tasks take them, for the help."""
+    parser.add_argument(
+        "--literal-distractor",
+        action="store_true",
+        help=f"{taken}: with latent needles, a sentence naming each question's place, unrelated to it, "
+        "in the haystack (a literal-match distractor)",
+    )
+    parser.add_argument(
+        "--relations",
+        default="visit",
+        help=f"{taken}: what a latent needle says its character did at the anchor: visit (default; each "
+        "item's own needle), home, work; a comma list or all draws one per needle",
+    )
+    parser.add_argument(
+        "--needle-orders",
+        default="name-first",
+        help=f"{taken}: name-first (default) or place-first (the anchor before the character: an "
+        "inverted needle); a comma list or all draws one per needle",
+    )
+    parser.add_argument(
+        "--question-templates",
+        default="1",
+        help=f"{taken}: which of each relation's three question wordings to ask (1, 2, 3; a comma list "
+        "or all draws one per needle)",
+    )
+
+
 def parse_lengths(text: str) -> tuple[int, ...]:
-    """``"1k,2k,4k"`` -> (1024, 2048, 4096); sorted, duplicates removed."""
-    parts = [p for p in text.split(",") if p.strip()]
+    """``"1k,2k,4k"`` -> (1024, 2048, 4096); sorted, duplicates removed. An empty entry (``1k,,2k``)
+    is a typing slip that may have lost a length, so it is refused rather than skipped."""
+    if not text.strip():
+        return ()  # RunSpec refuses a spec of no lengths, with its own message
+    parts = text.split(",")
+    if any(not p.strip() for p in parts):
+        raise SpecError(
+            f"--lengths '{text}' has an empty entry: separate lengths by single commas, e.g. 1k,2k,4k"
+        )
     return tuple(sorted({parse_count(p) for p in parts}))
 
 
@@ -235,4 +329,8 @@ def prompt_options(args: Any) -> dict[str, Any]:
         "needle_style": args.needle_style,
         "template": args.template,
         "system_prompt": args.system_prompt,
+        "literal_distractor": args.literal_distractor,
+        "relations": parse_choices(args.relations, RELATIONS),
+        "needle_orders": parse_choices(args.needle_orders, NEEDLE_ORDERS),
+        "question_templates": parse_templates(args.question_templates),
     }

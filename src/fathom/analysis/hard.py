@@ -270,6 +270,37 @@ def odd_name_table(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
     ]
 
 
+# A form's parts, as ``latent_forms.Form.label`` joins them: relation/order/template.
+FORM_AXES = ("relation", "order", "template")
+
+
+def form_table(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
+    """Per relation, needle order and question template of which a run drew more than one, the score
+    of the low-overlap samples (the asked variant, not its literal twins) whose gold needles took it;
+    a sample with several needles counts once under each value its needles took."""
+    asked = [r for r in _graded(records) if r.needle_forms and not is_literal_twin(r.task)]
+    rows = []
+    for index, axis in enumerate(FORM_AXES):
+        by_value: defaultdict[str, list[float]] = defaultdict(list)
+        for record in asked:
+            for value in dict.fromkeys(form.split("/")[index] for form in record.needle_forms):
+                by_value[value].append(record.score)
+        if len(by_value) > 1:
+            rows += [{"axis": axis, **dataclasses.asdict(_row(v, s))} for v, s in sorted(by_value.items())]
+    return rows
+
+
+def neighbour_table(records: Iterable[SampleRecord]) -> list[ScoreRow]:
+    """The low-overlap samples whose window names a near neighbour of their places (an accidental
+    literal distractor: "Washington" beside Washington, D.C.) beside those whose window names none;
+    empty where no sample met one."""
+    latent = [r for r in _graded(records) if r.latent_items and not is_literal_twin(r.task)]
+    met = [r.score for r in latent if r.literal_neighbours]
+    if not met:
+        return []
+    return [_row("near neighbour", met), _row("none", [r.score for r in latent if not r.literal_neighbours])]
+
+
 def hard_summary(records: Sequence[SampleRecord]) -> dict[str, Any]:
     """The hard-needle sections of a NIAH summary, each present only where the run has such samples."""
     redrawn = [r for r in _graded(records) if r.redraws]
@@ -283,5 +314,7 @@ def hard_summary(records: Sequence[SampleRecord]) -> dict[str, Any]:
         "all_or_nothing": [dataclasses.asdict(r) for r in all_or_nothing(records)],
         "part_distance": [dataclasses.asdict(r) for r in distance_table(records)],
         "overlap": overlap_table(records),
+        "forms": form_table(records),
+        "neighbours": [dataclasses.asdict(r) for r in neighbour_table(records)],
     }
     return {name: rows for name, rows in sections.items() if rows}

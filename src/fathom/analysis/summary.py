@@ -222,7 +222,14 @@ def v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5))
+def v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 6 added the low-overlap scores by the needles' form (``hard.forms``) and apart where a
+    window names a near neighbour of the place (``hard.neighbours``): only the records can give them,
+    so a summary of schema 5 reads without them (``fathom report`` derives them again)."""
+    return data
+
+
+SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6))
 # A sweep's sections that only some runs have: absent from summary.json where empty.
 _OPTIONAL = ("variants", "hard", "suites")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from fathom import registry
 from fathom.backends.local_models import LOCAL_MODELS, model_state
 from fathom.backends.sim import ARCHETYPES
-from fathom.cli.arguments import parser
+from fathom.cli.arguments import DEFAULT_RUNS, parser
 from fathom.cli.qualify import qualify_command
 from fathom.cli.series import series_command
 from fathom.errors import FathomError, SpecError
@@ -66,7 +66,6 @@ def _spec(args: argparse.Namespace) -> RunSpec:
         answer_logprob=args.answer_logprob,
         control=args.control,
         fill=args.fill,
-        literal_distractor=args.literal_distractor,
         **spec_options(args),
     )
 
@@ -74,7 +73,12 @@ def _spec(args: argparse.Namespace) -> RunSpec:
 def _run(args: argparse.Namespace) -> int:
     spec = _spec(args)
     labels = parse_labels(args.label or ())
-    run_dir = args.run_dir or default_run_dir(spec, args.out)
+    if args.run_dir is not None and args.out is not None:
+        raise SpecError(
+            "--out (the folder new run folders go in) and --run-dir (this exact run folder) name two places: "
+            "give one of them"
+        )
+    run_dir = args.run_dir or default_run_dir(spec, args.out or DEFAULT_RUNS)
     judges = judges_named(args)
     check_judges(judges, args.rubric)  # a misnamed judge or rubric is found before the run, not after
     trackers = open_trackers(args.log or ())  # so is a tracker not installed
@@ -208,7 +212,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _repair(args: argparse.Namespace) -> None:
-    moved = RunFolder(args.run_dir).repair()
+    moved = RunFolder(args.run_dir).repair(args.set_aside_newer)
     where = args.run_dir / QUARANTINE
     print(f"moved {moved} damaged lines aside to {where}" if moved else "nothing to repair")
 
@@ -240,7 +244,7 @@ def _export_check(args: argparse.Namespace) -> int:
 
 
 def _suites(args: argparse.Namespace) -> None:
-    files = make_demo(args.folder, args.items, args.seed)
+    files = make_demo(args.folder, args.items, args.seed, args.force)
     print(f"wrote {', '.join(p.name for p in files)} in {args.folder}")
 
 

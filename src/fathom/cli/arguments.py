@@ -11,6 +11,7 @@ from fathom.export.arguments import add_export_commands
 from fathom.index.command import add_index_command
 from fathom.judge.arguments import add_judge_command, add_judge_options
 from fathom.plan.arguments import add_plan_options
+from fathom.spec import add_latent_arguments
 from fathom.tasks.suites.arguments import add_run_options, add_suite_commands
 from fathom.track.arguments import add_log_option
 
@@ -40,6 +41,8 @@ COMPARE_DESCRIPTION = (
     "gates on retrieval alone. Exit status: 0 no regression; 1 the gate found a drop; 2 the runs cannot "
     "be compared."
 )
+# Where ``fathom run`` makes its run folders when neither --out nor --run-dir says.
+DEFAULT_RUNS = Path("runs")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -90,6 +93,11 @@ def parser() -> argparse.ArgumentParser:
         "repair", help="move the damaged lines of a run folder's samples.jsonl aside (as a resumed run does)"
     )
     repair.add_argument("run_dir", type=_folder)
+    repair.add_argument(
+        "--set-aside-newer",
+        action="store_true",
+        help="move records of a newer fathom's schema aside too (they are refused otherwise)",
+    )
 
     runs = commands.add_parser("runs", help="list the run folders under a folder, with status and results")
     runs.add_argument(
@@ -115,9 +123,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _folder(text: str) -> Path:
-    """A folder argument: an empty one would silently mean the current folder."""
+    """A folder argument: an empty one would silently mean the current folder, and one whose name is
+    not UTF-8 could not be written into the manifest and report.html, found only after the run."""
     if not text.strip():
         raise argparse.ArgumentTypeError("is empty: name a folder, e.g. runs/my-run")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8, as Python passes them on (surrogates)
+        raise argparse.ArgumentTypeError(f"{text!r} is not UTF-8: name the folder in UTF-8") from None
     return Path(text)
 
 
@@ -127,7 +140,9 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     _add_sweep(run)
     add_judge_options(run)
-    run.add_argument("--out", type=_folder, default=Path("runs"), help="where new run folders go")
+    run.add_argument(
+        "--out", type=_folder, default=None, help=f"where new run folders go (default: {DEFAULT_RUNS})"
+    )
     run.add_argument("--run-dir", type=_folder, default=None, help="this exact run folder")
     run.add_argument(
         "--label",
@@ -233,12 +248,7 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         help=f"{_for('needle_style')}: native (default: number, words and uuid needles in the haystack's "
         "own form: a constant in code, a field in technical, German in german) or prose (English everywhere)",
     )
-    parser.add_argument(
-        "--literal-distractor",
-        action="store_true",
-        help=f"{_for('literal_distractor')}: with latent needles, a sentence naming each question's place, "
-        "unrelated to it, in the haystack (a literal-match distractor)",
-    )
+    add_latent_arguments(parser, _for("literal_distractor"))
     parser.add_argument(
         "--template",
         default="auto",

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from fathom.export.examples import EXPORT_KINDS, EXPORTABLE
-from fathom.spec import RunSpec, parse_depths, parse_lengths, prompt_options
+from fathom.spec import RunSpec, add_latent_arguments, parse_depths, parse_lengths, prompt_options
 
 EXPORT_HELP = "write long-context training examples from evaluation's generators, sharing nothing with it"
 EXPORT_DESCRIPTION = (
@@ -75,6 +75,7 @@ def add_export_commands(
         default="native",
         help="native (default: number, words and uuid needles in the haystack's own form) or prose",
     )
+    add_latent_arguments(export, "latent needles only")
     export.add_argument(
         "--tokenizer",
         default="cl100k_base",

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
 
 # 1: runs, samples (every record, the latest of each sample flagged) and judgements, and index_meta.
-INDEX_SCHEMA = 1
+# 2: the low-overlap samples' columns: probe, latent_items, odd_name_score, literal_neighbours,
+# needle_forms.
+INDEX_SCHEMA = 2
 FORMAT = "fathom-index"  # index_meta's "format": what tells fathom's index from another database
 TABLES = ("runs", "samples", "judgements")
 
@@ -46,6 +48,8 @@ CREATE TABLE samples (
     scoring VARCHAR, finish_reason VARCHAR, target_tokens INTEGER, actual_tokens INTEGER,
     beyond_window BOOLEAN, latency_s DOUBLE, prefill_s DOUBLE, decode_s DOUBLE, first_token VARCHAR,
     needle_kind VARCHAR, item_id VARCHAR, truncated BOOLEAN, prompt_sha256 VARCHAR,
+    probe VARCHAR, latent_items VARCHAR[], odd_name_score DOUBLE, literal_neighbours VARCHAR[],
+    needle_forms VARCHAR[],
     json VARCHAR USING COMPRESSION zstd
 );
 CREATE TABLE judgements (

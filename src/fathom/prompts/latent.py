@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.errors import FathomError, SpecError
+from fathom.prompts.latent_forms import DEFAULT_FORMS, PLAIN, RELATIONS, Form, Forms
 from fathom.prompts.names import NamePool
 from fathom.prompts.spaces import ATTEMPTS, SPACES
 from fathom.prompts.spaces import Split as Split
@@ -55,6 +56,9 @@ _FIELDS = {
     "probe_answers": list,
 }
 _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# Every item's own question: its place as the question writes it ("Naples, Italy") is what the other
+# forms' questions ask about (latent_forms.py).
+_OWN_QUESTION = re.compile(r"Which character has been to (.+)\?")
 
 
 class LatentItemsError(FathomError):
@@ -85,8 +89,38 @@ class LatentItem:
     def key(self) -> str:
         return self.chain[0]
 
-    def ask(self, literal: bool) -> str:
-        return self.literal_question if literal else self.question
+    @property
+    def element(self) -> str:
+        """What the anchor is: a landmark, an artwork, a street, ... (``association``'s first element)."""
+        return self.association.split(">")[0]
+
+    @property
+    def anchor(self) -> str:
+        """The anchor as the needle names it, its article kept as written: "the Eiffel Tower", "The
+        Night Watch", "Big Ben"."""
+        at = self.needle.find(self.key)
+        article = self.needle[max(0, at - 4) : at]
+        return article + self.key if article.lower() == "the " else self.key
+
+    @property
+    def place(self) -> str:
+        """The question's place as the item's own question writes it ("Naples, Italy", "the Netherlands")."""
+        found = _OWN_QUESTION.fullmatch(self.question)
+        assert found is not None  # _item checks every item's question
+        return found.group(1)
+
+    def ask(self, literal: bool, form: Form = PLAIN) -> str:
+        """The question in ``form``: its template with the item's place, or the needle's own words."""
+        relation = RELATIONS[form.relation]
+        if literal:
+            own = relation.literals[form.order]
+            return self.literal_question if own is None else own.format(anchor=self.anchor)
+        return relation.questions[form.template - 1].format(place=self.place)
+
+    def sentence(self, name: str, form: Form = PLAIN) -> str:
+        """The needle in ``form`` with the character ``name``, without its leading space."""
+        own = RELATIONS[form.relation].needles[form.order]
+        return (self.needle if own is None else own.replace("{anchor}", self.anchor)).replace("{name}", name)
 
 
 @dataclass(frozen=True)
@@ -153,6 +187,11 @@ def _item(source: object, index: int, entry: Any) -> LatentItem:
         (not set(association) <= ELEMENTS, f"'association' elements must be among {sorted(ELEMENTS)}"),
         (not entry["group"], "'group' must not be empty"),
         (not entry["probe"].endswith("?"), "'probe' must be a question"),
+        (
+            not _OWN_QUESTION.fullmatch(entry["question"]),
+            "'question' must be 'Which character has been to PLACE?'",
+        ),
+        (chain[0] not in entry["needle"], "'needle' must name the chain's anchor as written"),
         (entry["probe_answers"][:1] != chain[-1:], "'probe_answers' must open with the chain's last place"),
         (not all(isinstance(a, str) and a for a in entry["probe_answers"]), "'probe_answers' must be names"),
     ]
@@ -203,31 +242,40 @@ def draw_latent(
     withheld: frozenset[str] = frozenset(),
     names: NamePool | None = None,
     taken: frozenset[str] = frozenset(),
-) -> Needle:
-    """A needle of one item of ``split`` (none of ``withheld``) with a character's name from
-    ``names`` (the same part's shipped pool by default, ``prompts/names.py``), sharing no given or
-    family name with ``taken``; ``literal`` asks the question that reuses the needle's words."""
+    forms: Forms = DEFAULT_FORMS,
+) -> tuple[Needle, Form]:
+    """A needle of one item of ``split`` (none of ``withheld``; one whose anchor takes a relation of
+    ``forms``) with a character's name from ``names`` (the same part's shipped pool by default,
+    ``prompts/names.py``), sharing no given or family name with ``taken``, in a form drawn from
+    ``forms``; ``literal`` asks the question that reuses the needle's words."""
     if hops not in HOPS:
         raise SpecError(f"a latent needle takes 1 or 2 hops, not {hops}")
     items = items_in(split, hops)
-    if withheld:
-        items = tuple(item for item in items if item.id not in withheld)
-    # The item is drawn before the name: the order fixes every needle.
+    if withheld or not forms.plain:
+        items = tuple(item for item in items if item.id not in withheld and forms.fits(item.element))
+    # The item is drawn first, then its form, then the name: the order fixes every needle, and a run
+    # of the default form (which draws nothing) draws what runs drew before forms existed.
     item = rng.choice(items)
-    name = _name(rng, item, SPACES[split].names if names is None else names, taken)
-    return Needle(
+    names = SPACES[split].names if names is None else names
+    form = forms.draw(rng, item.element)
+    name = _name(rng, item, names, taken, form)
+    needle = Needle(
         kind=latent_kind(hops, literal),
-        text=" " + item.needle.replace("{name}", name),
-        question=item.ask(literal),
+        text=" " + item.sentence(name, form),
+        question=item.ask(literal, form),
         answers=(name,),
         key=item.key,
     )
+    return needle, form
 
 
-def _name(rng: random.Random, item: LatentItem, names: NamePool, taken: frozenset[str]) -> str:
+def _name(
+    rng: random.Random, item: LatentItem, names: NamePool, taken: frozenset[str], form: Form = PLAIN
+) -> str:
     """A given and a family name from ``names``, none of ``taken``, sharing no content word with the
     item: a name that were a word of the needle or question would hand the answer to their words."""
-    words = content_words(" ".join((item.needle, item.question, item.literal_question, *item.chain)))
+    texts = (item.sentence("", form), item.ask(False, form), item.ask(True, form), *item.chain)
+    words = content_words(" ".join(texts))
     for _ in range(ATTEMPTS):
         name = names.draw(rng, set(taken))
         if not content_words(name) & words:

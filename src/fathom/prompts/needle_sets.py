@@ -36,6 +36,7 @@ from fathom.prompts.latent import (
     latent_kind,
     rouge1,
 )
+from fathom.prompts.latent_forms import DEFAULT_FORMS, Form, Forms
 from fathom.prompts.names import check_pool
 from fathom.prompts.needle_styles import PROSE, Style
 from fathom.prompts.needles import KEYED_NEEDLES, make_needle
@@ -55,6 +56,9 @@ _LITERAL_SENTENCES = (
     " Someone had left a guidebook to {place} on the seat of the night train.",
 )
 SPLIT_KINDS = ("split", "chain")
+# The fewest tokens any needle sentence takes, of any kind and style, in any tokenizer fathom reads
+# (the shortest, a native code constant, is 9 with cl100k; tests/test_needle_sets.py checks the bound).
+MIN_SENTENCE_TOKENS = 6
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class Hardness:
     gap: float = 0.05
     # Low-overlap needles: one sentence per gold naming its question's place, unrelated to it.
     literal_distractor: bool = False
+    # Low-overlap needles: the relations, orders and question templates drawn from (latent_forms.py).
+    forms: Forms = DEFAULT_FORMS
 
     @property
     def plain(self) -> bool:
@@ -101,6 +107,8 @@ class NeedleSet:
     # What the needles are about (keys, people, the chest a chain goes through): a haystack that
     # already names one would answer or muddle the question.
     subjects: tuple[str, ...]
+    # Low-overlap needles: each gold's form (``latent_forms.Form.label``), in the order of ``answers``.
+    forms: tuple[str, ...] = ()
 
     @property
     def overlap(self) -> tuple[int, float]:
@@ -197,7 +205,13 @@ def check_hardness(kind: str, hardness: Hardness, space: Space = EVAL) -> None:
         raise SpecError(f"the distractor gap must lie in [0, 0.5), not {hardness.gap:g}")
     if kind in LATENT_KINDS:
         hops = LATENT_KINDS[kind][0]
-        groups = len({item.group for item in items_in(space.split, hops) if item.id not in space.withheld})
+        groups = len(
+            {
+                item.group
+                for item in items_in(space.split, hops)
+                if item.id not in space.withheld and hardness.forms.fits(item.element)
+            }
+        )
         if not groups:
             raise SpecError(f"the haystack names a place of every {kind} item of the {space.split} part")
         if hardness.needles > groups:
@@ -216,11 +230,37 @@ def check_hardness(kind: str, hardness: Hardness, space: Space = EVAL) -> None:
             f"--literal-distractor names a low-overlap question's place; the {kind} needle has none: "
             "use --needle latent-1 or latent-2"
         )
+    if not hardness.forms.plain and kind not in LATENT_KINDS:
+        raise SpecError(
+            f"--relation, --needle-order and --question-template shape low-overlap needles; the {kind} "
+            "needle has none: use --needle latent-1 or latent-2"
+        )
     golds = 2 if kind in SPLIT_KINDS else hardness.needles
     if (hardness.distractors or hardness.literal_distractor) and 2 * hardness.gap * golds >= 1.0:
         raise SpecError(
             f"{golds} needles leave no room for distractors {hardness.gap:g} of the haystack away from "
             "each: use fewer needles"
+        )
+
+
+def sentences(kind: str, hardness: Hardness) -> int:
+    """How many sentences a sample of ``kind`` hides: its golds (or a split needle's two parts), its
+    distractors and its literal distractors."""
+    golds = 2 if kind in SPLIT_KINDS else hardness.needles
+    return golds + hardness.distractors + (hardness.needles if hardness.literal_distractor else 0)
+
+
+def check_room(kind: str, hardness: Hardness, shortest: int) -> None:
+    """Refuse, from arithmetic alone and before any needle is drawn, more sentences than the shortest
+    length can hold: each takes MIN_SENTENCE_TOKENS or more, so a million distractors are refused at
+    once rather than after a million are built."""
+    count = sentences(kind, hardness)
+    if count * MIN_SENTENCE_TOKENS > shortest:
+        room = max(shortest // MIN_SENTENCE_TOKENS - (count - hardness.distractors), 0)
+        raise SpecError(
+            f"--distractors {hardness.distractors}: a sample hides {count} sentences of "
+            f"{MIN_SENTENCE_TOKENS} tokens or more, more than the shortest length ({shortest} tokens) "
+            f"holds: use --distractors {room} or fewer, or longer --lengths"
         )
 
 
@@ -235,30 +275,33 @@ def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random,
     and a family name of its own from the space's pool."""
     hops, literal = LATENT_KINDS[kind]
     items = {item.key: item for item in items_in(space.split)}
-    golds: list[tuple[Needle, LatentItem]] = []
+    golds: list[tuple[Needle, LatentItem, Form]] = []
     groups: set[str] = set()
     taken: set[str] = set()  # the given and family names of the characters drawn: one character each
 
-    def draw() -> Needle:
-        return draw_latent(rng, hops, literal, space.split, space.withheld, space.names, frozenset(taken))
+    def draw() -> tuple[Needle, Form]:
+        names, withheld = space.names, space.withheld
+        return draw_latent(rng, hops, literal, space.split, withheld, names, frozenset(taken), hardness.forms)
 
     while len(golds) < hardness.needles:
-        needle = draw()
+        needle, form = draw()
         item = items[needle.key]
         if item.group not in groups:
-            golds.append((needle, item))
+            golds.append((needle, item, form))
             groups.add(item.group)
             taken.update(needle.answers[0].split(" "))
     depths = _spread(depth, len(golds))
-    placements = [Placement(n.text, d, GOLD, n.answers[0]) for (n, _), d in zip(golds, depths, strict=True)]
+    placements = [
+        Placement(n.text, d, GOLD, n.answers[0]) for (n, _, _), d in zip(golds, depths, strict=True)
+    ]
     while len(placements) < len(golds) + hardness.distractors:
-        needle = draw()
+        needle, _ = draw()
         if items[needle.key].group not in groups:
             taken.update(needle.answers[0].split(" "))
             at = _distractor_depth(rng, depths, hardness.gap)
             placements.append(Placement(needle.text, at, KEY_DISTRACTOR, needle.answers[0]))
     if hardness.literal_distractor:  # drawn after all else: runs without it draw what they always did
-        for _, item in golds:
+        for _, item, _ in golds:
             text = rng.choice(_LITERAL_SENTENCES).format(place=item.chain[-1])
             at = _distractor_depth(rng, depths, hardness.gap)
             placements.append(Placement(text, at, LITERAL_DISTRACTOR, item.chain[-1]))
@@ -266,12 +309,13 @@ def _latent_set(kind: str, hardness: Hardness, depth: float, rng: random.Random,
         kind=kind,
         # Several are asked one after another, in the same words as alone: the literal and the
         # low-overlap runs then differ only in the questions' wording.
-        question=" ".join(n.question for n, _ in golds),
-        answers=tuple(n.answers[0] for n, _ in golds),
+        question=" ".join(n.question for n, _, _ in golds),
+        answers=tuple(n.answers[0] for n, _, _ in golds),
         placements=tuple(placements),
-        keys=tuple(n.key for n, _ in golds),
+        keys=tuple(n.key for n, _, _ in golds),
         patterns=(),
-        subjects=tuple(place for _, item in golds for place in item.chain),
+        subjects=tuple(place for _, item, _ in golds for place in item.chain),
+        forms=tuple(form.label for _, _, form in golds),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from fathom.analysis.hard import FORM_AXES
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.report.qualification_text import qualification_line
 from fathom.report.runs import RunEntry
@@ -149,6 +150,20 @@ def hard_text(hard: Row) -> list[str]:
         lines.append(
             f"overlap of {row['label']} needles with their questions: {row['shared_words']:.1f} content "
             f"words, ROUGE-1 {row['rouge1']:.2f} (score {_percent(row['mean'])})"
+        )
+    for axis in FORM_AXES:  # low-overlap scores by each part of the needles' form a run varied
+        rows = [r for r in hard.get("forms", []) if r["axis"] == axis]
+        if rows:
+            by = ", ".join(
+                f"{r['label']} {_interval(r['mean'], r['ci_low'], r['ci_high'])} (n={r['n']})" for r in rows
+            )
+            lines.append(f"low-overlap by {axis}: {by}")
+    rows = hard.get("neighbours", [])
+    if rows:
+        met, none = rows
+        lines.append(
+            f"low-overlap samples whose window names a near neighbour of the place: {_percent(met['mean'])} "
+            f"(n={met['n']}), against {_percent(none['mean'])} (n={none['n']}) where it names none"
         )
     redraws = hard.get("redraws", {})
     if redraws:

@@ -24,6 +24,7 @@ from fathom.prompts.builder import Apart, Crowded, NeedleText
 from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
 from fathom.prompts.hygiene import MAX_REDRAWS, HaystackCheck, haystack_check
 from fathom.prompts.latent import LATENT_VERSION, items_in, latent_kind
+from fathom.prompts.latent_forms import FORMS_VERSION, Forms
 from fathom.prompts.names import check_pool
 from fathom.prompts.needle_sets import (
     GOLD,
@@ -33,6 +34,7 @@ from fathom.prompts.needle_sets import (
     Hardness,
     NeedleSet,
     check_hardness,
+    check_room,
     needle_set,
 )
 from fathom.prompts.needle_styles import PROSE_STYLE, Indented, Style, style_for
@@ -117,13 +119,19 @@ class NiahTask:
         # What the needles are drawn from: evaluation's space, or (fathom export) the training one.
         self.space = space
         self.needle_kind = spec.needle or "number"
+        latent_forms = Forms(spec.relations, spec.needle_orders, spec.question_templates)
         self.hardness = Hardness(
-            spec.distractors, spec.needles, spec.split_distance, literal_distractor=spec.literal_distractor
+            spec.distractors,
+            spec.needles,
+            spec.split_distance,
+            literal_distractor=spec.literal_distractor,
+            forms=latent_forms,
         )
+        check_room(self.needle_kind, self.hardness, min(spec.lengths))
         check_hardness(self.needle_kind, self.hardness, space)
         # Several needles are graded by the share found (all-or-nothing is that share being 1); a split
         # code's halves in the order asked.
-        default = "all" if spec.needles > 1 else "ordered" if self.needle_kind == "split" else "contains"
+        default = "share" if spec.needles > 1 else "ordered" if self.needle_kind == "split" else "contains"
         self.scoring = spec.scoring or default
         self.max_new_tokens = spec.max_new_tokens or 32
         self.template = resolve_template(spec.template, tokenizer)
@@ -348,6 +356,8 @@ class NiahTask:
         hard = {} if plain else {"needle_sets": NEEDLE_SETS_VERSION}
         if self.needle_kind in LATENT_KINDS:  # the items, and the probe asked of each
             hard |= {"latent_items": LATENT_VERSION, "probe": probe.PROBE_VERSION}
+        if not self.hardness.forms.plain:  # the forms' wording; the one form of before keeps its identity
+            hard |= {"latent_forms": FORMS_VERSION}
         corpora = {v.corpus.name: v.corpus.sha256 for v in self.variants.values()}
         # Native needles are other prompts than the prose ones every corpus had before them: their
         # style is named, so a run begun with prose needles never resumes into native ones (and is

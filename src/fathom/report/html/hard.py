@@ -132,6 +132,26 @@ def _overlap(rows: Sequence[Row]) -> str:
     )
 
 
+def _forms(rows: Sequence[Row]) -> str:
+    body = [(r["axis"], r["label"], r["n"], percent(r["mean"]), interval(r)) for r in rows]
+    return (
+        "<h3>By the needles' form</h3><p>The low-overlap score by each part of the needles' form the run "
+        "varied: the relation (what the needle says the character did at the anchor), the order (the "
+        "character or the anchor first) and the question's template. The items and their knowledge are "
+        "the same in every form; a score that moves with it moves with the reading.</p>"
+        + table(("part", "value", "samples", "score", "95% interval"), body)
+    )
+
+
+def _neighbours(rows: Sequence[Row]) -> str:
+    body = [(r["label"], r["n"], percent(r["mean"]), interval(r)) for r in rows]
+    return (
+        "<h3>Accidental literal distractors</h3><p>The low-overlap samples whose haystack window names a "
+        'near neighbour of their places ("Washington" beside Washington, D.C.) beside those whose window '
+        "names none.</p>" + table(("window", "samples", "score", "95% interval"), body)
+    )
+
+
 def _literal_cost(rows: Sequence[Row]) -> str:
     body = [(format_length(r["length"]), r["pairs"], percent(r["low_overlap"]), percent(r["literal"]),
              f"{100 * r['cost']:+.1f}", r["literal_better"], r["low_overlap_better"], f"{r['p_value']:.3g}")
@@ -205,6 +225,8 @@ _PARTS: tuple[tuple[str, Callable[[Any], str]], ...] = (
     ("overlap", _overlap),
     ("literal_cost", _literal_cost),
     ("odd_name", _odd_name),
+    ("forms", _forms),
+    ("neighbours", _neighbours),
     ("redraws", _redraws),
     ("knowledge", _knowledge),
 )
