@@ -185,6 +185,8 @@ def test_the_default_form_keeps_the_identity_runs_had(tmp_path: Path) -> None:
         (["--needle", "latent-1", "--question-templates", "one"], "--question-templates: unknown value"),
         (["--needle", "number", "--relations", "home"], "shape low-overlap needles"),
         (["--needle", "latent-1", "--relations", "home,home"], "names a value twice"),
+        # more characters than the names pool holds (one given and one family name each)
+        (["--needle", "latent-1", "--distractors", "150"], "names pool, less the names the haystack holds"),
     ],
 )
 def test_bad_forms_are_one_line_and_no_folder(
