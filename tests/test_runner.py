@@ -34,11 +34,11 @@ class _OneByOne(SimulatedBackend):
     requests_per_call = 1
     calls: ClassVar[list[int]] = []
 
-    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
         self.calls.append(len(requests))
         if len(self.calls) == 4:
             raise KeyboardInterrupt
-        return super().generate(requests)
+        yield from super().stream(requests)
 
 
 def _spec(model: str) -> RunSpec:
@@ -68,13 +68,13 @@ def test_a_one_by_one_backend_gets_single_requests_and_an_interrupt_loses_only_t
 
 def test_other_backends_get_sixteen_requests_at_a_time(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: ClassVar[list[int]] = []
-    original = SimulatedBackend.generate
+    original = SimulatedBackend.stream
 
-    def counting(self: SimulatedBackend, requests: Sequence[Request]) -> list[Completion]:
+    def counting(self: SimulatedBackend, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
         calls.append(len(requests))
         return original(self, requests)
 
-    monkeypatch.setattr(SimulatedBackend, "generate", counting)
+    monkeypatch.setattr(SimulatedBackend, "stream", counting)
     run(replace(_spec("sim:perfect"), control=False), runs / "many", show_progress=False)
     assert calls == [12]
     run(replace(_spec("sim:perfect"), samples=5), runs / "more", show_progress=False)
@@ -86,7 +86,7 @@ class _Streaming(SimulatedBackend):
     and is interrupted after its third."""
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
-        answers = super().generate(requests)
+        answers = dict(super().stream(requests))
         for count, index in enumerate(reversed(range(len(requests)))):
             if count == 3:
                 raise KeyboardInterrupt
@@ -290,17 +290,14 @@ def test_a_non_finite_log_probability_is_recorded_as_absent_with_the_reason(
 
     def nan_logprobs(*args: Any) -> Any:
         backend = made(*args)
-        generate = backend.generate
+        stream = backend.stream
 
         def patched(requests: Any) -> Any:
-            return [
-                replace(c, continuation_logprobs=(float("nan"), -0.5))
-                if c.continuation_logprobs is not None
-                else c
-                for c in generate(requests)
-            ]
+            for index, c in stream(requests):
+                nan = replace(c, continuation_logprobs=(float("nan"), -0.5))
+                yield index, (c if c.continuation_logprobs is None else nan)
 
-        backend.generate = patched
+        backend.stream = patched
         return backend
 
     monkeypatch.setattr(run_module, "create_backend", nan_logprobs)
@@ -312,3 +309,26 @@ def test_a_non_finite_log_probability_is_recorded_as_absent_with_the_reason(
     assert all(
         r["answer_error"] == "the backend gave a log-probability that is not a finite number" for r in graded
     )
+
+
+def test_an_interrupt_mid_batch_loses_no_answer_already_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = SimulatedBackend._answer
+    given: list[str] = []
+
+    def answer_then_stop(self: SimulatedBackend, request: Request) -> Completion:
+        if len(given) == 5:  # the sixth answer of the first batch of 16: an interrupt
+            raise KeyboardInterrupt
+        given.append(request.sample_id)
+        return answer(self, request)
+
+    monkeypatch.setattr(SimulatedBackend, "_answer", answer_then_stop)
+    spec = RunSpec("niah", "sim:perfect", "char", (1024,), (0.0, 0.5, 1.0), 8, control=False)
+    with pytest.raises(KeyboardInterrupt):
+        run(spec, tmp_path / "run", show_progress=False)
+    written = [
+        json.loads(line)["sample_id"]
+        for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
+    ]
+    assert written == given and len(written) == 5

@@ -164,7 +164,13 @@ class LlamaCppBackend:
         return {"llama_cpp_version": llama_cpp.__version__, "system_info": text.strip(" |")}
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        return [self._complete(request) for request in requests]
+        return [completion for _, completion in self.stream(requests)]
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        """Each answer as it is made (a Streamer): written before the next prompt is read, so a kill
+        loses no answer already paid for in compute."""
+        for index, request in enumerate(requests):
+            yield index, self._complete(request)
 
     def _complete(self, request: Request) -> Completion:
         started, ids = time.perf_counter(), request.ids.tolist()

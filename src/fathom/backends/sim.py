@@ -241,6 +241,13 @@ class SimulatedBackend:
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return [self._answer(request) for request in requests]
 
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        """Each answer as it is made (a Streamer): the runner writes it before the next is asked, so
+        a kill loses no answer already given, whatever the batch. Through ``generate``, one request
+        at a time, so a model made by overriding ``generate`` streams too."""
+        for index, request in enumerate(requests):
+            yield index, self.generate([request])[0]
+
     def _answer(self, request: Request) -> Completion:
         start = time.perf_counter()
         time.sleep(self.delay)
