@@ -80,7 +80,7 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> Summary:
     summary = dataclasses.replace(judged, run=RunFacts.of(manifest))
     _plot(folder, samples, summary, title, manifest.backend.trained_window)
     folder.write_derived(SUMMARY, json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")
-    write_report(folder, summary)
+    write_report(folder, summary, records=records)
     return summary
 
 

@@ -19,7 +19,7 @@ from fathom.analysis.failures import failure_kind, hedged_right, rejected_lure
 from fathom.analysis.select import is_literal_twin, split_records
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.manifest import Environment, Manifest
-from fathom.records import SampleRecord, error_kind
+from fathom.records import AnyRecord, SampleRecord, error_kind
 from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
 from fathom.report.html.compare import comparison_section
 from fathom.report.html.failures import HEDGED_RIGHT, REJECTED_RIGHT, failures_section
@@ -355,11 +355,18 @@ def _order(record: SampleRecord) -> tuple[str, int, float, int]:
     return record.task, record.length, -1.0 if record.depth is None else record.depth, record.sample
 
 
-def write_report(folder: RunFolder, summary: Summary, comparison: Mapping[str, Any] | None = None) -> Path:
+def write_report(
+    folder: RunFolder,
+    summary: Summary,
+    comparison: Mapping[str, Any] | None = None,
+    records: Sequence[AnyRecord] | None = None,
+) -> Path:
     """Write ``report.html`` in the run folder from its manifest, records, plots and ``summary``
-    (derive's); with ``comparison`` (fathom compare's result) it gains the comparison section."""
+    (derive's); with ``comparison`` (fathom compare's result) it gains the comparison section.
+    ``records`` are the folder's latest, where the caller has them already (read otherwise): a second
+    read of a large run would hold its records twice."""
     manifest = folder.read_manifest()
-    samples = sorted(split_records(folder.latest())[0], key=_order)
+    samples = sorted(split_records(folder.latest() if records is None else records)[0], key=_order)
     body = [_header(manifest, samples, summary)]
     if isinstance(summary.sweep, RulerGrid):
         body.append(_ruler_section(summary.sweep, folder))
