@@ -182,7 +182,7 @@ def test_a_newer_record_is_refused_by_readers_and_writers_and_nothing_is_moved(t
     with pytest.raises(NewerSchemaError) as refused:
         RunFolder(copy).records()
     assert str(refused.value) == message
-    with pytest.raises(RunFolderError, match="upgrade fathom, or 'fathom repair .* --set-aside-newer'"):
+    with pytest.raises(RunFolderError, match=r"upgrade fathom, or 'fathom repair .* --set-aside-newer'"):
         RunFolder(copy).repair()  # the writer, too, leaves a newer fathom's records alone unless told
     assert (copy / "samples.jsonl").read_bytes() == before and not (copy / QUARANTINE).exists()
 
