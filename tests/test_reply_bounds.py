@@ -192,16 +192,9 @@ def test_non_finite_timings_and_counts_are_absent(url: str) -> None:
     assert completion.prompt_tokens == 4  # 1e999 is no count: the request's own
 
 
-@pytest.mark.parametrize("orders", ["refuse 162", f"answer {ANSWER_BYTES - 20}"])
-def test_a_run_against_a_server_that_leaks_the_key_writes_no_part_of_it(
-    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, orders: str
-) -> None:
-    # Refused with the key at character 162 of the message (where the cut of 200 fell inside it
-    # before), or answered with the key where the record's cap of the answer falls.
-    monkeypatch.setattr(Planting, "orders", orders)
-    folder = tmp_path / "run"
-    model = f"openai:m@{url}?retries=1"
-    args = [
+def run_against(url: str, folder: Path) -> int:
+    """A two-sample run, no controls, against the planting server at ``url``."""
+    grid = [
         "--tokenizer",
         "cl100k_base",
         "--lengths",
@@ -212,7 +205,19 @@ def test_a_run_against_a_server_that_leaks_the_key_writes_no_part_of_it(
         "2",
         "--no-control",
     ]
-    status = main(["run", "niah", "--model", model, "--run-dir", str(folder), "--no-progress", *args])
+    model = f"openai:m@{url}?retries=1"
+    return main(["run", "niah", "--model", model, "--run-dir", str(folder), "--no-progress", *grid])
+
+
+@pytest.mark.parametrize("orders", ["refuse 162", f"answer {ANSWER_BYTES - 20}"])
+def test_a_run_against_a_server_that_leaks_the_key_writes_no_part_of_it(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, orders: str
+) -> None:
+    # Refused with the key at character 162 of the message (where the cut of 200 fell inside it
+    # before), or answered with the key where the record's cap of the answer falls.
+    monkeypatch.setattr(Planting, "orders", orders)
+    folder = tmp_path / "run"
+    status = run_against(url, folder)
     assert status == (SAMPLE_ERRORS if orders.startswith("refuse") else 0)
     assert (folder / "report.html").is_file()
     for path in folder.rglob("*"):
@@ -234,19 +239,7 @@ def test_a_server_that_says_infinity_leaves_strict_json_and_no_time(
 ) -> None:
     monkeypatch.setattr(Planting, "orders", "infinite 0")  # llama.cpp's timings, as Infinity and NaN
     folder = tmp_path / "run"
-    model = f"openai:m@{url}?retries=1"
-    args = [
-        "--tokenizer",
-        "cl100k_base",
-        "--lengths",
-        "1k",
-        "--depths",
-        "1",
-        "--samples",
-        "2",
-        "--no-control",
-    ]
-    assert main(["run", "niah", "--model", model, "--run-dir", str(folder), "--no-progress", *args]) == 0
+    assert run_against(url, folder) == 0
     lines = (folder / "samples.jsonl").read_text().splitlines()
     strict = [json.loads(line, parse_constant=pytest.fail) for line in lines]  # no NaN, no Infinity
     assert len(strict) == 2 and all("decode_s" not in r and "prefill_s" not in r for r in strict)
