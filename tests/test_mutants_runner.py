@@ -35,9 +35,9 @@ from fathom.records import (
     cap_answer,
 )
 from fathom.run import runner
+from fathom.run.clock import BackendClock
 from fathom.run.runner import (
     BATCH_TOKENS,
-    BackendClock,
     _check_shortest,
     _failed,
     _prepare,

@@ -39,8 +39,8 @@ from fathom.prompts.judging import (
 from fathom.prompts.templates import ChatTemplate, resolve_template
 from fathom.records import Completion, SampleRecord, cap_answer
 from fathom.registry import BACKEND, create_backend
+from fathom.run.clock import BackendClock
 from fathom.run.judgements import JudgementWriter
-from fathom.run.runner import BackendClock
 from fathom.run.store import RunFolder
 
 ROLES = ("judge", "judge2")

@@ -36,12 +36,12 @@ from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.manifest import Manifest
 from fathom.records import AnyRecord, Cell
 from fathom.registry import check_spec
+from fathom.run.clock import BackendClock
 from fathom.run.labels import check_labels
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
 from fathom.run.runner import (
     BATCH_SIZE,
-    BackendClock,
     Write,
     cell_batches,
     prepare,

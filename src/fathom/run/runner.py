@@ -22,11 +22,7 @@ from fathom.backends.base import (
     Backend,
     BatchSized,
     Request,
-    Streamer,
-    TokenScores,
     answers_closed_book,
-    score_request,
-    scorer,
 )
 from fathom.errors import SpecError
 from fathom.plan.check import check_run
@@ -34,6 +30,7 @@ from fathom.prompts import Prompt, chat_prompt, length_tolerance
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import AnyRecord, Cell, Completion, ErrorKind, PerplexityRecord, SampleRecord, cap_answer
 from fathom.registry import answering_spec, check_backend, check_spec, create_backend, create_task
+from fathom.run.clock import BackendClock
 from fathom.run.grading import answer_grade, odd_name_score, placed_needles
 from fathom.run.labels import check_labels
 from fathom.run.manifest import manifest
@@ -130,44 +127,6 @@ def prepare(
     _check_shortest(task, min(spec.lengths))
     check_run(spec, task, backend, say, keep_too_long)
     return backend, task, loading
-
-
-class BackendClock:
-    """The backend, with the time spent inside generate and score added up."""
-
-    def __init__(self, backend: Backend) -> None:
-        self.backend, self.seconds = backend, 0.0
-
-    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
-        """Each completion as the backend finishes it: as they come from a Streamer, else all
-        together after one ``generate`` call."""
-        backend = self.backend
-        answers = backend.stream(requests) if isinstance(backend, Streamer) else self._generate(requests)
-        try:
-            while True:
-                started = time.perf_counter()
-                try:
-                    answer = next(answers)
-                except StopIteration:
-                    return
-                finally:
-                    self.seconds += time.perf_counter() - started
-                yield answer
-        finally:
-            close = getattr(answers, "close", None)
-            if close is not None:
-                close()  # an interrupt stops the requests still in flight
-
-    def _generate(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
-        yield from enumerate(self.backend.generate(requests))
-
-    def score(self, documents: Sequence[Document]) -> list[TokenScores]:
-        asks = [score_request(self.backend, d.cell.id, d.ids, 1) for d in documents]
-        started = time.perf_counter()
-        try:
-            return scorer(self.backend).score(asks)
-        finally:
-            self.seconds += time.perf_counter() - started
 
 
 def _check_closed_book(task: Task, spec: RunSpec, backend: Backend) -> None:
