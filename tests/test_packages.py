@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 from pathlib import Path
 
@@ -40,3 +41,11 @@ def test_this_checkout_gets_a_hint_that_works_from_it() -> None:
     root = Path(__file__).resolve().parents[1]
     # The suite runs against this checkout, installed from its folder (CI: pip install -e '.[...]').
     assert packages.install_command("hf") in (f"pip install -e '{root}[hf]'", f"pip install '{root}[hf]'")
+
+
+def test_the_http_transport_finds_what_it_looks_for_on_every_lock() -> None:
+    """httpcore asks for sniffio on each lock it takes; missing, each ask searches the whole path
+    (a quarter of the client's CPU per request, #31). fathom requires it, so it is there."""
+    required = importlib.metadata.requires("fathom-eval") or []
+    assert any(r.split(">")[0].split("=")[0].strip() == "sniffio" for r in required if ";" not in r)
+    assert importlib.util.find_spec("sniffio") is not None
