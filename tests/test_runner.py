@@ -332,3 +332,26 @@ def test_an_interrupt_mid_batch_loses_no_answer_already_given(
         for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
     ]
     assert written == given and len(written) == 5
+
+
+def test_a_scoring_method_that_grades_outside_0_to_1_stops_the_run_before_writing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fathom.records import Score
+    from fathom.scoring import SCORERS, ScoringEntry
+
+    graded: list[str] = []
+
+    def generous(output: str, references: Sequence[str]) -> Score:
+        graded.append(output)  # the first two grades are fair, the third is one and a half
+        return Score(1.5 if len(graded) == 3 else 1.0, tuple(references), "generous")
+
+    monkeypatch.setitem(SCORERS, "generous", ScoringEntry(generous, "a plugin's bug"))
+    folder = tmp_path / "run"
+    grid = ["--tokenizer", "char", "--lengths", "1k", "--depths", "0.5", "--samples", "3", "--no-control"]
+    args = ["run", "niah", "--model", "sim:perfect", *grid, "--scoring", "generous", "--no-progress"]
+    assert main([*args, "--run-dir", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("fathom: error:") == 1 and "field 'score' is 1.5" in err and "refusing to write" in err
+    written = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    assert [r["score"] for r in written] == [1.0, 1.0]  # the two before it are kept, nothing after

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from fathom.errors import FathomError, NewerSchemaError, RunFolderError
 from fathom.manifest import Manifest, Start
-from fathom.records import AnyRecord, is_retried
+from fathom.records import AnyRecord, check_values, is_retried
 from fathom.run.labels import labels_text
 from fathom.run.lines import Parsed, read_file, read_samples, sample_reader
 from fathom.safe_files import open_append, refuse_links, write_file
@@ -270,6 +270,13 @@ class RunFolder:
             self._fd = append_to(self.samples_path)
         # Stamped with the run's identity, so a reader can tell this run's records from another's.
         stamped = dataclasses.replace(record, run_identity=self._identity)
+        try:  # what a reader would quarantine, and a resume ask again and again, is never written
+            check_values(stamped)
+        except ValueError as exc:
+            raise RunFolderError(
+                f"refusing to write the record of {record.sample_id!r:.100} into {self.samples_path}: {exc} "
+                "(a scoring method or backend gave an impossible value; the records before it are kept)"
+            ) from None
         append_line(self._fd, stamped.to_json(), self.samples_path)
 
     def hold(self) -> Manifest:
