@@ -24,7 +24,8 @@ import enum
 import hashlib
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +74,23 @@ def read_shipped(folder: Path, suffix: str, name: str, what: str) -> tuple[Path,
     return path, path.read_bytes()
 
 
+@contextmanager
+def file_errors(
+    what: str, path: Path, form: str, example: str, unreadable: type[Exception]
+) -> Iterator[None]:
+    """What goes wrong reading a data file of fathom's (a rubric, a qualification set) as one SpecError
+    naming the file: not ``form`` at all (``unreadable``, or not UTF-8), a key missing (``example``
+    shows them all), a value of the wrong type."""
+    try:
+        yield
+    except (UnicodeDecodeError, unreadable) as exc:
+        raise SpecError(f"{what} {path} is no {form}: {exc}") from None
+    except KeyError as exc:
+        raise SpecError(f"{what} {path} lacks {exc}: see {example}") from None
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"{what} {path} has a value of the wrong type: {exc}") from None
+
+
 def rubric_names() -> list[str]:
     return shipped_names(RUBRICS, ".toml")
 
@@ -85,7 +103,8 @@ MOST_SCALE_POINTS = 101
 def load_rubric(name: str) -> Rubric:
     """A shipped rubric by name, or a rubric file by path; SpecError naming what is wrong."""
     path, raw = read_shipped(RUBRICS, ".toml", name, "rubric")
-    try:
+    example = "prompts/rubrics/qa-correctness.toml"
+    with file_errors("rubric file", path, "TOML", example, tomllib.TOMLDecodeError):
         data = tomllib.loads(raw.decode("utf-8"))
         if unknown := sorted(set(data) - set(_RUBRIC_KEYS)):  # a misspelt key would be silently unused
             raise SpecError(
@@ -103,12 +122,6 @@ def load_rubric(name: str) -> Rubric:
             instructions=str(data["instructions"]).strip(),
             sha256=hashlib.sha256(raw).hexdigest(),
         )
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise SpecError(f"rubric file {path} is no TOML: {exc}") from None
-    except KeyError as exc:
-        raise SpecError(f"rubric file {path} lacks {exc}: see prompts/rubrics/qa-correctness.toml") from None
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"rubric file {path} has a value of the wrong type: {exc}") from None
     _check(rubric, path)
     return rubric
 

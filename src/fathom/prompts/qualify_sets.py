@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.errors import SpecError
-from fathom.prompts.judging import read_shipped, shipped_names
+from fathom.prompts.judging import file_errors, read_shipped, shipped_names
 
 QUALIFY_SETS = Path(__file__).parent / "qualify"
 THRESHOLDS = ("accuracy", "kappa", "flip_rate")
@@ -61,7 +61,8 @@ def set_names() -> list[str]:
 def load_set(name: str) -> QualifySet:
     """A shipped set by name, or a set file by path; SpecError naming what is wrong."""
     path, raw = read_shipped(QUALIFY_SETS, ".json", name, "qualification set")
-    try:
+    example = "prompts/qualify/qa-judge.json"
+    with file_errors("qualification set", path, "JSON", example, json.JSONDecodeError):
         data = json.loads(raw)
         qualify_set = QualifySet(
             name=str(data["name"]),
@@ -72,12 +73,6 @@ def load_set(name: str) -> QualifySet:
             items=tuple(_item(item) for item in data["items"]),
             sha256=hashlib.sha256(raw).hexdigest(),
         )
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SpecError(f"qualification set {path} is no JSON: {exc}") from None
-    except KeyError as exc:
-        raise SpecError(f"qualification set {path} lacks {exc}: see prompts/qualify/qa-judge.json") from None
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"qualification set {path} has a value of the wrong type: {exc}") from None
     _check(qualify_set, path)
     return qualify_set
 
