@@ -13,7 +13,8 @@ from fathom.cli import main
 from fathom.errors import SpecError
 from fathom.prompts.latent import content_words, draw_latent, items_in, load_items
 from fathom.prompts.latent_forms import FORMS_VERSION, ORDERS, RELATIONS, TEMPLATES, Form, Forms, fits
-from fathom.prompts.needle_sets import MIN_SENTENCE_TOKENS, Hardness, check_room, needle_set
+from fathom.prompts.needle_checks import MIN_SENTENCE_TOKENS, check_room
+from fathom.prompts.needle_sets import Hardness, needle_set
 from fathom.prompts.needle_styles import STYLES
 from fathom.prompts.needles import KEYED_NEEDLES
 from fathom.prompts.tokenizers import load_tokenizer

@@ -1,13 +1,13 @@
 import pytest
 
 from fathom.errors import SpecError
+from fathom.prompts.needle_checks import check_hardness
 from fathom.prompts.needle_sets import (
     CLASS_DISTRACTOR,
     GOLD,
     KEY_DISTRACTOR,
     PART,
     Hardness,
-    check_hardness,
     evidence,
     needle_set,
 )

@@ -37,7 +37,6 @@ from fathom.prompts.latent import (
     rouge1,
 )
 from fathom.prompts.latent_forms import DEFAULT_FORMS, Form, Forms
-from fathom.prompts.names import check_pool
 from fathom.prompts.needle_styles import PROSE, Style
 from fathom.prompts.needles import KEYED_NEEDLES, make_needle
 from fathom.prompts.spaces import ATTEMPTS, EVAL, Space
@@ -56,9 +55,6 @@ _LITERAL_SENTENCES = (
     " Someone had left a guidebook to {place} on the seat of the night train.",
 )
 SPLIT_KINDS = ("split", "chain")
-# The fewest tokens any needle sentence takes, of any kind and style, in any tokenizer fathom reads
-# (the shortest, a native code constant, is 9 with cl100k; tests/test_needle_sets.py checks the bound).
-MIN_SENTENCE_TOKENS = 6
 
 
 @dataclass(frozen=True)
@@ -188,80 +184,6 @@ def evidence(needle: Needle) -> str:
     (a distractor differs there, in its key or its class), or the key where the answer comes first."""
     before = needle.text[: needle.text.find(needle.answers[0])].strip()
     return before or needle.key
-
-
-def check_hardness(kind: str, hardness: Hardness, space: Space = EVAL) -> None:
-    """Refuse what no sample could be built for, before any is."""
-    if hardness.distractors < 0 or hardness.needles < 1:
-        raise SpecError("--distractors must be 0 or more and --needles 1 or more")
-    if kind == "sf" and not hardness.plain:
-        raise SpecError("the sf needle is one fixed sentence: use --needle number, words, uuid or fact")
-    if kind in SPLIT_KINDS and hardness.needles > 1:
-        raise SpecError(f"--needles {hardness.needles} does not go with the {kind} needle, one fact in parts")
-    distance = hardness.split_distance
-    if distance is not None and not 0.0 < distance <= 1.0:
-        raise SpecError(f"--split-distance must lie in (0, 1], a share of the haystack, not {distance:g}")
-    if not 0.0 <= hardness.gap < 0.5:
-        raise SpecError(f"the distractor gap must lie in [0, 0.5), not {hardness.gap:g}")
-    if kind in LATENT_KINDS:
-        hops = LATENT_KINDS[kind][0]
-        groups = len(
-            {
-                item.group
-                for item in items_in(space.split, hops)
-                if item.id not in space.withheld and hardness.forms.fits(item.element)
-            }
-        )
-        if not groups:
-            raise SpecError(f"the haystack names a place of every {kind} item of the {space.split} part")
-        if hardness.needles > groups:
-            part = f" (the {space.split} part's, less those the haystack names)" if space.withheld else ""
-            raise SpecError(
-                f"--needles {hardness.needles}: {kind} needles come from {groups} groups{part}, one a needle"
-            )
-        check_pool(space.names, hardness.needles, hardness.distractors, space.split)
-        if hardness.distractors and hardness.needles == groups:  # a distractor's group is no gold's
-            raise SpecError(
-                f"--needles {hardness.needles} takes every group of {kind} needles, leaving none for "
-                f"distractors: use --needles {groups - 1} or fewer"
-            )
-    if hardness.literal_distractor and kind not in LATENT_KINDS:
-        raise SpecError(
-            f"--literal-distractor names a low-overlap question's place; the {kind} needle has none: "
-            "use --needle latent-1 or latent-2"
-        )
-    if not hardness.forms.plain and kind not in LATENT_KINDS:
-        raise SpecError(
-            f"--relation, --needle-order and --question-template shape low-overlap needles; the {kind} "
-            "needle has none: use --needle latent-1 or latent-2"
-        )
-    golds = 2 if kind in SPLIT_KINDS else hardness.needles
-    if (hardness.distractors or hardness.literal_distractor) and 2 * hardness.gap * golds >= 1.0:
-        raise SpecError(
-            f"{golds} needles leave no room for distractors {hardness.gap:g} of the haystack away from "
-            "each: use fewer needles"
-        )
-
-
-def sentences(kind: str, hardness: Hardness) -> int:
-    """How many sentences a sample of ``kind`` hides: its golds (or a split needle's two parts), its
-    distractors and its literal distractors."""
-    golds = 2 if kind in SPLIT_KINDS else hardness.needles
-    return golds + hardness.distractors + (hardness.needles if hardness.literal_distractor else 0)
-
-
-def check_room(kind: str, hardness: Hardness, shortest: int) -> None:
-    """Refuse, from arithmetic alone and before any needle is drawn, more sentences than the shortest
-    length can hold: each takes MIN_SENTENCE_TOKENS or more, so a million distractors are refused at
-    once rather than after a million are built."""
-    count = sentences(kind, hardness)
-    if count * MIN_SENTENCE_TOKENS > shortest:
-        room = max(shortest // MIN_SENTENCE_TOKENS - (count - hardness.distractors), 0)
-        raise SpecError(
-            f"--distractors {hardness.distractors}: a sample hides {count} sentences of "
-            f"{MIN_SENTENCE_TOKENS} tokens or more, more than the shortest length ({shortest} tokens) "
-            f"holds: use --distractors {room} or fewer, or longer --lengths"
-        )
 
 
 # The low-overlap needles (prompts/latent.py) by kind: (hops, literal question).

@@ -26,6 +26,7 @@ from fathom.prompts.hygiene import MAX_REDRAWS, HaystackCheck, haystack_check
 from fathom.prompts.latent import LATENT_VERSION, items_in, latent_kind
 from fathom.prompts.latent_forms import FORMS_VERSION, Forms
 from fathom.prompts.names import check_pool
+from fathom.prompts.needle_checks import check_hardness, check_room
 from fathom.prompts.needle_sets import (
     GOLD,
     LATENT_KINDS,
@@ -33,8 +34,6 @@ from fathom.prompts.needle_sets import (
     SPLIT_KINDS,
     Hardness,
     NeedleSet,
-    check_hardness,
-    check_room,
     needle_set,
 )
 from fathom.prompts.needle_styles import PROSE_STYLE, Indented, Style, style_for
