@@ -12,7 +12,7 @@ import pytest
 from fathom.cli import main
 from fathom.errors import SpecError
 from fathom.prompts.latent import content_words, draw_latent, items_in, load_items
-from fathom.prompts.latent_forms import FORMS_VERSION, ORDERS, RELATIONS, TEMPLATES, Form, Forms, fits
+from fathom.prompts.latent_forms import FORMS_VERSION, RELATIONS, Form, Forms, fits
 from fathom.prompts.needle_checks import MIN_SENTENCE_TOKENS, check_room
 from fathom.prompts.needle_sets import Hardness, needle_set
 from fathom.prompts.needle_styles import STYLES
@@ -22,13 +22,12 @@ from fathom.spec import NEEDLE_ORDERS, QUESTION_TEMPLATES
 from fathom.spec import RELATIONS as SPEC_RELATIONS
 from fathom.tasks import niah
 
-EVERY_FORM = [Form(r, o, t) for r in RELATIONS for o in ORDERS for t in TEMPLATES]
+EVERY_FORM = [Form(r, o, t) for r in RELATIONS for o in NEEDLE_ORDERS for t in QUESTION_TEMPLATES]
 
 
 def test_the_spec_names_every_relation_order_and_template_the_forms_write() -> None:
     assert tuple(RELATIONS) == SPEC_RELATIONS
-    assert (ORDERS, TEMPLATES) == (NEEDLE_ORDERS, QUESTION_TEMPLATES)
-    assert all(len(relation.questions) == len(TEMPLATES) for relation in RELATIONS.values())
+    assert all(len(relation.questions) == len(QUESTION_TEMPLATES) for relation in RELATIONS.values())
 
 
 @pytest.mark.parametrize("form", EVERY_FORM, ids=lambda f: f.label)
@@ -75,7 +74,7 @@ def test_an_inverted_needle_puts_the_anchor_before_the_character() -> None:
 
 def test_home_and_work_are_drawn_only_for_anchors_one_can_live_or_work_beside() -> None:
     by_key = {item.key: item for item in load_items()}
-    forms = Forms(("home", "work"), ORDERS, TEMPLATES)
+    forms = Forms(("home", "work"), NEEDLE_ORDERS, QUESTION_TEMPLATES)
     for seed in range(80):
         needle, form = draw_latent(random.Random(seed), 1, False, forms=forms)
         assert by_key[needle.key].element not in ("artwork", "object", "event", "street")
@@ -83,7 +82,7 @@ def test_home_and_work_are_drawn_only_for_anchors_one_can_live_or_work_beside() 
 
 
 def test_a_sample_and_its_literal_twin_take_one_form() -> None:
-    forms = Forms(tuple(RELATIONS), ORDERS, TEMPLATES)
+    forms = Forms(tuple(RELATIONS), NEEDLE_ORDERS, QUESTION_TEMPLATES)
     for seed in range(20):
         asked = needle_set("latent-1", Hardness(forms=forms), 0.5, random.Random(seed))
         twin = needle_set("latent-1-literal", Hardness(forms=forms), 0.5, random.Random(seed))
@@ -97,11 +96,11 @@ def test_a_sample_and_its_literal_twin_take_one_form() -> None:
 @pytest.mark.parametrize(
     "forms",
     [
-        ((), ORDERS, TEMPLATES),
-        (("swim",), ORDERS, TEMPLATES),
+        ((), NEEDLE_ORDERS, QUESTION_TEMPLATES),
+        (("swim",), NEEDLE_ORDERS, QUESTION_TEMPLATES),
         (("visit",), ("sideways",), (1,)),
-        (("visit",), ORDERS, (4,)),
-        (("visit", "visit"), ORDERS, (1,)),
+        (("visit",), NEEDLE_ORDERS, (4,)),
+        (("visit", "visit"), NEEDLE_ORDERS, (1,)),
     ],
 )
 def test_a_bad_form_is_a_spec_error(forms: tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]) -> None:

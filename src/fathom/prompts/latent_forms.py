@@ -26,11 +26,10 @@ import random
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fathom.spec import NEEDLE_ORDERS, QUESTION_TEMPLATES, check_forms
+from fathom.spec import check_forms
 
 # Bump when a relation's needles or questions change: a run of any form but the default names it.
 FORMS_VERSION = 1
-ORDERS, TEMPLATES = NEEDLE_ORDERS, QUESTION_TEMPLATES
 # The anchors one can live or work beside (an association chain's first element, latent.ELEMENTS).
 _DWELLINGS = frozenset("landmark museum venue park campus library worship".split())
 
