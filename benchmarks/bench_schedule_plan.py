@@ -1,5 +1,6 @@
-"""fathom's schedule of requests against a simulated prefix-caching server (``prefix_server.py``),
-beside the old waves of 16, a naive shuffled client, and the ideal.
+"""fathom's schedule of requests alone (the plan, prompts built beforehand) against a simulated
+prefix-caching server (``prefix_server.py``), beside the old waves of 16, a naive shuffled client, and
+the ideal. ``bench_scheduler.py`` times the whole ``fathom run`` instead (prompt building included).
 
 The sweep's prompts are built once, as the runner builds them for a text backend (the no-context
 controls included unless ``--no-control``), and the server tokenises each once before any timing.
@@ -15,13 +16,13 @@ Each client then sends all of them to the same server, its cache emptied and its
   ``ideal``: a bound that no order reaches, since a group's followers wait for its leader).
 
 A client's time is the server's, in simulated seconds from its first request's arrival to its last
-answer; ``--repeats`` runs of each, the median reported. Results go to ``results/scheduler.json``.
+answer; ``--repeats`` runs of each, the median reported. Results go to ``results/schedule_plan.json``.
 Client and server share one process, at about 2 ms a request between them: at the default
 ``--scale`` (0.5 real seconds a simulated one) that is a hundredth of a short prompt's 0.1 simulated
 seconds of decoding, and the run takes a few minutes; at 0.25 fathom's figure grows by 2 to 3
 simulated seconds (its 264 short controls go out faster than one process sends them).
 
-    python benchmarks/bench_scheduler.py --slots 16 --cache 2M --window 32
+    python benchmarks/bench_schedule_plan.py --slots 16 --cache 2M --window 32
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=32, help="in flight: fathom, naive (openai default)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0, help="the naive client's shuffle")
-    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "scheduler.json")
+    results = Path(__file__).parent / "results"
+    parser.add_argument("--output", type=Path, default=results / "schedule_plan.json")
     args = parser.parse_args()
     spec = RunSpec(
         "niah",
