@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from fathom.errors import SpecError
@@ -15,6 +17,13 @@ from fathom.prompts.needles import make_needle, needle_rng
 from fathom.prompts.split_needles import split_depths
 
 KEYED = ("number", "words", "uuid", "fact")
+# Each keyed kind's needle up to its value, for the name (the key, or the fact's person) it is about.
+EVIDENCE = {
+    "number": "One of the special magic numbers for NAME is:",
+    "words": "The secret passphrase chosen for NAME is",
+    "uuid": "The special magic identifier for NAME is:",
+    "fact": "After many years abroad, NAME settled in the town of",
+}
 
 
 @pytest.mark.parametrize("kind", [*KEYED, "sf"])
@@ -71,14 +80,18 @@ def test_several_needles_are_spread_and_all_asked_for(kind: str) -> None:
     assert [p.depth for p in made.placements] == [0.75, 0.0, 0.25, 0.5]
     assert all(p.role == GOLD for p in made.placements) and len(set(made.answers)) == 4
     assert made.answers == tuple(p.value for p in made.placements)
-    assert all(evidence_key in p.text for evidence_key, p in zip(made.keys, made.placements, strict=True))
-    names = [k.split(" for ")[-1].removesuffix(" is:").removesuffix(" is") for k in made.keys]
-    if kind == "fact":
-        names = [
-            k.removeprefix("After many years abroad, ").removesuffix(" settled in the town of")
-            for k in made.keys
-        ]
-    assert all(name in made.question for name in names)
+    # Each placement is its kind's sentence, written out here: the evidence key is the sentence's words
+    # before the value, for the name the sentence is about, and every name is asked for.
+    evidence_of = EVIDENCE[kind]
+    sentences = [
+        re.fullmatch(f" {re.escape(evidence_of).replace('NAME', '(.+)')} (.+)\\.", p.text)
+        for p in made.placements
+    ]
+    assert all(sentences), [p.text for p in made.placements]
+    names = [m.group(1) for m in sentences if m]
+    assert made.keys == tuple(evidence_of.replace("NAME", name) for name in names)
+    assert made.answers == tuple(m.group(2) for m in sentences if m)
+    assert len(set(names)) == 4 and all(name in made.question for name in names)
 
 
 def test_split_parts_land_the_distance_apart_and_both_halves_are_the_answer() -> None:

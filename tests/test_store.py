@@ -109,7 +109,7 @@ def test_a_damaged_line_is_named_by_readers_and_quarantined_by_the_writer(
     with folder:
         folder.append(record(1))
     assert [r.sample for r in folder.records()] == [0, 1]
-    assert (folder.path / QUARANTINE).read_bytes() == line if line != b"\n" else b"\n"
+    assert (folder.path / QUARANTINE).read_bytes() == line
     [moved] = caplog.messages
     aside = folder.path / QUARANTINE
     assert moved.startswith(
@@ -366,9 +366,12 @@ def test_a_dead_writers_lock_does_not_block(tmp_path: Path) -> None:
         os._exit(0)  # dies holding the lock, never closing the folder
     """)
     subprocess.run([sys.executable, "-c", script], check=True)
+    assert (tmp_path / "run" / LOCK).is_file()  # the dead writer left its lock file behind
     folder = RunFolder(tmp_path / "run")
-    folder.start(manifest())  # the kernel dropped the dead process's lock
-    folder.close()
+    folder.start(manifest())  # the kernel dropped the dead process's lock: no "in use" refusal
+    with folder:
+        folder.append(record(0))
+    assert [r.sample for r in folder.records()] == [0]
 
 
 def test_a_folder_held_beside_its_run_takes_back_only_its_own_runs_manifest(tmp_path: Path) -> None:
