@@ -415,13 +415,31 @@ def test_kappa_of_a_hand_computed_table() -> None:
     assert kappa([0, 1], [1, 0], [0, 1]) == pytest.approx(-1.0)
 
 
+def _quadratic_kappa_by_hand(a: list[int], b: list[int]) -> float | None:
+    """Quadratic-weighted kappa without a table: 1 - the mean squared difference of the pairs rated
+    together over that of all n^2 pairs of one rater's label with the other's (chance). The sum over
+    all pairs, sum_i sum_j (a_i - b_j)^2, is n sum a^2 + n sum b^2 - 2 sum a sum b; the weights'
+    1 / (k - 1)^2 cancels."""
+    n = len(a)
+    together = sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) / n
+    chance = (n * sum(x * x for x in a) + n * sum(y * y for y in b) - 2 * sum(a) * sum(b)) / n**2
+    return 1 - together / chance if chance else None
+
+
+def test_the_kappa_by_hand_is_the_tables_kappa() -> None:
+    # 4 items rated 1..5: pairs (1,1), (2,3), (5,4), (3,3): together (0 + 1 + 1 + 0) / 4 = 0.5; sums
+    # a 11, b 11, squares 39 and 35: chance (4 * 39 + 4 * 35 - 2 * 121) / 16 = 54 / 16.
+    assert _quadratic_kappa_by_hand([1, 2, 5, 3], [1, 3, 4, 3]) == pytest.approx(1 - 0.5 / (54 / 16))
+    assert kappa([1, 2, 5, 3], [1, 3, 4, 3], [1, 2, 3, 4, 5], weighted=True) == pytest.approx(1 - 8 / 54)
+
+
 def test_the_kappa_interval_is_the_bootstrap_of_the_kappa() -> None:
     rng = np.random.default_rng(7)
     a = rng.integers(1, 6, 40).tolist()
     b = [x if rng.random() < 0.6 else int(rng.integers(1, 6)) for x in a]
     picks = np.random.default_rng(BOOTSTRAP_SEED).integers(0, 40, size=(BOOTSTRAP_RESAMPLES, 40))
-    values = [kappa([a[i] for i in p], [b[i] for i in p], [1, 2, 3, 4, 5], weighted=True) for p in picks]
+    values = [_quadratic_kappa_by_hand([a[i] for i in p], [b[i] for i in p]) for p in picks]
     expected = np.percentile([v for v in values if v is not None], [2.5, 97.5])
     low, high = kappa_interval(a, b, [1, 2, 3, 4, 5], weighted=True)
     assert (low, high) == pytest.approx(tuple(expected))
-    assert low < kappa(a, b, [1, 2, 3, 4, 5], weighted=True) < high
+    assert low < (_quadratic_kappa_by_hand(a, b) or 0.0) < high
