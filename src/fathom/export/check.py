@@ -2,10 +2,11 @@
 
 The training space is disjoint from evaluation's by construction (``prompts/spaces.py``); this
 check does not take that on trust. From every record of the given run folders it collects what
-evaluation drew (answers and needle values; the adjective-noun keys its questions ask about; the
-made-up people they name; the low-overlap items' anchors), and looks for each, as whole words and
-with its case, in every message of every exported line. A key is also looked for with its hyphen
-as a space (``amber-anchor`` in "amber anchor"), so a key reused as a passphrase counts too.
+evaluation drew (answers and needle values; the adjective-noun keys its questions ask about, and
+the distractors' keys; the made-up people they name, and the distractors' people; the low-overlap
+items' anchors), and looks for each, as whole words and with its case, in every message of every
+exported line. A key is also looked for with its hyphen as a space (``amber-anchor`` in "amber
+anchor"), so a key reused as a passphrase counts too.
 
 Compared: NIAH records of fathom's generated needle kinds, and RULER's synthetic needles (numbers,
 UUIDs, variable names). Not compared: the sf needle (one published sentence, never exported) and
@@ -117,14 +118,23 @@ def _record_terms(record: SampleRecord, items: tuple[LatentItem, ...]) -> Iterat
     niah = record.task == NiahTask.name or record.task.startswith(NiahTask.name + ":")
     if niah and kind != "sf":
         yield from ((VALUE, v) for v in (*record.answers, *record.needle_values) if v)
+        stating = list(_stating(context, record.needle_values))
         if kind in _KEYED:
             # The question's compounds but the template's own, and of those, where the needles'
-            # context was recorded, the ones they state.
+            # context was recorded, the ones they state; and the keys of the distractors' sentences
+            # (a near key: "... for brave-helmet is" beside the gold's brave-signal).
             keys = [c for c in _COMPOUND.findall(question) if c not in _TEMPLATE_COMPOUNDS]
             yield from ((KEY, c) for c in keys if not context or c in context)
+            stated = {c for sentence in stating for c in _COMPOUND.findall(sentence)}
+            yield from ((KEY, c) for c in sorted(stated - _TEMPLATE_COMPOUNDS - set(keys)))
         elif kind in _PEOPLE:
-            # The people it names: capitalised runs after its first word ("In which town did ...").
-            yield from ((NAME, m.group()) for m in _CAPITALISED.finditer(question) if m.start())
+            # The people it names: capitalised runs after its first word ("In which town did ...");
+            # and the distractors' people, who keep a name of theirs (the surname, or the person).
+            names = [m.group() for m in _CAPITALISED.finditer(question) if m.start()]
+            yield from ((NAME, n) for n in names)
+            parts = {part for name in names for part in name.split()}
+            stated = {m.group() for sentence in stating for m in _CAPITALISED.finditer(sentence)}
+            yield from ((NAME, n) for n in sorted(stated - set(names)) if parts & set(n.split()))
         elif kind in LATENT_KINDS:
             yield from ((ANCHOR, item.key) for item in _anchored(record, items, context))
     elif not niah and kind in _RULER_KEYED:
@@ -132,6 +142,16 @@ def _record_terms(record: SampleRecord, items: tuple[LatentItem, ...]) -> Iterat
         yield from ((KEY, k) for k in re.split(r",(?: and)? ", question) if k)
     elif not niah and kind == _RULER_VARIABLES:
         yield from ((VALUE, v) for v in (*record.answers, question) if v)
+
+
+def _stating(context: str, values: Iterable[str]) -> Iterator[str]:
+    """Each sentence of the recorded context that states one of ``values``, up to the value: a
+    needle's own words before its value (a needle opens at a sentence's or a line's boundary)."""
+    for value in values:
+        at = context.find(value) if value else -1
+        while at >= 0:
+            yield context[max(context.rfind(". ", 0, at), context.rfind("\n", 0, at)) + 1 : at]
+            at = context.find(value, at + 1)
 
 
 def _anchored(record: SampleRecord, items: tuple[LatentItem, ...], context: str) -> list[LatentItem]:
