@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -223,23 +224,71 @@ def test_no_exported_example_shares_anything_with_evaluation(
     assert capsys.readouterr().out.startswith("no overlap: 200 examples")
 
 
+# What the evaluated needles state, read from their recorded context with their wording written here
+# (not with the check's reading): the key a keyed sentence is about, distractors' keys too ("... for
+# brave-helmet is"), the people of fact and chain needles, the anchors of low-overlap needles.
+_STATED_KEY = re.compile(r" for ([a-z]+-[a-z]+) is\b")
+_STATED_NAME = re.compile(
+    r"(?:abroad, |As a child, )([A-Z][a-z]+ [A-Z][a-z]+) (?:settled|spent)"
+    r"|([A-Z][a-z]+) (?:keeps|once kept) the"
+)
+
+
+def _stated(runs: list[Path]) -> dict[str, set[str]]:
+    """Each class of thing the runs' samples drew: every recorded answer and needle value, and what
+    their needles' context states."""
+    anchors = {item.key for item in load_items()}
+    stated: dict[str, set[str]] = {"value": set(), "key": set(), "name": set(), "anchor": set()}
+    for run_dir in runs:
+        for record in RunFolder(run_dir).records():
+            if not isinstance(record, SampleRecord) or record.control:
+                continue
+            context = " ".join(record.needle_context or ())
+            stated["value"] |= {v for v in (*record.answers, *record.needle_values) if v}
+            stated["key"] |= set(_STATED_KEY.findall(context))
+            stated["name"] |= {first or second for first, second in _STATED_NAME.findall(context)}
+            if record.needle_kind.startswith("latent"):
+                people = [n for n in (*record.answers, *record.needle_values) if n]
+                sentences = [m for n in people for m in re.findall(rf"{re.escape(n)} ([^.]+)\.", context)]
+                stated["anchor"] |= {a for a in anchors for sentence in sentences if a in sentence}
+    return stated
+
+
 @pytest.mark.parametrize("planted", ["value", "key", "name", "anchor"])
 def test_a_planted_overlap_is_found(
-    planted: str, exported: Path, evaluated: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    planted: str, exported: Path, evaluated: list[Path], tmp_path: Path
 ) -> None:
-    drawn = {d.kind: d for d in _drawn(evaluated)}[planted]
+    # Every one of the class, each planted in an example's answer of its own: the check must name
+    # them all, on the line each was planted in.
+    things = sorted(_stated(evaluated)[planted])
+    assert len(things) >= {"value": 100, "key": 20, "name": 10, "anchor": 10}[planted]
+    examples = exported.read_text(encoding="utf-8").splitlines()
+    assert len(examples) >= len(things)
+    for number, thing in enumerate(things):
+        edited = json.loads(examples[number])
+        edited["messages"][-1]["content"] = f"Answer: {thing}."
+        examples[number] = json.dumps(edited)
+    path = tmp_path / "leaky.jsonl"
+    path.write_text("\n".join(examples) + "\n", encoding="utf-8")
+    found = {o.drawn.text: o.lines for o in check_export(path, evaluated).overlaps}
+    missed = [t for number, t in enumerate(things, start=1) if (number, "assistant") not in found.get(t, ())]
+    assert missed == []
+
+
+def test_a_planted_overlap_is_reported_with_its_class_and_line(
+    exported: Path, evaluated: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    anchor = sorted(_stated(evaluated)["anchor"])[0]
     examples = exported.read_text(encoding="utf-8").splitlines()
     edited = json.loads(examples[16])
-    edited["messages"][-1]["content"] = f"Answer: {drawn.text}."
+    edited["messages"][-1]["content"] = f"Answer: {anchor}."
     examples[16] = json.dumps(edited)
     path = tmp_path / "leaky.jsonl"
     path.write_text("\n".join(examples) + "\n", encoding="utf-8")
     capsys.readouterr()
     assert cli("export-check", path, *evaluated) == 1
     out = capsys.readouterr().out
-    assert (
-        out.startswith("1 overlaps:") and f"{planted} '{drawn.text}'" in out and "line 17 (assistant)" in out
-    )
+    assert out.startswith("1 overlaps:") and f"anchor '{anchor}'" in out and "line 17 (assistant)" in out
 
 
 def test_the_check_matches_whole_words_and_keys_written_as_words(
