@@ -111,7 +111,7 @@ class _Writer(Generic[R]):
 
     def __init__(self, folder: Path, name: str, aside: str, reader: Callable[[dict[str, Any]], R]) -> None:
         self.path = folder / name
-        parsed = read_file(self.path, reader, keep_lines=True)
+        parsed = read_file(self.path, reader, keep_lines=False)  # quarantine reads damage again
         quarantine(parsed, self.path, folder / aside)
         self.existing: list[R] = parsed.records
         self._fd = append_to(self.path)

@@ -8,8 +8,10 @@ after the last newline are a *torn tail*: a write in flight, or one a kill cut s
 it alone (a writer may be finishing it); the writer, which holds the folder's lock and so knows no
 write is in flight, moves it aside too.
 
-Files are read line by line: what is held is the records (and, for a writer that rewrites the file,
-its lines), never the file whole, so a reader's memory follows the records, not the file's bytes.
+Files are read line by line: what is held is the records (and, where asked, their lines: the index
+stores each record's line), never the file whole, so a reader's memory follows the records, not the
+file's bytes. A writer that moves damage aside keeps no line: it reads the file a second time
+(``fathom.run.store.quarantine``).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def parse(data: bytes, manifest: Manifest | None, name: str) -> Parsed[AnyRecord
 
 def read_samples(path: Path, manifest: Manifest, keep_lines: bool) -> Parsed[AnyRecord]:
     """samples.jsonl at ``path``, read line by line, as ``parse`` reads it; its lines kept only with
-    ``keep_lines`` (a writer that moves damage aside rewrites the file from them)."""
+    ``keep_lines`` (the index stores them)."""
     return read_file(path, sample_reader(manifest), keep_lines)
 
 
@@ -86,15 +88,14 @@ def parse_stream(
             return Parsed(records, damaged, line, good)  # only the last line lacks its newline
         raw = line[:-1]
         try:
-            record, reason = _record(raw, reader)
+            records.append(_record(raw, reader))
+        except _Damaged as exc:
+            damaged.append(Damage(number, str(exc), raw if keep_lines else b""))
+            continue
         except NewerSchemaError as exc:
             raise exc.at(f"{name} line {number}") from None
-        if record is None:
-            damaged.append(Damage(number, reason, raw if keep_lines else b""))
-        else:
-            records.append(record)
-            if keep_lines:
-                good.append(line)
+        if keep_lines:
+            good.append(line)
     return Parsed(records, damaged, b"", good)
 
 
@@ -151,25 +152,31 @@ class _Foreign(Exception):
     """A record, but another run's: damage all the same, named as such."""
 
 
-def _record(raw: bytes, reader: Callable[[dict[str, Any]], R]) -> tuple[R | None, str]:
+class _Damaged(Exception):
+    """A line that is no record of this run; its message says why."""
+
+
+def _record(raw: bytes, reader: Callable[[dict[str, Any]], R]) -> R:
+    """The line's record as ``reader`` makes it (which may be None: a writer that counts the records
+    keeps none), or _Damaged."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return None, "not UTF-8 text"
+        raise _Damaged("not UTF-8 text") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        return None, "not JSON" if text.strip() else "an empty line"
+        raise _Damaged("not JSON" if text.strip() else "an empty line") from None
     except RecursionError:
-        return None, "JSON nested too deeply"
+        raise _Damaged("JSON nested too deeply") from None
     if not isinstance(data, dict):
-        return None, f"a JSON {type(data).__name__}, not a record object"
+        raise _Damaged(f"a JSON {type(data).__name__}, not a record object")
     try:
-        return reader(data), ""
+        return reader(data)
     except _Foreign as exc:
-        return None, str(exc)
+        raise _Damaged(str(exc)) from None
     except (TypeError, ValueError, KeyError) as exc:
-        return None, f"not a record ({_first_line(exc)})"
+        raise _Damaged(f"not a record ({_first_line(exc)})") from None
 
 
 def _first_line(exc: Exception) -> str:

@@ -21,8 +21,8 @@ from fathom.errors import FathomError, NewerSchemaError, RunFolderError
 from fathom.manifest import Manifest, Start
 from fathom.records import AnyRecord, check_values, is_retried
 from fathom.run.labels import labels_text
-from fathom.run.lines import Parsed, read_file, read_samples, sample_reader
-from fathom.safe_files import open_append, refuse_links, write_file
+from fathom.run.lines import Parsed, read_file, sample_reader
+from fathom.safe_files import open_append, refuse_links, replacing, write_file
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
@@ -30,6 +30,7 @@ QUARANTINE = "samples.quarantine"  # lines moved aside: torn tails of killed wri
 LOCK = "run.lock"
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class RunFolder:
         try:
             adopted = self._adopt(manifest)
             self._identity = manifest.identity.fingerprint
-            parsed = self._parse(keep_lines=True)
+            parsed = self._parse(_checked_only)
             self._quarantine(parsed)
             if parsed.records:
                 self._note_resume(adopted, manifest, len(parsed.records))
@@ -204,23 +205,27 @@ class RunFolder:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock = fd
 
-    def _parse(self, keep_lines: bool = False) -> Parsed[AnyRecord]:
-        """samples.jsonl, read line by line; its lines kept for a writer that moves damage aside."""
-        return read_samples(self.samples_path, self.read_manifest(), keep_lines)
+    def _parse(self, keep: Callable[[AnyRecord], T], set_aside_newer: bool = False) -> Parsed[T]:
+        """samples.jsonl, read line by line: what ``keep`` takes of each record (no line is kept: a
+        writer that moves damage aside reads the file again, ``quarantine``); a record of a newer
+        schema counted as damage with ``set_aside_newer``."""
+        reader = sample_reader(self.read_manifest())
+        if set_aside_newer:
+            reader = _newer_as_damage(reader)
+        return read_file(self.samples_path, lambda data: keep(reader(data)), keep_lines=False)
 
-    def _quarantine(self, parsed: Parsed[AnyRecord]) -> None:
+    def _quarantine(self, parsed: Parsed[Any]) -> None:
         quarantine(parsed, self.samples_path, self.path / QUARANTINE)
 
     def repair(self, set_aside_newer: bool = False) -> int:
         """Move the damaged lines and torn tail of samples.jsonl aside, under the folder's lock, as a
         resumed run would; how many lines were moved. A record of a newer schema than this fathom's
         is refused (a newer fathom reads it), or, with ``set_aside_newer``, moved aside as well."""
-        manifest = self.read_manifest()
+        self.read_manifest()  # no run folder is refused before a lock file is made in it
         self._take_lock()
         try:
             if set_aside_newer:
-                reader = _newer_as_damage(sample_reader(manifest))
-                parsed = read_file(self.samples_path, reader, keep_lines=True)
+                parsed = self._parse(_checked_only, set_aside_newer=True)
             else:
                 parsed = self._parse_naming_option()
             self._quarantine(parsed)
@@ -228,9 +233,9 @@ class RunFolder:
         finally:
             self.close()
 
-    def _parse_naming_option(self) -> Parsed[AnyRecord]:
+    def _parse_naming_option(self) -> Parsed[None]:
         try:
-            return self._parse(keep_lines=True)
+            return self._parse(_checked_only)
         except NewerSchemaError as exc:
             raise RunFolderError(
                 f"{exc}, or 'fathom repair {self.path} --set-aside-newer' moves such lines aside to "
@@ -244,7 +249,11 @@ class RunFolder:
     def records(self) -> list[AnyRecord]:
         """The run's records, in the order written. A damaged line is an error naming it (the run's
         writer moves such lines aside); a torn last line is a write in flight and is left out."""
-        parsed = self._parse()
+        return self._read(_whole)
+
+    def _read(self, keep: Callable[[AnyRecord], T]) -> list[T]:
+        """What ``keep`` takes of each of the run's records, as ``records`` reads them."""
+        parsed = self._parse(keep)
         if parsed.damaged:
             first = parsed.damaged[0]
             more = f" (and {len(parsed.damaged) - 1} more)" if len(parsed.damaged) > 1 else ""
@@ -259,7 +268,10 @@ class RunFolder:
         return latest_records(self.records())
 
     def finished_ids(self) -> set[str]:
-        return {record.sample_id for record in self.latest() if is_final(record)}
+        """The samples whose latest record is final: read holding each sample's id and whether it
+        is done, not its records (a resume of a big run would hold them all)."""
+        latest = dict(self._read(lambda record: (record.sample_id, is_final(record))))
+        return {sample_id for sample_id, final in latest.items() if final}
 
     def append(self, record: AnyRecord) -> None:
         """Write one record as one line, on disk before this returns. One ``write`` of the whole
@@ -346,16 +358,25 @@ def append_line(fd: int, data: dict[str, Any], path: Path) -> None:
 
 
 def quarantine(parsed: Parsed[Any], path: Path, aside: Path) -> None:
-    """Move the damaged lines and torn tail of ``path`` to ``aside``, then rewrite ``path`` with the
-    records alone. The lines moved are on disk first, so a kill in between loses nothing."""
+    """Move the damaged lines and torn tail of ``path`` (where ``parsed``, a read of it under the
+    folder's lock, found them) to ``aside``, and rewrite ``path`` with the records alone. A second
+    pass, line by line, holds no line but the one it copies: the good lines go to a new file that is
+    renamed over ``path`` only once the lines moved are on disk, so a kill at any point loses nothing.
+    A file with no damage is left alone, unread."""
     if not parsed.damaged and not parsed.torn:
         return
-    moved = [d.raw + b"\n" for d in parsed.damaged] + ([parsed.torn + b"\n"] if parsed.torn else [])
-    with os.fdopen(append_to(aside), "ab") as handle:
-        handle.write(b"".join(moved))
-        handle.flush()
-        os.fsync(handle.fileno())
-    _write_atomic(path, b"".join(parsed.good))
+    damaged = {d.line for d in parsed.damaged}
+    try:
+        with path.open("rb") as lines, os.fdopen(append_to(aside), "ab") as moved, replacing(path) as kept:
+            for number, line in enumerate(lines, start=1):
+                if not line.endswith(b"\n"):
+                    moved.write(line + b"\n")  # the torn tail, made a line of its own
+                else:
+                    (moved if number in damaged else kept).write(line)
+            moved.flush()
+            os.fsync(moved.fileno())
+    except OSError as exc:
+        raise RunFolderError(f"cannot move the damage of {path} aside: {exc.strerror or exc}") from None
     if parsed.damaged:
         first = parsed.damaged[0]
         log.warning(
@@ -394,6 +415,14 @@ def _differences(old: Any, new: dict[str, Any]) -> list[str]:
         elif a != b:
             found.append(section)
     return found or ["unknown"]
+
+
+def _whole(record: AnyRecord) -> AnyRecord:
+    return record
+
+
+def _checked_only(record: object) -> None:
+    """A record read, checked and let go: a writer's read counts the records, holding none."""
 
 
 def _newer_as_damage(reader: Callable[[dict[str, Any]], R]) -> Callable[[dict[str, Any]], R]:
