@@ -312,6 +312,18 @@ def test_the_command_prints_a_table_and_writes_every_cell(
     assert data["total"]["prefill_flops"] == pytest.approx(sum(c["prefill_flops"] for c in cells))
     assert {c["prompt_tokens"] for c in cells if not c["control"]} == {1024, 2048}
     assert data["total"]["cost"] == pytest.approx(data["total"]["wall_hours"] * 1 * 1.5)
+    # One 1k cell by hand. SmolLM2-135M: 30 layers of q, o (576 x 576), k, v (576 x 192) and the MLP's
+    # 3 x 576 x 1536: 106,168,320 weights a token; 2 FLOPs each for 1024 tokens, and the output head
+    # (49152 x 576) once. Attention: 4 x 9 heads x 64 x 30 layers x 1024 x 1025 / 2 causal pairs.
+    [first] = [c for c in cells if c["id"] == "niah|L1024|D0.0000|S0"]
+    weights = 2 * 106_168_320 * 1024 + 2 * 49_152 * 576
+    attention = 4 * 9 * 64 * 30 * (1024 * 1025 // 2)
+    assert first["prefill_flops"] == weights + attention == 253_763_518_464
+    assert first["prefill_seconds_uncached"] == pytest.approx((weights + attention) / (0.5 * 362.05e12))
+    # 32 new tokens, each reading the weights (bf16: 269,030,016 bytes) and the KV cache so far (30 x 3
+    # KV heads x 64 x 2 x 2 bytes = 23,040 a token, over 1024 + i tokens) at 60% of 0.864 TB/s.
+    read = 32 * 269_030_016 + 23_040 * sum(1024 + i for i in range(32))
+    assert first["decode_seconds"] == pytest.approx(read / (0.6 * 864e9))
 
 
 def test_a_model_no_node_holds_gets_no_wall_time(capsys: pytest.CaptureFixture[str]) -> None:
