@@ -3,14 +3,20 @@ data), the middle truncation recorded, and bad input refused in one line before 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from fathom import registry
+from fathom.backends.base import BackendEntry, Completion, Request
+from fathom.backends.sim import SimulatedBackend
 from fathom.cli import main
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import record_from_json
 from fathom.tasks.suites.truncation import cut_middle, kept_ends
 
@@ -119,6 +125,70 @@ def test_longbench_e_v2_and_infinitebench_read_their_layouts(tmp_path: Path) -> 
     assert e_groups == [("length:0-4k",), ("length:4-8k",), ("length:8k+",)]
     (passkey,) = records(tmp_path / "infinitebench")
     assert passkey.scoring == "infinitebench:passkey" and passkey.max_new_tokens == 6
+
+
+# Answers set by hand, by sample (each suite's items in file order), for the scores worked out below.
+SCRIPT = {
+    "longbench-v2": [
+        "The correct answer is (A)",  # item A: A, right
+        "The correct answer is **(B)**",  # item B: markdown's asterisks dropped first: B, right
+        "Not (C): The correct answer is (D)",  # item C: the pattern's letter, D, wrong
+        "The answer is D",  # item D: not the official wording, no letter: wrong
+    ],
+    "passkey": [
+        "The pass key is 71432.",  # the first run of digits is the key: right
+        "71432",  # right
+        "Key 7, then 71432",  # the first run of digits is 7: wrong
+        "714320",  # a run of digits, not the key: wrong
+    ],
+}
+
+
+class _Scripted(SimulatedBackend):
+    """Answers each sample with SCRIPT's answer for its task and sample number."""
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        def scripted(request: Request, answer: Completion) -> Completion:
+            task, _, sample = request.sample_id.split("|")
+            return dataclasses.replace(answer, text=SCRIPT[task][int(sample.removeprefix("S"))])
+
+        return [scripted(r, a) for r, a in zip(requests, super().generate(requests), strict=True)]
+
+
+def test_longbench_v2_and_infinitebench_score_by_their_official_rules_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted = lambda rest, _: _Scripted(rest, load_tokenizer("char"))  # noqa: E731
+    monkeypatch.setitem(registry.BACKENDS, "scripted", BackendEntry(scripted, "answers set by hand"))
+    data = tmp_path / "data"
+    data.mkdir()
+    v2 = [
+        {"_id": f"v2{letter}", "domain": "Single-Document QA", "sub_domain": "Novel",
+         "difficulty": difficulty, "length": "short", "question": f"Who built mill {letter}?",
+         "choice_A": "Ada", "choice_B": "Bob", "choice_C": "Cy", "choice_D": "Di", "answer": letter,
+         "context": FILLER}
+        for letter, difficulty in zip("ABCD", ("easy", "easy", "hard", "hard"), strict=True)
+    ]  # fmt: skip
+    (data / "data.json").write_text(json.dumps(v2))
+    passkey = {"context": FILLER + " The pass key is 71432. " + FILLER, "answer": ["71432"]}
+    items = [{**passkey, "id": i, "input": "What is the pass key?", "options": []} for i in range(4)]
+    _jsonl(data / "passkey.jsonl", items)
+    common = ["--data", str(data), "--tokenizer", "char", "--lengths", "8k", "--samples", "4", "--no-control"]
+    for suite, task in (("longbench-v2", "longbench-v2"), ("infinitebench", "passkey")):
+        argv = ["run", suite, "--suite-tasks", task, *common, "--model", "scripted:perfect"]
+        assert main([*argv, "--run-dir", str(tmp_path / suite), "--no-progress"]) == 0
+    v2_scores = {r.item_id: r.score for r in records(tmp_path / "longbench-v2")}
+    assert v2_scores == {"v2A": 1.0, "v2B": 1.0, "v2C": 0.0, "v2D": 0.0}
+    assert [r.score for r in records(tmp_path / "infinitebench")] == [1.0, 1.0, 0.0, 0.0]
+    # The suites' numbers: 2 of 4 in each; v2's by difficulty, both easy items and neither hard one.
+    for suite in ("longbench-v2", "infinitebench"):
+        summary = json.loads((tmp_path / suite / "summary.json").read_text())["suites"]
+        assert [(row["n"], row["mean"]) for row in summary["by_task"]] == [(4, 0.5)]
+    splits = json.loads((tmp_path / "longbench-v2" / "summary.json").read_text())["suites"]["splits"]
+    assert {(s["split"], s["n"], s["mean"]) for s in splits if s["split"].startswith("difficulty")} == {
+        ("difficulty:easy", 2, 1.0),
+        ("difficulty:hard", 2, 0.0),
+    }
 
 
 @pytest.mark.parametrize(
