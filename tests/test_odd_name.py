@@ -53,7 +53,13 @@ def test_odd_names_are_sentence_opening_pairs_named_once() -> None:
         "Sydney Opera House was closed. Bruno Sato laughed at Chapel Bridge."
     )
     assert odd_names(context) == ["Nora Keller", "Bruno Sato"]
-    assert odd_name_answer(context) == odd_name_answer(context) in {"Nora Keller", "Bruno Sato"}
+    # One of them by a hash of the salt and the context: here the first, and the salt alone can turn
+    # the draw to the other (salts 0-5 draw Nora Keller but at 4).
+    assert odd_name_answer(context) == "Nora Keller"
+    assert [odd_name_answer(context, str(salt)) for salt in range(6)] == ["Nora Keller"] * 4 + [
+        "Bruno Sato",
+        "Nora Keller",
+    ]
     assert odd_name_answer("no names here.") is None
 
 

@@ -63,8 +63,8 @@ def test_char_round_trips_any_text(text: str) -> None:
 
 
 def test_char_identity_is_fixed() -> None:
-    assert CharTokenizer().identity == CharTokenizer().identity
-    assert len(CharTokenizer().identity) == 64
+    # Pinned: every run folder of the char tokenizer records it, and a resume compares it.
+    assert CharTokenizer().identity == "a6fe661caf1dfff29a4fba927990c1198018d3b2f36b2b3a5b28f8ae9003e632"
     assert load_tokenizer("char").identity == CharTokenizer().identity
 
 
