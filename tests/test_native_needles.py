@@ -124,6 +124,7 @@ def test_code_needles_are_assignments_at_their_neighbours_indentation(kind: str)
 def test_technical_needles_are_field_lists_of_their_own() -> None:
     for sample in samples("technical", "number"):
         assert len(sample.prompt.ids) == LENGTH
+        assert len(landed(sample)) == 3  # the gold and its two look-alikes, each checked below
         for _, text, _ in landed(sample):
             assert re.fullmatch(
                 r"\n{1,2} *:Special magic (number|identifier) for [a-z]+-[a-z]+: [\w-]+\n\n", text
@@ -139,7 +140,8 @@ def test_german_text_gets_a_german_needle_and_question_with_prose_values(kind: s
         assert german.question.startswith(("Welche", "Aus welchen")) and " für " in german.question
         assert german.answers == english.answers  # the same facts, in German
         assert german.needles is not None
-        assert all(" für " in p.text for p in german.needles.placements)
+        placements = german.needles.placements
+        assert len(placements) == 3 and all(" für " in p.text for p in placements)  # gold, 2 look-alikes
         assert english.question.startswith(("Which", "What"))
 
 

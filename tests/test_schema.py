@@ -80,6 +80,7 @@ def test_there_is_a_fixture_of_every_record_schema() -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_line_of_every_schema_reads_in_todays_form(version: int) -> None:
+    assert lines(fixture(version))  # a fixture with no line would pass the loop unread
     for line in lines(fixture(version)):
         assert line["schema"] == version
         record = record_from_json(line)

@@ -139,7 +139,8 @@ def test_each_checkpoint_has_its_own_numbers_with_intervals(runs: Path) -> None:
     # The paired bootstrap's 95% intervals (at 1k, 13 of 15 is near the threshold: the low end is none).
     assert series.steps[1].effective_interval == (8192, 8192)
     assert series.steps[3].effective_interval == (None, 2048)
-    assert series.baseline_interval == series.steps[0].effective_interval
+    # The baseline is the first step, its interval pinned (not only the same object read twice).
+    assert series.baseline_interval == series.steps[0].effective_interval == (None, 4096)
 
 
 def test_the_order_is_numeric_when_every_value_is_a_number(runs: Path) -> None:
