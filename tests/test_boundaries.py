@@ -133,6 +133,27 @@ def test_a_slow_sample_must_take_at_least_a_second() -> None:
     assert flagged(math.nextafter(1.0, 0.0), 0.0625) == []
 
 
+def test_a_slow_samples_row_value_by_value() -> None:
+    # 1.25 s for 1024 tokens: 1.2207 ms a token (1.220703...), against a median of 0.125 s: 0.1221.
+    records = [timed(i, 0.125) for i in range(9)] + [timed(9, 1.25)]
+    assert slow_samples(records) == {
+        "factor": 10.0,
+        "least_seconds": 1.0,
+        "samples": [
+            {
+                "sample_id": "s9",
+                "length": 1024,
+                "seconds": 1.25,
+                "ms_per_token": 1.2207,
+                "median_ms_per_token": 0.1221,
+                "factor": 10.0,
+                "timed": "latency",
+            }
+        ],
+        "count": 1,
+    }
+
+
 def test_prefill_seconds_are_what_is_timed_where_a_backend_gave_them() -> None:
     # Latency says 10 s (ten times the others'), the prefill 0.5 s: not slow, as its prefill is not.
     records = [timed(i, 1.0) for i in range(9)] + [dataclasses.replace(timed(9, 10.0), prefill_s=0.5)]
@@ -161,6 +182,24 @@ def test_the_gate_fires_below_alpha_and_not_at_it(better: bool) -> None:
     above = gate(pairs, math.nextafter(p, 1.0), lambda r: r.sample_id, effective=False)
     assert [t.verdict for t in above.tests] == ["improved" if better else "regressed"] * 2
     assert above.regressed is (not better)
+
+
+def test_the_gates_power_rows_worked_out_by_hand() -> None:
+    # Five pairs, all worse, alpha 0.1 for the signs. A drop of w pairs is flagged when 1/2^w plus the
+    # share of the 32 flip vectors whose least p is at most 1/2^w stays within alpha. w = 4: 1/16, and
+    # only the vector of five worse (p = 1/32) is that low: 1/16 + 1/32 = 0.09375, within 0.1. w = 3:
+    # 1/8 alone is over it. So 4 of 5 pairs: 0.8, at each level (one test each).
+    def rows(alpha: float) -> list[tuple[str, int, int, float | None]]:
+        power = gate(worse(5), alpha, lambda r: r.sample_id, effective=False).power
+        return [(p.level, p.tests, p.pairs, p.detectable_drop) for p in power]
+
+    assert rows(0.1) == [("overall", 1, 5, 0.8), ("cell", 1, 5, 0.8)]
+    # "Within alpha" (docs/gate.md): at exactly 3/32 the four pairs still count; an ulp below, only all
+    # five do (1/32 + 1/32 = 1/16); below 1/16, none.
+    assert rows(3 / 32) == [("overall", 1, 5, 0.8), ("cell", 1, 5, 0.8)]
+    assert rows(math.nextafter(3 / 32, 0.0)) == [("overall", 1, 5, 1.0), ("cell", 1, 5, 1.0)]
+    assert rows(1 / 16) == [("overall", 1, 5, 1.0), ("cell", 1, 5, 1.0)]
+    assert rows(math.nextafter(1 / 16, 0.0)) == [("overall", 1, 5, None), ("cell", 1, 5, None)]
 
 
 def test_prompts_sharing_exactly_the_shared_tokens_are_a_group_and_one_fewer_are_not() -> None:
