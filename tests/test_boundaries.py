@@ -238,7 +238,7 @@ def checked(target: int, actual: int, limit: int | None = None, new_tokens: int 
         patterns=(),
     )
     backend = SimpleNamespace(input="ids", tokenizer=None, max_prompt_tokens=limit)
-    return _request(backend, sample, False)[2]  # type: ignore[arg-type]
+    return _request(backend, sample, False)[2]
 
 
 @pytest.mark.parametrize("target", [1600, 2000])
