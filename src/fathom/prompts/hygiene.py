@@ -9,23 +9,21 @@ already holds one of them. Low-overlap needles are the exception: their places a
 that any long corpus names somewhere, so they are checked against the windows the sample's
 haystacks are cut from, case and all (``window_mentions``; ``tasks/niah.py``). The needle's likeness
 to the corpus (the highest content-word Jaccard index between it and any one sentence or line) is
-recorded beside each sample, so a needle that reads like its haystack is seen.
+recorded beside each sample, so a needle that reads like its haystack is seen. The corpus's words
+are indexed once per corpus text and cached on disk (``haystack/words.py``).
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
-import re
 from collections.abc import Callable, Iterable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from fathom.prompts.haystack.words import WORD, WordIndex, word_index
 from fathom.prompts.latent import content_words
 
-_UNIT_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"\w+")
 # Redraws before a sample is refused: a corpus that holds every fresh draw is no haystack for it.
 MAX_REDRAWS = 20
 # Words in more units than this (a template's "number", "special") are scored once per set of them
@@ -38,22 +36,27 @@ class HaystackCheck:
     words only: "Thundmere" is not in "Thundmeres")."""
 
     def __init__(self, text: str) -> None:
-        self._text = text.lower()
-        words = _WORD.findall(self._text)
-        self._words = frozenset(words)
-        # Adjacent word pairs: a phrase of several words whose pairs are not all here is not in the
-        # corpus, and most such phrases (a key like amber-anchor) are decided without a scan.
-        self._pairs = frozenset(itertools.pairwise(words))
+        self._original = text
+
+    @functools.cached_property
+    def _text(self) -> str:
+        return self._original.lower()
+
+    @functools.cached_property
+    def _index(self) -> WordIndex:
+        """The corpus's words, read from the cache or made, on the first question: a run that never
+        asks pays nothing."""
+        return word_index(self._original)
 
     def similarity(self, text: str) -> float:
         """The highest Jaccard index between the content words of ``text`` and of one sentence (or
         line) of the corpus: 1.0 when the corpus holds the needle's words in one sentence, near 0
         for a needle unlike anything in it."""
         words = content_words(text)
-        sizes, postings = self._index
-        present = [word for word in words if word in postings]
-        common = frozenset(word for word in present if len(postings[word]) > _COMMON)
-        rare = [postings[word] for word in present if word not in common]
+        index = self._index
+        postings = {word: at for word in words if (at := index.holders(word)) is not None}
+        common = frozenset(word for word, at in postings.items() if len(at) > _COMMON)
+        rare = [at for word, at in postings.items() if word not in common]
         # Not one count per unit of the corpus (a scan of 100k units per needle): the units the
         # common words reach are scored counting those words alone (cached), which is the true index
         # of those no rare word reaches and too low for the others; the units a rare word reaches
@@ -66,7 +69,7 @@ class HaystackCheck:
                 holders = postings[word]
                 at = np.minimum(np.searchsorted(holders, units), len(holders) - 1)
                 counts += holders[at] == units
-            best = max(best, _jaccard(counts, len(words), sizes[units]))
+            best = max(best, _jaccard(counts, len(words), index.sizes[units]))
         return best
 
     @functools.cached_property
@@ -77,23 +80,12 @@ class HaystackCheck:
 
         @functools.lru_cache(maxsize=1024)
         def best_of(words: frozenset[str], size: int) -> float:
-            sizes, postings = self._index
-            units, counts = np.unique(np.concatenate([postings[word] for word in words]), return_counts=True)
-            return _jaccard(counts, size, sizes[units])
+            index = self._index
+            holders = [at for word in words if (at := index.holders(word)) is not None]
+            units, counts = np.unique(np.concatenate(holders), return_counts=True)
+            return _jaccard(counts, size, index.sizes[units])
 
         return best_of
-
-    @functools.cached_property
-    def _index(self) -> tuple[NDArray[np.int64], dict[str, NDArray[np.int64]]]:
-        """How many content words each unit of the corpus has, and for each word the units that hold
-        it: made once, on the first question, so a run that never asks pays nothing."""
-        units = [content_words(unit) for unit in _UNIT_END.split(self._text) if unit.strip()]
-        postings: dict[str, list[int]] = {}
-        for index, unit in enumerate(units):
-            for word in unit:
-                postings.setdefault(word, []).append(index)
-        sizes = np.fromiter((len(u) for u in units), dtype=np.int64, count=len(units))
-        return sizes, {word: np.asarray(at, dtype=np.int64) for word, at in postings.items()}
 
     def mentions(self, phrases: Iterable[str]) -> tuple[str, ...]:
         """The phrases the corpus holds as whole words, in the order given."""
@@ -101,13 +93,8 @@ class HaystackCheck:
 
     def _holds(self, phrase: str) -> bool:
         lowered = phrase.lower().strip()
-        words = _WORD.findall(lowered)
         # Most phrases hold a word the corpus never uses (a random number, a made-up name): no scan.
-        if not words or not all(word in self._words for word in words):
-            return False
-        if not all(pair in self._pairs for pair in itertools.pairwise(words)):
-            return False
-        return _whole_words(self._text, lowered)
+        return self._index.holds_words(WORD.findall(lowered)) and _whole_words(self._text, lowered)
 
 
 def window_mentions(text: str, phrases: Iterable[str]) -> tuple[str, ...]:

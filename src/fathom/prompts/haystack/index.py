@@ -12,8 +12,10 @@ import logging
 import os
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,6 +29,7 @@ from fathom.safe_files import replacing
 INDEX_VERSION = entry.FORMAT
 _LOG = logging.getLogger(__name__)
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'\u201d\u2019)]?$")
+T = TypeVar("T")
 
 Ids = NDArray[np.int32]
 Positions = NDArray[np.int64]
@@ -149,42 +152,44 @@ def _maker(corpus: Corpus, tokenizer: Tokenizer) -> entry.Maker:
 
 
 def _load(path: Path, maker: entry.Maker) -> TokenizedCorpus | None:
-    """The cached index, or None where there is none or it must not be used: an entry that is
-    damaged (truncated, empty, not an npz), malformed or not what this corpus and tokenizer make is
-    logged and rebuilt, and written over. A folder in its place is left to ``_save`` to warn about."""
-    if not path.is_file():
+    """The cached tokenised corpus, or None where there is none or it must not be used."""
+    arrays = load_entry(path, lambda data: entry.read(data, maker), "tokenised again")
+    if arrays is None:
         return None
-    try:
-        # The file opened here, not by np.load, which leaves it open when the archive is damaged.
-        with path.open("rb") as handle, np.load(handle) as data:
-            ids, boundaries = entry.read(data, maker)
-    except entry.UnusableEntry as exc:
-        reason = str(exc)
-    # Whatever else is wrong with an entry (np.load raises OSError, EOFError, ValueError,
-    # BadZipFile and more, by the damage; an .npy is no context manager), rebuilding it is the
-    # cure: the cache only saves time.
-    except Exception as exc:
-        reason = f"cannot be read as an npz archive ({type(exc).__name__})"
-    else:
-        return TokenizedCorpus(ids, boundaries, maker.corpus_sha256, maker.tokenizer_identity)
-    _LOG.warning(
-        "the corpus cache entry %s %s: it is tokenised again and the entry written over", path, reason
-    )
-    return None
+    return TokenizedCorpus(*arrays, maker.corpus_sha256, maker.tokenizer_identity)
 
 
 def _save(path: Path, indexed: TokenizedCorpus, maker: entry.Maker) -> None:
-    """Write atomically: a run killed mid-write must not leave a corrupt cache behind. A cache
-    that cannot be written (a read-only folder, a full disk) is skipped with one warning."""
+    """Cache the tokenised corpus, for the runs after this one."""
+    save_entry(path, lambda handle: entry.write(handle, maker, indexed.ids, indexed.boundaries))
+
+
+def load_entry(path: Path, read: Callable[[Any], T], redone: str) -> T | None:
+    """``read`` of the cache entry at ``path``, or None where there is none or it must not be used:
+    an entry that is damaged (truncated, empty, not an npz), malformed or not what the run asks for
+    is logged (its corpus is then ``redone``: "tokenised again") and rebuilt, and written over. A
+    folder in its place is left to ``save_entry`` to warn about."""
+    if not path.is_file():
+        return None
+    try:
+        return entry.load(path, read)
+    except entry.UnusableEntry as exc:
+        _LOG.warning("the corpus cache entry %s %s: it is %s and the entry written over", path, exc, redone)
+        return None
+
+
+def save_entry(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write an entry atomically: a run killed mid-write must not leave a corrupt cache behind. A
+    cache that cannot be written (a read-only folder, a full disk) is skipped with one warning."""
     try:
         with replacing(path) as handle:  # a new file renamed over the entry, never through a link
-            entry.write(handle, maker, indexed.ids, indexed.boundaries)
+            write(handle)
     except OSError as exc:
         if path.parent not in _UNWRITABLE:
             _UNWRITABLE.add(path.parent)
             _LOG.warning(
-                "cannot write the corpus cache %s (%s): corpora are tokenised anew in each run; "
-                "set FATHOM_CACHE_DIR to a writable folder",
+                "cannot write the corpus cache %s (%s): corpora are tokenised and indexed anew in each "
+                "run; set FATHOM_CACHE_DIR to a writable folder",
                 path,
                 exc.strerror or exc,
             )
