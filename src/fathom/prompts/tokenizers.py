@@ -6,7 +6,6 @@ tokenizer is part of a run's identity: ``identity`` is a stable hash of everythi
 
 from __future__ import annotations
 
-import base64
 import binascii
 import functools
 import gzip
@@ -168,7 +167,9 @@ def _parse_ranks(contents: bytes, source: str) -> dict[bytes, int]:
             continue
         try:
             token, rank = line.split()
-            ranks[base64.b64decode(token, validate=True)] = int(rank)
+            # Checked in C (alphabet and padding): b64decode(validate=True) checks each line with a
+            # regular expression, a third of parsing cl100k's 100k lines.
+            ranks[binascii.a2b_base64(token, strict_mode=True)] = int(rank)
         except (ValueError, binascii.Error):
             raise TokenizerError(
                 f"cannot read {source} line {number}: expected 'base64-token rank'; "
