@@ -14,6 +14,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from fathom.floats import Floats
 from fathom.record_versions import ADDED, RECORDS
 from fathom.schemas import RECORD_SCHEMA, read
 
@@ -159,7 +160,7 @@ class Score:
     extracted: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SampleRecord:
     """One line of samples.jsonl: everything needed to analyse a sample without its prompt."""
 
@@ -189,8 +190,9 @@ class SampleRecord:
     max_new_tokens: int = 32  # the generation budget, counted in the length by RULER tasks
     error: str | None = None
     # With --answer-logprob: log p of each token of the first answer, right after the prompt
-    # (teacher forcing), or why it could not be read.
-    answer_logprobs: tuple[float, ...] | None = None
+    # (teacher forcing), or why it could not be read. A tuple as the runner makes them, Floats (8 bytes
+    # each) as read from a file.
+    answer_logprobs: Floats | tuple[float, ...] | None = None
     answer_error: str | None = None
     # The decoded prompt around each needle (a few dozen tokens either side of it), so a report can
     # show what the model read there without the prompt; None in records written before it existed.
@@ -258,6 +260,7 @@ class SampleRecord:
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
+        data["answer_logprobs"] = _plain(self.answer_logprobs)
         # Optional: left out when absent, so records without them (RULER's, perplexity runs') keep
         # their form.
         for key, default in _optional_defaults().items():
@@ -281,7 +284,7 @@ class SampleRecord:
         return None if self.answer_logprobs is None else sum(self.answer_logprobs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PerplexityRecord:
     """One line of samples.jsonl for a perplexity document: exactly which tokens were scored.
 
@@ -301,7 +304,7 @@ class PerplexityRecord:
     target_tokens: int
     actual_tokens: int
     first_position: int
-    logprobs: tuple[float, ...]
+    logprobs: Floats | tuple[float, ...]  # a tuple as the runner makes them, Floats as read from a file
     latency_s: float
     beyond_window: bool
     error: str | None = None
@@ -310,11 +313,16 @@ class PerplexityRecord:
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return dataclasses.asdict(self) | {"logprobs": _plain(self.logprobs)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PerplexityRecord:
         return read(cls, RECORDS.upgrade(data))
+
+
+def _plain(logprobs: Floats | tuple[float, ...] | None) -> list[float] | tuple[float, ...] | None:
+    """Log-probabilities as JSON writes them: Floats as a list of its floats."""
+    return logprobs.to_json() if isinstance(logprobs, Floats) else logprobs
 
 
 @functools.cache

@@ -100,16 +100,15 @@ def parse_stream(
 
 
 def sample_reader(manifest: Manifest | None) -> Callable[[dict[str, Any]], AnyRecord]:
-    """How a line's object becomes a record of ``manifest``'s run (any record, with no manifest)."""
+    """How a line's object becomes a record of ``manifest``'s run (any record, with no manifest); the
+    values that repeat from record to record are held once (``Shared``)."""
+    share = Shared()
     if manifest is None:
-        return record_from_json
+        return lambda data: record_from_json(share(data))
     identity, spec = manifest.identity.fingerprint, manifest.spec
 
     def read(data: dict[str, Any]) -> AnyRecord:
-        # The run's own fingerprint, one string shared by every record rather than a copy in each.
-        if data.get("run_identity") == identity:
-            data["run_identity"] = identity
-        record = record_from_json(data)
+        record = record_from_json(share(data))
         if record.run_identity not in (None, identity):
             raise _Foreign(
                 f"a record of another run (identity {record.run_identity}, this run's is {identity})"
@@ -118,6 +117,46 @@ def sample_reader(manifest: Manifest | None) -> Callable[[dict[str, Any]], AnyRe
         return record
 
     return read
+
+
+class Shared:
+    """One object for each value that repeats across the records of a read: the JSON parser makes a
+    new string for every line's task, scoring method, finish reason, run identity, answers ..., and a
+    record held for the analysis would keep each copy (they were most of its memory). Only fields
+    whose values repeat are shared; one unique to each record (its id, hash, seconds) would cost an
+    entry here and save nothing. Strings, integers and lists of strings: never a float or a bool, which
+    compare equal to values of other types (1 == 1.0 == True; -0.0 == 0.0) that the records must keep
+    as they were written. Held for one read: the records keep the values, not this."""
+
+    SCALARS = frozenset(
+        {
+            "task", "length", "target_tokens", "actual_tokens", "max_new_tokens", "needle_kind",
+            "question", "output", "finish_reason", "scoring", "error", "answer_error", "run_identity",
+            "item_id", "original_tokens", "first_token", "extracted", "probe", "corpus", "record",
+        }
+    )  # fmt: skip
+    TUPLES = frozenset(
+        {
+            "answers", "matched", "needle_roles", "needle_values", "lured", "redraws", "item_groups",
+            "latent_items", "literal_neighbours", "needle_forms",
+        }
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self._held: dict[str | int | tuple[str, ...], Any] = {}
+
+    def __call__(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` (a line's object), its repeating values replaced by those held already."""
+        for name in self.SCALARS.intersection(data):
+            value = data[name]
+            if type(value) in (str, int):
+                data[name] = self._held.setdefault(value, value)
+        for name in self.TUPLES.intersection(data):
+            value = data[name]
+            if type(value) is list and all(type(item) is str for item in value):
+                held = tuple(value)  # what the record holds (``fathom.schemas.read``), made here once
+                data[name] = self._held.setdefault(held, held)
+        return data
 
 
 # The scoring methods whose every grade is 0 or 1 (``fathom.scoring``; ``all`` grades the fraction of
