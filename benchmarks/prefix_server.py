@@ -102,7 +102,8 @@ class BlockCache:
 
 class PrefixServer:
     """The server; ``log`` holds every completion, ``most_in_flight`` the most requests it held at
-    once (arrived, not yet answered). ``fail`` names the prompts it answers with HTTP 500."""
+    once (arrived, not yet answered), ``misses`` the prompts it tokenised since ``reset`` that ``warm``
+    had not. ``fail`` names the prompts it answers with HTTP 500."""
 
     def __init__(
         self, tokenizer: Tokenizer, engine: Engine, fail: Callable[[str], bool] | None = None
@@ -121,7 +122,7 @@ class PrefixServer:
         """An empty cache, an empty log, and the clock at 0 (called between clients, while idle)."""
         self.cache = BlockCache(self.engine.cache_tokens // self.engine.block)
         self.log: list[Served] = []
-        self.failed = 0
+        self.failed = self.misses = 0
         self.in_flight = self.most_in_flight = 0
         self._start = time.monotonic()
 
@@ -159,6 +160,7 @@ class PrefixServer:
     def _prompt(self, prompt: str | list[int]) -> _Prompt:
         key = prompt if isinstance(prompt, str) else json.dumps(prompt)
         if key not in self._memo:
+            self.misses += 1  # tokenised now, not beforehand by ``warm``: inside a timing, if serving
             ids = np.asarray(self.tokenizer.encode(prompt) if isinstance(prompt, str) else prompt)
             block = self.engine.block
             rows = ids[: len(ids) // block * block].reshape(-1, block)
