@@ -12,7 +12,7 @@ import fcntl
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -22,7 +22,7 @@ from fathom.manifest import Manifest, Start
 from fathom.records import AnyRecord, check_values, is_retried
 from fathom.run.labels import labels_text
 from fathom.run.lines import Parsed, read_file, sample_reader
-from fathom.safe_files import open_append, refuse_links, replacing, write_file
+from fathom.safe_files import open_append, refuse_links, replacing
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
@@ -244,7 +244,7 @@ class RunFolder:
 
     def _write_manifest(self, manifest: Manifest) -> None:
         text = json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n"
-        _write_atomic(self.manifest_path, text.encode())
+        _write_atomic(self.manifest_path, [text])
 
     def records(self) -> list[AnyRecord]:
         """The run's records, in the order written. A damaged line is an error naming it (the run's
@@ -307,9 +307,11 @@ class RunFolder:
             raise RunFolderError(f"refusing to give run folder '{self.path}' the manifest of another run")
         self._write_manifest(manifest)
 
-    def write_derived(self, name: str, content: str) -> Path:
+    def write_derived(self, name: str, content: str | Iterable[str]) -> Path:
+        """A derived file, its text whole or in parts written as they come (a run's report.html is
+        as large as its answers: ``fathom.report.html.page.page_parts``)."""
         path = self.path / name
-        _write_atomic(path, content.encode())
+        _write_atomic(path, [content] if isinstance(content, str) else content)
         return path
 
     def close(self) -> None:
@@ -439,9 +441,12 @@ def _newer_as_damage(reader: Callable[[dict[str, Any]], R]) -> Callable[[dict[st
     return read
 
 
-def _write_atomic(path: Path, content: bytes) -> None:
-    """``path`` replaced whole, never written through a link (``fathom.safe_files.write_file``)."""
+def _write_atomic(path: Path, parts: Iterable[str]) -> None:
+    """``path`` replaced whole by the text ``parts`` make, as UTF-8, never written through a link
+    (``fathom.safe_files.replacing``)."""
     try:
-        write_file(path, content)
+        with replacing(path) as handle:
+            for part in parts:
+                handle.write(part.encode())
     except OSError as exc:
         raise RunFolderError(f"cannot write {path}: {exc.strerror or exc}") from None
