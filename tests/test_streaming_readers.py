@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 import shutil
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from fathom.records import Cell
+from fathom.records import Cell, PerplexityRecord
 from fathom.run.lines import parse_stream, read_file
 from fathom.run.store import QUARANTINE, RunFolder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "records-v11"
 SIZE = 20_000_000  # bytes of samples.jsonl
+DOCUMENT = 65_536  # tokens of a perplexity document
+
+T = TypeVar("T")
 
 
 def big_run(folder: Path) -> int:
@@ -56,6 +62,51 @@ def test_reading_samples_holds_the_records_and_not_the_file(tmp_path: Path) -> N
     # file's bytes (3x the file, once, where it was read whole).
     assert peak - held < size / 10, (peak, held, size)
     assert peak < 1.2 * held
+
+
+def traced(read: Callable[[], list[T]]) -> tuple[list[T], int]:
+    """What ``read`` returns, and the bytes it holds (tracemalloc's count of what it allocated)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        records = read()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return records, held
+
+
+def test_the_latest_records_cost_little_more_than_their_lines(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    size = big_run(folder.path)
+    records, held = traced(folder.latest)
+    # 1.26 KB a line; 3.7 KB a record when each held a dict of its fields and its own copy of every
+    # string (1.4 KB measured with slots and the repeating values shared).
+    assert size / len(records) > 1200
+    assert held / len(records) < 2000, held / len(records)
+
+
+def test_log_probabilities_cost_8_bytes_each_not_a_python_float(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    shutil.copytree(FIXTURE, folder.path)
+    manifest = json.loads(folder.manifest_path.read_text())
+    manifest["identity"]["spec"] |= {"lengths": [DOCUMENT], "samples": 100}
+    folder.manifest_path.write_text(json.dumps(manifest))
+    rng = random.Random(0)
+    with folder.samples_path.open("w") as out:
+        for index in range(16):
+            logprobs = tuple(round(-rng.expovariate(0.4), 5) for _ in range(DOCUMENT - 1))
+            cell = Cell("perplexity", DOCUMENT, None, index)
+            document = PerplexityRecord(
+                cell.id, "perplexity", DOCUMENT, index, 0, "prose", 0, "0" * 64, DOCUMENT, DOCUMENT, 1,
+                logprobs, 1.0, False,
+            )  # fmt: skip
+            out.write(json.dumps(document.to_json(), sort_keys=True) + "\n")
+    records, held = traced(folder.latest)
+    tokens = sum(len(r.logprobs) for r in records if isinstance(r, PerplexityRecord))
+    assert tokens == 16 * (DOCUMENT - 1)
+    # About 9 bytes a token in the file; 32 in a tuple of floats, 8 as doubles.
+    assert held / tokens < 10, held / tokens
 
 
 def test_the_index_read_keeps_the_good_lines_once_and_no_more(tmp_path: Path) -> None:
