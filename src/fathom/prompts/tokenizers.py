@@ -168,7 +168,7 @@ def _parse_ranks(contents: bytes, source: str) -> dict[bytes, int]:
         try:
             token, rank = line.split()
             # Checked in C (alphabet and padding): b64decode(validate=True) checks each line with a
-            # regular expression, a third of parsing cl100k's 100k lines.
+            # regular expression, a quarter of parsing cl100k's 100k lines (0.053 -> 0.039 CPU s).
             ranks[binascii.a2b_base64(token, strict_mode=True)] = int(rank)
         except (ValueError, binascii.Error):
             raise TokenizerError(
