@@ -3,8 +3,8 @@
 An entry is an npz archive of its arrays and ``made``, a JSON text naming the entry's format, what
 made it and the sha256 of its arrays. Two kinds share the cache folder: a tokenised corpus (``ids``,
 int32, the corpus's tokens, and ``boundaries``, int64, its unit starts; made from the corpus's sha256
-and the tokenizer's identity; ``index``) and a corpus's word index (``words``, made from its text's
-sha256). An entry read back is used only if what made it is what the run asks for, its arrays are
+and the tokenizer's identity; ``index.py``) and a corpus's word index (made from its text's sha256;
+``words.py``). An entry read back is used only if what made it is what the run asks for, its arrays are
 those its kind holds (1-D, of their dtype, no larger than its corpus could make) and their hash is
 the one recorded, and their values pass its kind's own check (a tokenised corpus's: not empty, ids
 inside the vocabulary, boundaries sorted token positions from 0); anything else is an
