@@ -27,15 +27,17 @@ from fathom.prompts import ChatPrompt
 KEY = "sk-test-PLANTED-0b7f3c9e1d"
 NEEDLE = re.compile(r"One of the special magic numbers for [\w-]+ is: \d+\.")
 DRIP_GAP = 0.2  # seconds between the bytes of a dripped reply
-HELD_AT_MOST = 30.0  # a held request's longest wait for release, should a test forget it
+# A held request's longest wait for release, should a test forget it, or a client never leave it: far
+# past what a loaded machine takes to get on to the release (seconds), so only a hang reaches it.
+HELD_AT_MOST = 120.0
 
 
 class FaultServer(ThreadingHTTPServer):
     """Prompts get the scripts in ``scripts`` in the order they first arrive (each a list of
     faults, one per attempt, then success), so outcomes do not depend on how requests interleave.
 
-    "hang" holds a request, sending nothing, until ``release`` is set (``held`` is set meanwhile):
-    the test decides when it ends, never a clock.
+    "hang" holds a request, sending nothing, until ``release`` is set (``held`` is set meanwhile,
+    ``let_go`` once a held request's wait is over): the test decides when it ends, never a clock.
     """
 
     daemon_threads = True
@@ -52,7 +54,7 @@ class FaultServer(ThreadingHTTPServer):
         self.retry_after = "1"  # the Retry-After of 429 and 500
         self.answered = 0
         self.dripped = 0  # bytes sent by drips
-        self.held, self.release = threading.Event(), threading.Event()
+        self.held, self.release, self.let_go = threading.Event(), threading.Event(), threading.Event()
         self.lock = threading.Lock()
         # Its model's first choice is to end: it answers nothing unless min_tokens forces a token,
         # which the server "honours", "refuses" (HTTP 400, as OpenAI's API does) or "ignores".
@@ -141,6 +143,7 @@ class FaultHandler(BaseHTTPRequestHandler):
         if action == "hang":
             self.server.held.set()
             self.server.release.wait(HELD_AT_MOST)
+            self.server.let_go.set()
         elif action == "reset":
             # Linger 0: closing sends a TCP reset instead of a response.
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -200,16 +203,15 @@ class FaultHandler(BaseHTTPRequestHandler):
 
     def _drip(self, data: bytes) -> None:
         """The reply a byte every DRIP_GAP seconds, each byte flushed, until the client leaves or
-        the test ends."""
+        the test ends. The first byte goes with the head: a reply under way, however slow the machine."""
         self._head(200, len(data))
-        self.wfile.flush()
         for byte in data:
-            if self.server.release.wait(DRIP_GAP):
-                return
             self.wfile.write(bytes([byte]))
             self.wfile.flush()
             with self.server.lock:
                 self.server.dripped += 1
+            if self.server.release.wait(DRIP_GAP):
+                return
 
 
 def request(text: str = "One of the special magic numbers for a-b is: 1234567. Question?") -> Request:

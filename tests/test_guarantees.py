@@ -27,6 +27,7 @@ SWEEP = [
     "--depths", "3", "--samples", "6", "--no-progress",
 ]  # fmt: skip
 PLANNED = 2 * 3 * 6 * 2  # lengths x depths x samples, and a no-context control each
+HANG = 600.0  # seconds a run may take to reach a moment a test waits for: only a hang reaches it
 
 
 def fathom(*args: str | Path) -> subprocess.Popen[bytes]:
@@ -42,10 +43,40 @@ def ids(folder: Path) -> list[str]:
     return [json.loads(line)["sample_id"] for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def lines_written(folder: Path) -> int:
+    """The whole lines of samples.jsonl (a line being appended is not one yet)."""
+    path = folder / "samples.jsonl"
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def holds_lock(folder: Path, process: subprocess.Popen[bytes]) -> bool:
+    """Whether ``process`` has taken the folder (its pid in run.lock): its start-up is over."""
+    try:
+        return (folder / LOCK).read_text().strip() == str(process.pid)
+    except FileNotFoundError:
+        return False
+
+
+def reached(folder: Path, process: subprocess.Popen[bytes], records: int) -> bool:
+    """Waits until ``process`` holds ``folder``'s lock with ``records`` records written, or ends;
+    whether it got there. However loaded the machine, the moment is the run's own progress: only a
+    hang meets the cap."""
+    deadline = time.monotonic() + HANG
+    while not (holds_lock(folder, process) and lines_written(folder) >= records):
+        if process.poll() is not None:
+            return False
+        assert time.monotonic() < deadline, f"the run made no progress for {HANG:.0f} s"
+        time.sleep(0.01)
+    return True
+
+
 @pytest.mark.slow
 def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
     """Rounds of the same sweep, each killed at random moments until one attempt finishes, then
-    checked against an uninterrupted run: at least 20 kills in all."""
+    checked against an uninterrupted run: at least 20 kills in all. A moment is a point in the run's
+    own progress, never a clock's: once it holds the folder's lock and has written n records, n
+    drawn from those it has yet to write (none: a kill during its start; all: a kill while it
+    derives its summary), or one more than it can write (no kill: the attempt that finishes)."""
     reference = tmp_path / "reference"
     with fathom(*SWEEP, "--run-dir", reference) as process:
         assert process.wait() == 0
@@ -54,15 +85,14 @@ def test_kill_9_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path:
     while kills < 20:
         folder, seen = tmp_path / f"killed-{rounds}", set[str]()
         while True:
+            target = rng.randint(len(seen), PLANNED + 1)
             # Each process in a with block, which closes its stderr pipe however the run ended.
             with fathom(*SWEEP, "--run-dir", folder) as process:
-                time.sleep(rng.uniform(0.5, 3.0))
-                finished = process.poll() is not None
-                if finished:
-                    assert process.returncode == 0, process.stderr.read() if process.stderr else ""
-                else:
+                killed = reached(folder, process, target)
+                if killed:
                     process.send_signal(signal.SIGKILL)
-                    process.wait()
+                finished = process.wait() == 0
+                assert finished or killed, process.stderr.read() if process.stderr else ""
             if finished:
                 break
             kills += 1
@@ -82,12 +112,14 @@ def test_a_second_writer_is_refused_with_the_first_ones_pid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "run"
-    with fathom(*SWEEP[:-1], "--samples", "50", "--no-progress", "--run-dir", folder) as first:
+    # At least 600 records x 0.25 s = 150 s of answers: the first writer is still writing when the
+    # checks below end, however slow the machine (they take seconds).
+    sweep = [*SWEEP[:-1], "--samples", "50", "--no-progress"]
+    sweep[sweep.index("--model") + 1] = "sim:cliff?delay=0.25"
+    with fathom(*sweep, "--run-dir", folder) as first:
         try:
-            deadline = time.monotonic() + 30
-            while not (folder / "samples.jsonl").exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert cli([*SWEEP[:-1], "--samples", "50", "--no-progress", "--run-dir", str(folder)]) == 2
+            assert reached(folder, first, 1), "the first writer ended early"
+            assert cli([*sweep, "--run-dir", str(folder)]) == 2
             err = capsys.readouterr().err
             assert f"is in use by pid {first.pid}" in err and err.count("\n") == 1
             # A reader needs no lock, and never sees half a line while the writer appends.
@@ -95,6 +127,7 @@ def test_a_second_writer_is_refused_with_the_first_ones_pid(
                 records = RunFolder(folder).records()
                 assert all(isinstance(r, SampleRecord) for r in records)
             assert (folder / LOCK).read_text().strip() == str(first.pid)
+            assert first.poll() is None, "the first writer ended before the checks did"
         finally:
             first.kill()
             first.wait()

@@ -40,6 +40,17 @@ def records(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
 
 
+def scripted(server: FaultServer, first: str) -> str:
+    """The digest of the one prompt whose script starts with ``first``."""
+    (digest,) = [digest for digest, script in server.assigned.items() if script[:1] == [first]]
+    return digest
+
+
+def attempts_of(server: FaultServer, first: str) -> list[str]:
+    """What each attempt of that prompt met, in order."""
+    return [action for digest, action, _ in server.arrivals if digest == scripted(server, first)]
+
+
 def assert_key_nowhere(folder: Path, *outputs: str) -> None:
     for path in folder.rglob("*"):
         if path.is_file():
@@ -65,10 +76,8 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     # A timeout that a good reply on a loaded machine cannot reach: only the hang times out.
     model = f"openai:m@{server.url}?timeout=3&retries=3&concurrency=4"
     folder = tmp_path / "run"
-    started = time.monotonic()
     # The scripted faults meet samples only; one sample runs out of attempts.
     assert run_cli(model, folder, *SWEEP, "--no-control") == SAMPLE_ERRORS
-    assert time.monotonic() - started < 30
 
     first = records(folder)
     assert len(first) == 12 and len({r["sample_id"] for r in first}) == 12
@@ -78,10 +87,14 @@ def test_faults_are_retried_and_an_exhausted_sample_is_redone_on_resume(
     actions = Counter(action for _, action, _ in server.arrivals)
     assert actions == {"ok": 11, "500": 4, "hang": 1, "429": 1, "malformed": 1, "truncated": 1,
                        "missing": 1, "reset": 1}  # fmt: skip
-    # Retry-After: 1 was honoured, not replaced by the (tiny) backoff.
-    at = {action: when for _, action, when in server.arrivals if action == "429"}
-    after_429 = [when for digest, action, when in server.arrivals if when > at["429"] and action == "ok"]
-    assert after_429 and max(after_429) - at["429"] >= 0.9
+    # The hang ended by the client's timeout, not by the server letting it go (which would have
+    # answered it): its prompt came back for a second attempt, and that one was answered.
+    assert attempts_of(server, "hang") == ["hang", "ok"]
+    # Retry-After: 1 was honoured, not replaced by the (tiny) backoff: that prompt's own next attempt
+    # came about a second later (a loaded machine only adds to it).
+    assert attempts_of(server, "429") == ["429", "ok"]
+    (refused, retried) = [when for digest, _, when in server.arrivals if digest == scripted(server, "429")]
+    assert retried - refused >= 0.9
 
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["backend"]["exact_lengths"] is True
@@ -182,12 +195,11 @@ def test_retrying_stops_at_max_wait_and_a_refusal_is_final(server: FaultServer) 
     server.scripts = [["500"] * 1000, ["400"]]
     # One at a time: the server hands its scripts out in order of arrival.
     backend = OpenAIBackend(f"m@{server.url}?retries=100&max_wait=0.5&concurrency=1", "cl100k_base")
-    started = time.monotonic()
     exhausted, refused = backend.generate([request("first"), request("second")])
-    assert time.monotonic() - started < 3
-    assert exhausted.error is not None and exhausted.error.startswith("backend_error: HTTP 500 (")
+    # The 500's Retry-After (1 s) is past max_wait: no second attempt, however fast the machine.
+    assert exhausted.error == "backend_error: HTTP 500 (1 attempt)"
     assert refused.error == "rejected: HTTP 400: This model's maximum context length is 4096 tokens"
-    assert Counter(action for _, action, _ in server.arrivals)["400"] == 1
+    assert server.actions() == {"500": 1, "400": 1}
 
 
 def test_the_chat_endpoint_sends_messages_and_the_prefill_only_when_asked(server: FaultServer) -> None:
@@ -407,7 +419,10 @@ def bos_llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
-    for _ in range(240):
+    """Until the server answers, for as long as it runs: its start is minutes on a loaded machine,
+    and only a server that hangs meets the cap."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"llama_cpp.server exited with {process.returncode}")
         try:
@@ -415,7 +430,7 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
                 return
         except OSError:
             time.sleep(0.5)
-    pytest.fail("llama_cpp.server did not answer /v1/models within 2 minutes")
+    pytest.fail("llama_cpp.server did not answer /v1/models within 10 minutes")
 
 
 @pytest.mark.slow

@@ -5,16 +5,20 @@ after an interrupt, its failures recorded)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
-import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
 from fathom.backends.base import Request
+from fathom.backends.jsonhttp import LANE
 from fathom.backends.openai import OpenAIBackend
 from fathom.backends.schedule import SHARED_TOKENS, Plan, Window, in_order, prefix_plan
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
@@ -28,6 +32,7 @@ sys.path.append(str(Path(__file__).parents[1] / "benchmarks"))
 from prefix_server import Engine, PrefixServer, serving
 
 TOKENIZER = load_tokenizer("cl100k_base")
+HELD_AT_MOST = 60.0  # seconds a held completion waits for the others: only a hang reaches it
 
 
 @pytest.fixture(autouse=True)
@@ -163,36 +168,47 @@ def test_followers_go_once_their_leader_is_prefilled_and_hit_its_prefix(server: 
         assert follower.cached_tokens >= common - common % server.engine.block
 
 
-@pytest.mark.parametrize(("window", "seconds"), [(1, 0.05), (7, 0.05), (300, 2.0)])
-def test_the_window_is_never_exceeded_and_is_filled(window: int, seconds: float) -> None:
-    # Slots for all, and each request answered in ``seconds`` (its 5 tokens decoded), longer than
-    # the client takes to send a window's worth: only the window bounds how many are in flight.
-    engine = Engine(slots=1000, decode=5 * 0.2 / seconds, scale=0.2)
-    with serving(TOKENIZER, engine) as simulated:
+def held_until_in_flight(simulated: PrefixServer, monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    """Every completion held until ``count`` requests are in the server at once: however slowly a
+    loaded machine sends them, a client that fills its window is seen to. Only a client that never
+    sends ``count`` at once waits out HELD_AT_MOST (and fails the test's count)."""
+    complete, full = simulated._complete, asyncio.Event()
+
+    async def held(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if simulated.in_flight >= count:
+            full.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(full.wait(), HELD_AT_MOST)
+        return await complete(body)
+
+    monkeypatch.setattr(simulated, "_complete", held)
+
+
+@pytest.mark.parametrize("window", [1, 7, 300])
+def test_the_window_is_never_exceeded_and_is_filled_through_pools_of_a_few_connections(
+    window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # httpcore's pool scans every connection it holds for each request, so hundreds in flight go
+    # through several small pools (jsonhttp.LANE). What that saves the client, per request, is
+    # measured by benchmarks/bench_client.py (--concurrency 4 300), not timed here.
+    pools: list[int] = []
+    made = httpx.AsyncClient
+
+    def client(*args: Any, limits: httpx.Limits, **kwargs: Any) -> httpx.AsyncClient:
+        pools.append(limits.max_connections or 0)
+        return made(*args, limits=limits, **kwargs)
+
+    monkeypatch.setattr(httpx, "AsyncClient", client)
+    with serving(TOKENIZER, Engine(slots=1000, scale=1e-6)) as simulated:
+        held_until_in_flight(simulated, monkeypatch, window)
         backend = OpenAIBackend(f"sim@{simulated.url}?concurrency={window}&retries=1", "cl100k_base")
         requests = [
             Request(f"r{i}", np.zeros(4, dtype=np.int32), 8, text=f"question {i}?") for i in range(2 * window)
         ]
-        done = [index for index, _ in backend.stream(requests)]
+        done = [index for index, completion in backend.stream(requests) if completion.error is None]
         assert sorted(done) == list(range(2 * window))
         assert simulated.most_in_flight == window
-
-
-def test_hundreds_in_flight_cost_the_client_little() -> None:
-    """A server that answers at once: what is left is the client's own cost, per request, which
-    must not grow with the window (one connection pool of hundreds scans them all per request)."""
-    with serving(TOKENIZER, Engine(slots=1000, scale=1e-6)) as simulated:
-        requests = [Request(f"r{i}", np.zeros(4, dtype=np.int32), 8, text=f"q {i}?") for i in range(400)]
-        seconds = {}
-        for window in (4, 300):
-            backend = OpenAIBackend(f"sim@{simulated.url}?concurrency={window}&retries=1", "cl100k_base")
-            started = time.perf_counter()
-            assert len(list(backend.stream(requests))) == 400
-            seconds[window] = time.perf_counter() - started
-    # About 2 ms a request on the 2-core development machine under load, either way; one pool of
-    # 300 connections took 8 times as long.
-    assert seconds[300] < 5.0, seconds
-    assert seconds[300] < 3 * seconds[4] + 1.0, seconds
+    assert 0 < max(pools) <= min(window, LANE) and sum(pools) >= window
 
 
 def test_a_plan_whose_waits_never_end_is_refused(server: PrefixServer) -> None:
@@ -239,11 +255,9 @@ def test_server_errors_are_recorded_and_retried_on_resume(runs: Path) -> None:
 
     with serving(TOKENIZER, Engine(slots=2, scale=0.01), fail) as simulated:
         first = run(spec(simulated.url), runs / "b", show_progress=False)
-        # The backend orders a run's requests itself; the runner hands it the controls apart, so
-        # they are all answered before the first sample goes.
+        # Controls and samples go as one stream (tests/test_streaming_run.py): each answered once.
         controls = [s for s in simulated.log if "special magic numbers for" not in s.prompt]
         assert len(controls) == 12
-        assert max(c.done for c in controls) <= min(s.arrived for s in simulated.log if s not in controls)
         failed = simulated.failed
         assert failed > 0 and first.errors == failed and first.retryable == failed
         records = list(RunFolder(runs / "b").records())
