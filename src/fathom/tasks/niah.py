@@ -176,7 +176,7 @@ class NiahTask:
             self.space = dataclasses.replace(space, names=names, withheld=space.withheld | named)
             check_hardness(self.needle_kind, self.hardness, self.space)
             check_pool(self.space.names, self.hardness.needles, self.hardness.distractors, space.split)
-        self.corpus = load_corpus(domains[0])
+        self.corpus = next(iter(self.variants.values())).corpus  # domains[0]'s, read once above
         # With --perplexity, documents of the same corpus at the same lengths, k per length.
         self.documents = DocumentBuilder(self.corpus, tokenizer, spec.seed) if spec.perplexity else None
         if self.hardness.distractors or self.hardness.literal_distractor:
