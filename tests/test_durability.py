@@ -29,7 +29,7 @@ from fathom.run.judgements import (
     read_qualifications,
 )
 from fathom.run.store import QUARANTINE, SAMPLES, RunFolder
-from fathom.safe_files import write_file
+from fathom.safe_files import open_append, write_file
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,9 @@ def _replaced_after_sync(calls: list[Call], target: Path, content: bytes) -> Non
     assert syncs, f"{partial} renamed over {target} without an fsync"
     assert syncs[-1] < calls.index(renames[0])
     assert calls[syncs[-1]].size == len(content)  # flushed before the fsync: all of it synced
+    # and the new name itself on disk: the folder synced after the rename
+    folder = str(target.parent.resolve())
+    assert [c for c in calls[calls.index(renames[0]) :] if c.name == "fsync" and c.path == folder], calls
     assert target.read_bytes() == content
 
 
@@ -219,3 +222,14 @@ def test_quarantined_lines_are_on_disk_before_the_records_file_is_rewritten(
     assert (folder.path / QUARANTINE).read_bytes() == b"not json\n"
     _replaced_after_sync(spy.calls, folder.samples_path, folder.samples_path.read_bytes())
     assert folder.samples_path.name == SAMPLES
+
+
+def test_a_new_records_file_has_its_name_synced_and_an_old_one_costs_no_folder_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / SAMPLES
+    spy = Spy(monkeypatch)
+    os.close(open_append(path))
+    assert [(c.name, c.path) for c in spy.calls] == [("fsync", str(tmp_path.resolve()))]
+    os.close(open_append(path))  # it exists now: nothing new to name
+    assert len(spy.calls) == 1

@@ -49,6 +49,7 @@ def replacing(path: Path) -> Iterator[BinaryIO]:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(partial, path)
+        sync_folder(folder)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
@@ -73,6 +74,7 @@ def write_through(path: Path, make: Callable[[Path], None]) -> Path:
         if not stat.S_ISREG(made.lstat().st_mode):
             raise LinkedFileError(f"'{made}' is not a regular file: refusing to move it to '{path}'")
         os.replace(made, path)
+        sync_folder(path.parent)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return path
@@ -81,6 +83,7 @@ def write_through(path: Path, make: Callable[[Path], None]) -> Path:
 def open_append(path: Path, mode: int = os.O_WRONLY | os.O_APPEND) -> int:
     """A descriptor on ``path`` (created if missing) for appending, or with ``mode``: O_RDWR for a
     lock file. A link or any other non-regular file there is refused (LinkedFileError)."""
+    created = not os.path.lexists(path)
     try:
         # O_NONBLOCK: a FIFO planted there fails (or opens) at once rather than waiting for a reader
         fd = os.open(path, mode | _NEVER_FOLLOW | os.O_CREAT | os.O_NONBLOCK, 0o644)
@@ -91,7 +94,20 @@ def open_append(path: Path, mode: int = os.O_WRONLY | os.O_APPEND) -> int:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise _refusal([path])
+    if created:
+        sync_folder(path.parent)
     return fd
+
+
+def sync_folder(folder: Path) -> None:
+    """The folder's entries on disk: after a rename or a new file, a power cut on a file system that
+    journals names apart from data (ext4's default among them) may otherwise lose the new name, and
+    with it a record already fsynced."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def refuse_links(folder: Path, owns: Callable[[str], bool]) -> None:
