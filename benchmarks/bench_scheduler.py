@@ -13,7 +13,7 @@ The server runs in a thread of this process, on 127.0.0.1; each client runs in a
   thread pool of the same concurrency, one keep-alive connection a thread, nothing grouped and no prompt
   waiting for another.
 - ideal: every prefix block computed once and all the work spread evenly over the slots (the server's
-  ``ideal``); no order reaches it, since a prompt that shares a prefix waits for the prefix's prefill.
+  ``ideal``); no client reaches it: a prompt that shares a prefix waits for its prefill or computes it again.
 
 Figures, in simulated seconds (``--scale`` real seconds each): the makespan, from the first request's
 arrival at the server to its last answer, and its ratio to the ideal; the server's idle time inside it
