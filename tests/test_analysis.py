@@ -97,7 +97,7 @@ def test_wilson_without_samples_is_the_whole_range() -> None:
 
 
 def test_wilson_rejects_negative_n() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="n must be >= 0, got -1"):
         wilson_interval(0, -1)
 
 

@@ -147,7 +147,7 @@ def test_sign_test_stays_exact_for_thousands_of_pairs() -> None:
     assert 0.001 < reference < 0.003  # a real tail, neither 0 nor 1
     assert sign_test(1500, 1500) == 1.0
     assert sign_test(0, 3000) == 0.0  # 2 / 2**3000 underflows a float: rounded, not an overflow error
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="counts must be >= 0, got worse=-1, better=3"):
         sign_test(-1, 3)
 
 

@@ -94,17 +94,19 @@ def test_a_sample_and_its_literal_twin_take_one_form() -> None:
 
 
 @pytest.mark.parametrize(
-    "forms",
+    ("forms", "message"),
     [
-        ((), NEEDLE_ORDERS, QUESTION_TEMPLATES),
-        (("swim",), NEEDLE_ORDERS, QUESTION_TEMPLATES),
-        (("visit",), ("sideways",), (1,)),
-        (("visit",), NEEDLE_ORDERS, (4,)),
-        (("visit", "visit"), NEEDLE_ORDERS, (1,)),
+        (((), NEEDLE_ORDERS, QUESTION_TEMPLATES), "--relations names none: use one or more of visit"),
+        ((("swim",), NEEDLE_ORDERS, QUESTION_TEMPLATES), "--relations: unknown value 'swim'"),
+        ((("visit",), ("sideways",), (1,)), "--needle-orders: unknown value 'sideways'"),
+        ((("visit",), NEEDLE_ORDERS, (4,)), "--question-templates: unknown value '4'"),
+        ((("visit", "visit"), NEEDLE_ORDERS, (1,)), r"--relations names a value twice \(visit, visit\)"),
     ],
 )
-def test_a_bad_form_is_a_spec_error(forms: tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]) -> None:
-    with pytest.raises(SpecError):
+def test_a_bad_form_is_a_spec_error(
+    forms: tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]], message: str
+) -> None:
+    with pytest.raises(SpecError, match=message):
         Forms(*forms)
 
 

@@ -158,7 +158,7 @@ def test_heatmap_marks_differ_from_plain(tmp_path: Path, drawn: list[Figure]) ->
 
 
 def test_heatmap_rejects_an_empty_table(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no cells to plot"):
         plot_heatmap([], tmp_path / "none.png", "empty")
 
 

@@ -334,9 +334,9 @@ def test_task_grid_plot_handles_gaps_wide_intervals_and_the_window(tmp_path: Pat
 
 
 def test_plots_reject_empty_input(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no cells to plot"):
         plot_task_grid([], tmp_path / "g.png", "empty")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no depth bins to plot"):
         plot_depth_profile([DepthBin("vt", 0.0, 0.1, 0, None, 0.0, 1.0)], tmp_path / "d.png", "empty")
 
 
