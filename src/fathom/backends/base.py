@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
@@ -92,7 +92,7 @@ class Backend(Protocol):
 
     ``tokenizer`` counts every prompt: the model's own where the backend has one, else the one the
     user named. ``exact_lengths`` is False when that tokenizer may not be the model's. What a
-    backend may do besides is a protocol of its own below (Scorer, Streamer, Built, Tuned,
+    backend may do besides is a protocol of its own below (Scorer, Streamer, Pulling, Built, Tuned,
     BatchSized).
     """
 
@@ -129,6 +129,17 @@ class Streamer(Protocol):
     once; closing the iterator early cancels the requests still in flight."""
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]: ...
+
+
+@runtime_checkable
+class Pulling(Protocol):
+    """A Streamer whose ``stream`` takes any iterable of requests and reads each only as it has room
+    to send it (an HTTP backend's window), indexed in the order read: the runner hands it the whole run
+    as one iterator, each prompt built while earlier requests are in flight, not in batches."""
+
+    pulls_requests: bool
+
+    def stream(self, requests: Iterable[Request]) -> Iterator[tuple[int, Completion]]: ...
 
 
 @runtime_checkable

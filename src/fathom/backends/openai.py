@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -38,7 +38,7 @@ from fathom.backends.base import (
 from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transient
 from fathom.backends.openai_replies import read_answer, token_count
 from fathom.backends.replies import FINISH_CHARS, finite_number
-from fathom.backends.schedule import Plan, prefix_plan
+from fathom.backends.schedule import Intake, Plan, PrefixChunks, prefix_plan
 from fathom.backends.settings import (
     MOST_CONTEXT,
     MOST_IN_FLIGHT,
@@ -53,14 +53,16 @@ from fathom.backends.settings import (
     whole,
 )
 from fathom.errors import FathomError, SpecError
+from fathom.prompts.haystack.index import Ids
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Completion, ErrorKind, FirstToken, error_kind
 
 log = logging.getLogger(__name__)
 
 APPROXIMATE = "cl100k_base"
-# The most requests the runner hands over at once (it also bounds their tokens): a long run lets the
-# schedule group the prompts that share a prefix and keep the window full up to the run's end.
+# The most requests a caller that hands over lists (the judges, Ray's replicas) hands over at once (the
+# runner hands over one iterator): a long run lets the schedule group the prompts that share a prefix
+# and keep the window full up to the run's end.
 RUN_REQUESTS = 4096
 GREEDY = {"temperature": 0, "top_p": 1}
 # At least one new token, so that an end of generation cannot come first (transformers' min_new_tokens,
@@ -117,6 +119,7 @@ class OpenAIBackend:
     cache serves the rest."""
 
     requests_per_call = RUN_REQUESTS
+    pulls_requests = True  # stream reads an iterator as its window has room (base.Pulling)
 
     def __init__(self, rest: str, tokenizer: str) -> None:
         target, given = split_options(rest)
@@ -173,13 +176,19 @@ class OpenAIBackend:
         }
 
     def stream(
-        self, requests: Sequence[Request], plan: Plan | None = None
+        self, requests: Iterable[Request], plan: Plan | None = None
     ) -> Iterator[tuple[int, Completion]]:
         """Each completion, its continuation's log-probabilities read, as soon as it is done, with
-        its index into ``requests``; a fatal error (bad key, wrong URL) stops the others and is
-        raised. They are sent as ``plan`` says: by default, grouped by the prefixes they share."""
-        plan = plan or prefix_plan([request.ids for request in requests])
-        return self.api.each(self._answer, requests, self.concurrency, plan)
+        its index into ``requests`` (the order they are read in); a fatal error (bad key, wrong URL)
+        stops the others and is raised. A sequence is sent as ``plan`` says: by default, grouped by
+        the prefixes they share. Any other iterable is read lazily, as the window has room, and
+        grouped a chunk at a time (``fathom.backends.schedule.Intake``)."""
+        if isinstance(requests, Sequence):
+            plan = plan or prefix_plan([request.ids for request in requests])
+            return self.api.each(self._answer, requests, self.concurrency, plan)
+        if plan is not None:
+            raise ValueError("a plan is for a sequence of requests, whose indices it names")
+        return self.api.drain(self._answer, Intake(requests, self.concurrency, PrefixChunks(_prompt_ids)))
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return _in_order(self.stream(requests), len(requests))
@@ -378,6 +387,10 @@ def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:
     ):
         raise FathomError(NO_PROMPT_LOGPROBS)
     return offsets, [finite_number(value) for value in values], str(finish)
+
+
+def _prompt_ids(request: Request) -> Ids:
+    return request.ids
 
 
 def _refused(error: str) -> bool:

@@ -4,9 +4,9 @@ as the model's time, apart from fathom's own."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
-from fathom.backends.base import Backend, Request, Streamer, TokenScores, score_request, scorer
+from fathom.backends.base import Backend, Pulling, Request, Streamer, TokenScores, score_request, scorer
 from fathom.records import Completion
 from fathom.tasks.base import Document
 
@@ -17,11 +17,17 @@ class BackendClock:
     def __init__(self, backend: Backend) -> None:
         self.backend, self.seconds = backend, 0.0
 
-    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+    def stream(self, requests: Iterable[Request]) -> Iterator[tuple[int, Completion]]:
         """Each completion as the backend finishes it: as they come from a Streamer, else all
-        together after one ``generate`` call."""
+        together after one ``generate`` call. A Pulling backend reads ``requests`` as it sends them;
+        any other is handed them all at once. The time inside includes, for a Pulling backend, any wait
+        for the next request to be built."""
         backend = self.backend
-        answers = backend.stream(requests) if isinstance(backend, Streamer) else self._generate(requests)
+        if isinstance(backend, Pulling):
+            answers = backend.stream(requests)
+        else:
+            listed = requests if isinstance(requests, Sequence) else list(requests)
+            answers = backend.stream(listed) if isinstance(backend, Streamer) else self._generate(listed)
         try:
             while True:
                 started = time.perf_counter()

@@ -1,48 +1,60 @@
 """A run: plan the cells, skip the finished ones, build, generate, score, append.
 
-Every sample's record is on disk as soon as its answer is scored, so a crashed or killed run
-resumes where it stopped by running the same command again, having lost at most the samples in
-flight. The files derived from the records are the report stage's: ``fathom.report.derive.run_spec``
-runs a spec, then derives them.
+The prompts are built on a worker thread ahead of the requests (``fathom.run.stream``), in the plan's
+order, and flow to the backend as one stream (a Pulling backend's window reads them as it has room)
+or in batches (any other), so the model never waits for fathom to build. Every sample's record is
+on disk as soon as its answer is scored, so a crashed or killed run resumes where it stopped by
+running the same command again, having lost at most the samples in flight. The files derived from
+the records are the report stage's: ``fathom.report.derive.run_spec`` runs a spec, then derives them.
+
+What is checked where: a prompt is built to its target length by construction (``prompts.builder``).
+Its count as the backend sees it (``_request``, on the worker) is ``len(ids)`` for ids and chat
+backends (the ids are what an ids backend reads; a chat server re-templates, which no count of ours
+sees), and for a text backend the decoded text encoded again, the one count that can differ from the
+ids'. Either is held to the target within ``length_tolerance``, and to the backend's limit.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
+import itertools
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from fathom.backends.base import (
     Backend,
     BatchSized,
+    Pulling,
     Request,
     answers_closed_book,
 )
 from fathom.errors import SpecError
 from fathom.plan.check import check_run
-from fathom.prompts import Prompt, chat_prompt, length_tolerance
-from fathom.prompts.tokenizers import Tokenizer
-from fathom.records import AnyRecord, Cell, Completion, ErrorKind, PerplexityRecord, SampleRecord, cap_answer
+from fathom.prompts import chat_prompt, length_tolerance
+from fathom.records import AnyRecord, Cell, ErrorKind, PerplexityRecord, SampleRecord
 from fathom.registry import answering_spec, check_backend, check_spec, create_backend, create_task
 from fathom.run.clock import BackendClock
-from fathom.run.grading import answer_grade, odd_name_score, placed_needles
 from fathom.run.labels import check_labels
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
+from fathom.run.recording import failed, sample_record
 from fathom.run.store import RunFolder
+from fathom.run.stream import HELD_PROMPTS, Ahead, BuiltSample, Ready
 from fathom.run.writer import RecordWriter, RunResult
-from fathom.scoring import found_in
 from fathom.spec import RunSpec
 from fathom.tasks import control, probe
 from fathom.tasks.base import Document, Sample, Task
 
 Write = Callable[[AnyRecord], None]
+Finish = Callable[[Ready, AnyRecord], None]  # a record written for a prompt made ready
+Item = TypeVar("Item")
 
 
 def default_run_dir(spec: RunSpec, root: Path) -> Path:
@@ -99,11 +111,13 @@ def run(
         progress = RunProgress(f"{spec.task} {spec.model}", todo(), enabled=show_progress)
         write = RecordWriter(folder, progress)
         clock = BackendClock(backend)
+        size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
+        # A batch is whole before it is sent: room for it, however many a backend takes at once.
+        ahead = Ahead(cells, lambda cell: _build(spec, backend, task, cell), max(HELD_PROMPTS, size))
         try:
-            size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
-            for batch in cell_batches(cells, size):
-                run_batch(spec, clock, task, batch, write)
+            answer_all(spec, clock, ahead, write, size)
         finally:
+            ahead.close()
             progress.close()
         return write.result(len(done), time.perf_counter() - started, loading + clock.seconds)
 
@@ -156,28 +170,69 @@ BATCH_TOKENS = 1 << 24
 
 def cell_batches(cells: Iterable[Cell], size: int) -> Iterator[list[Cell]]:
     """Cells in batches of at most ``size`` (16, or a BatchSized backend's) and BATCH_TOKENS (a longer
-    cell alone). A backend that takes longer runs orders each itself (openai): the controls that open
-    the run go apart, so that it still answers them first, as the progress expects."""
-    batch: list[Cell] = []
+    cell alone). A backend that takes longer runs orders each itself (openai, on Ray's replicas): the
+    controls that open the run go apart, so that it still answers them first, as the progress expects."""
+    return batches(cells, size, lambda cell: cell)
+
+
+def batches(items: Iterable[Item], size: int, cell_of: Callable[[Item], Cell]) -> Iterator[list[Item]]:
+    """``cell_batches`` of anything that has a cell."""
+    batch: list[Item] = []
     tokens, opening = 0, size > BATCH_SIZE
-    for cell in cells:
+    for item in items:
+        cell = cell_of(item)
         full = len(batch) == size or tokens + cell.length > BATCH_TOKENS
         if batch and (full or (opening and not cell.control)):
             yield batch
             batch, tokens = [], 0
-        batch.append(cell)
+        batch.append(item)
         tokens += cell.length
         opening = opening and cell.control
     if batch:
         yield batch
 
 
-def run_batch(spec: RunSpec, clock: BackendClock, task: Task, cells: Sequence[Cell], write: Write) -> None:
-    """Generate the batch's samples and score its documents, writing each record as it is done."""
-    prepared = [_prepare(task, cell) for cell in cells]
-    _generate(spec, clock, [item for item in prepared if isinstance(item, Sample)], write)
-    for record in _score(spec, clock, [item for item in prepared if isinstance(item, Document)]):
+def answer_all(spec: RunSpec, clock: BackendClock, ahead: Ahead, write: Write, size: int) -> None:
+    """Every prompt ``ahead`` builds answered, each record written as it comes and its prompt then let
+    go: a Pulling backend's samples as one stream, anything else in batches of ``size``. A build that
+    failed is raised once the prompts built before it are answered and written."""
+
+    def finish(ready: Ready, record: AnyRecord) -> None:
         write(record)
+        ahead.done(ready)
+
+    pulling = isinstance(clock.backend, Pulling)
+    while (first := ahead.peek()) is not None:
+        if pulling and isinstance(first, BuiltSample):
+            _pull(spec, clock, ahead.samples(), finish)
+            continue
+        for batch in batches(ahead.alike(), size, lambda ready: ready.cell):
+            _answer(spec, clock, batch, finish)
+    if ahead.failure is not None:
+        raise ahead.failure
+
+
+def run_batch(spec: RunSpec, clock: BackendClock, task: Task, cells: Sequence[Cell], write: Write) -> None:
+    """Build the batch's prompts, generate its samples and score its documents, writing each record as
+    it is done (Ray's replicas, ``fathom.run.distributed``)."""
+    built = [_build(spec, clock.backend, task, cell) for cell in cells]
+    _answer(spec, clock, built, lambda _, record: write(record))
+
+
+def _build(spec: RunSpec, backend: Backend, task: Task, cell: Cell) -> Ready:
+    """A cell made ready: its document, or its sample with the request to send and its count checked."""
+    item = _prepare(task, cell)
+    if isinstance(item, Document):
+        return item
+    return BuiltSample(item, *_request(backend, item, spec.answer_logprob))
+
+
+def _answer(spec: RunSpec, clock: BackendClock, batch: Sequence[Ready], finish: Finish) -> None:
+    """Generate the batch's samples and score its documents."""
+    _generate(spec, clock, [ready for ready in batch if isinstance(ready, BuiltSample)], finish)
+    documents = [ready for ready in batch if isinstance(ready, Document)]
+    for document, record in zip(documents, _score(spec, clock, documents), strict=True):
+        finish(document, record)
 
 
 def _prepare(task: Task, cell: Cell) -> Sample | Document:
@@ -189,19 +244,52 @@ def _prepare(task: Task, cell: Cell) -> Sample | Document:
     return control.without_context(sample, cell)
 
 
-def _generate(spec: RunSpec, clock: BackendClock, samples: Sequence[Sample], write: Write) -> None:
-    backend = clock.backend
-    to_send: list[tuple[Sample, int, Request]] = []
-    for sample in samples:
-        request, actual, refusal = _request(backend, sample, spec.answer_logprob)
-        if refusal is None:
-            to_send.append((sample, actual, request))
+def _generate(spec: RunSpec, clock: BackendClock, samples: Sequence[BuiltSample], finish: Finish) -> None:
+    to_send: list[BuiltSample] = []
+    for built in samples:
+        if built.refusal is None:
+            to_send.append(built)
         else:
-            write(_record(spec, backend, sample, actual, _failed(refusal, actual)))
+            finish(built, _refused(spec, clock.backend, built, built.refusal))
     if to_send:
-        for index, completion in clock.stream([request for _, _, request in to_send]):
-            sample, actual, _ = to_send[index]
-            write(_record(spec, backend, sample, actual, completion))
+        for index, completion in clock.stream([built.request for built in to_send]):
+            built = to_send[index]
+            finish(built, sample_record(spec, clock.backend, built.sample, built.actual, completion))
+
+
+def _pull(spec: RunSpec, clock: BackendClock, samples: Iterator[BuiltSample], finish: Finish) -> None:
+    """The samples as one stream, read by the backend as its window has room: their refusals are
+    written as the backend's reader meets them (on its thread), each answer as it comes (on this
+    one), one at a time, and none once the stream is over (a reader left behind by an interrupt)."""
+    backend, lock, over = clock.backend, threading.Lock(), threading.Event()
+    sent: dict[int, BuiltSample] = {}
+
+    def locked(built: BuiltSample, record: AnyRecord) -> None:
+        with lock:
+            if not over.is_set():
+                finish(built, record)
+
+    def requests() -> Iterator[Request]:
+        numbers = itertools.count()  # the backend's indices: the order it reads them in
+        for built in samples:
+            if built.refusal is None:
+                sent[next(numbers)] = built
+                yield built.request
+            else:
+                locked(built, _refused(spec, backend, built, built.refusal))
+
+    try:
+        for index, completion in clock.stream(requests()):
+            built = sent.pop(index)
+            locked(built, sample_record(spec, backend, built.sample, built.actual, completion))
+    finally:
+        with lock:
+            over.set()
+
+
+def _refused(spec: RunSpec, backend: Backend, built: BuiltSample, reason: str) -> SampleRecord:
+    """The record of a sample not sent, for ``reason``."""
+    return sample_record(spec, backend, built.sample, built.actual, failed(reason, built.actual))
 
 
 def _score(spec: RunSpec, clock: BackendClock, documents: Sequence[Document]) -> list[PerplexityRecord]:
@@ -243,7 +331,8 @@ def _score(spec: RunSpec, clock: BackendClock, documents: Sequence[Document]) ->
 
 
 def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Request, int, str | None]:
-    """The request for a sample, its verified token count, and why it must not be sent, if so."""
+    """The request for a sample, its verified token count, and why it must not be sent, if so (on the
+    build's worker thread: the re-encoding of a text backend's prompt is the costly part of a build)."""
     prompt, tokenizer = sample.prompt, backend.tokenizer
     text, chat, actual = None, None, len(prompt.ids)
     if backend.input == "text":
@@ -282,96 +371,3 @@ def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Re
         continuation=gold,
     )
     return request, actual, refusal
-
-
-def _failed(reason: str, prompt_tokens: int) -> Completion:
-    return Completion("", prompt_tokens, 0, "error", 0.0, error=reason)
-
-
-def _record(
-    spec: RunSpec, backend: Backend, sample: Sample, actual: int, completion: Completion
-) -> SampleRecord:
-    cell, prompt = sample.cell, sample.prompt
-    graded, lured = answer_grade(sample, completion.text)  # the whole answer, before any cut
-    output, output_bytes = cap_answer(completion.text)
-    window = backend.trained_window
-    needles = placed_needles(sample)
-    # RULER's other keys' values are flagged, not scored: its own metric stays comparable with RULER's.
-    flagged = found_in(completion.text, sample.look_alikes) if prompt.needles else ()
-    overlap = needles.overlap if needles is not None else None
-    source = sample.source
-    return SampleRecord(
-        sample_id=cell.id,
-        task=cell.task,
-        length=cell.length,
-        depth=cell.depth,
-        sample=cell.sample,
-        seed=spec.seed,
-        prompt_sha256=prompt.sha256,
-        target_tokens=prompt.target_tokens,
-        actual_tokens=actual,
-        needle_kind=sample.kind,
-        needle_token_offsets=tuple(n.token_offset for n in prompt.needles),
-        needle_depths=tuple(round(n.depth, 6) for n in prompt.needles),
-        question=sample.question,
-        answers=sample.answers,
-        output=output,
-        output_bytes=output_bytes,
-        finish_reason=completion.finish_reason,
-        score=graded.value if completion.error is None and not lured else 0.0,
-        matched=graded.matched,
-        scoring=graded.method,
-        latency_s=round(completion.latency_s, 6),
-        prefill_s=None if completion.prefill_s is None else round(completion.prefill_s, 6),
-        decode_s=None if completion.decode_s is None else round(completion.decode_s, 6),
-        first_token=completion.first_token,
-        extracted=graded.extracted and cap_answer(graded.extracted)[0],
-        beyond_window=window is not None and actual > window,
-        max_new_tokens=sample.max_new_tokens,
-        error=completion.error,
-        answer_logprobs=_rounded(completion.continuation_logprobs),
-        answer_error=completion.continuation_error or _non_finite(completion.continuation_logprobs),
-        needle_context=needle_context(backend.tokenizer, prompt),
-        control=cell.control,
-        probe=cell.probe,
-        latent_items=sample.latent_items,
-        odd_name_score=odd_name_score(sample),
-        literal_neighbours=sample.literal_neighbours,
-        needle_forms=() if needles is None else needles.forms,
-        needle_roles=() if needles is None else tuple(p.role for p in needles.placements),
-        needle_values=() if needles is None else tuple(p.value for p in needles.placements),
-        lured=lured or flagged,
-        haystack_offset=sample.haystack_offset,
-        redraws=sample.redraws,
-        haystack_similarity=sample.similarity,
-        overlap_words=None if overlap is None else overlap[0],
-        overlap_rouge1=None if overlap is None else round(overlap[1], 4),
-        item_id=None if source is None else source.item_id,
-        item_groups=() if source is None else source.groups,
-        original_tokens=None if source is None else source.original_tokens,
-        truncated=source is not None and source.truncated,
-    )
-
-
-# Tokens of prompt kept on each side of a needle: a sentence or two, enough to see what surrounded it.
-NEEDLE_CONTEXT_TOKENS = 40
-
-
-def needle_context(tokenizer: Tokenizer, prompt: Prompt) -> tuple[str, ...]:
-    """For each needle, the prompt's text from ``NEEDLE_CONTEXT_TOKENS`` before its first token to as
-    many after its last one, decoded with the run's tokenizer (what the model read there)."""
-    ids, reach = prompt.ids, NEEDLE_CONTEXT_TOKENS
-    return tuple(
-        tokenizer.decode(ids[max(0, n.token_offset - reach) : n.token_offset + n.tokens + reach].tolist())
-        for n in prompt.needles
-    )
-
-
-def _rounded(values: tuple[float, ...] | None) -> tuple[float, ...] | None:
-    return None if values is None or _non_finite(values) else tuple(round(v, 5) for v in values)
-
-
-def _non_finite(values: tuple[float, ...] | None) -> str | None:
-    """Why log-probabilities are not recorded, where one is NaN or infinite (JSON holds neither)."""
-    finite = values is None or all(math.isfinite(v) for v in values)
-    return None if finite else "the backend gave a log-probability that is not a finite number"
