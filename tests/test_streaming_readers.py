@@ -1,6 +1,8 @@
 """The readers of samples.jsonl and judgements.jsonl stream (issue #30): they hold the records, not the
-file's bytes. Measured with tracemalloc on a samples.jsonl of about 20 MB, so that a reader that held
-the file whole (and its lines, and the good lines again: about 3x the file beside the records) fails."""
+file's bytes; a record costs about what its line does; a resume's read holds no line and no record.
+Measured with tracemalloc on a samples.jsonl of about 20 MB, so that a reader that held the file whole
+(and its lines, and the good lines again: about 3x the file beside the records) fails, and so do records
+of 3.7 KB a line of 1.26 KB (each with a dict of its fields and its own copy of every string)."""
 
 from __future__ import annotations
 
