@@ -23,7 +23,7 @@ from fathom.report.html.failures import failures_section
 from fathom.report.html.hard import hard_section
 from fathom.report.text import hard_text
 from fathom.run.manifest import manifest
-from fathom.run.runner import _record
+from fathom.run.recording import sample_record as _record
 from fathom.scoring import SCORERS, SCORING_VERSIONS, committed_lures, found_in, named_in
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample

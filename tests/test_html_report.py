@@ -31,7 +31,7 @@ from fathom.report.html.assets import SCRIPT
 from fathom.report.html.compare import write_comparison_html
 from fathom.report.html.page import DATA_ID, esc, page
 from fathom.report.html.run import page_data, write_report
-from fathom.run.runner import NEEDLE_CONTEXT_TOKENS, needle_context
+from fathom.run.recording import NEEDLE_CONTEXT_TOKENS, needle_context
 from fathom.run.store import RunFolder
 
 if TYPE_CHECKING:

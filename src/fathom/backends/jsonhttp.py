@@ -25,7 +25,7 @@ import httpx
 
 from fathom.backends.replies import KEY_REMOVED as KEY_REMOVED
 from fathom.backends.replies import MESSAGE_CHARS, TRANSPORT_CHARS, bounded, finite_json, scrub
-from fathom.backends.schedule import Plan, Window, in_order
+from fathom.backends.schedule import Intake, Plan, in_order
 from fathom.errors import FathomError
 from fathom.records import ErrorKind
 
@@ -97,19 +97,24 @@ class JsonApi:
         plan: Plan | None = None,
     ) -> Iterator[tuple[int, Result]]:
         """``(index, work(client, item))`` for every item as it finishes, at most ``concurrency`` in
-        flight, sent as ``plan`` says (by default in their order, none waiting). The first exception
-        stops the others and is raised; closing the iterator (Ctrl-C included) cancels the requests
-        in flight.
+        flight, sent as ``plan`` says (by default in their order, none waiting): ``drain`` of them."""
+        if not items:
+            return iter(())
+        return self.drain(work, Intake.planned(items, plan or in_order(len(items)), concurrency))
+
+    def drain(
+        self, work: Callable[[httpx.AsyncClient, Item], Awaitable[Result]], intake: Intake[Item]
+    ) -> Iterator[tuple[int, Result]]:
+        """``(index, work(client, item))`` for every item of ``intake`` as it finishes, sent as its
+        window has room (its items read as it says). The first exception stops the others and is
+        raised; closing the iterator (Ctrl-C included) cancels the requests in flight.
 
         The event loop runs in a thread of its own, so deadlines keep counting and replies keep
         arriving while the caller handles a result, and a caller inside an event loop of its own
         (a notebook) can call it too."""
-        if not items:
-            return
         outbox: queue.Queue[tuple[int, Result] | BaseException | None] = queue.Queue()
         loop = asyncio.new_event_loop()
-        window = Window(plan or in_order(len(items)), concurrency)
-        task = loop.create_task(self._all(work, items, window, outbox.put))
+        task = loop.create_task(self._all(work, intake, outbox.put))
         thread = threading.Thread(target=_drive, args=(loop, task, outbox), name="fathom-http", daemon=True)
         thread.start()
         try:
@@ -125,8 +130,7 @@ class JsonApi:
     async def _all(
         self,
         work: Callable[[httpx.AsyncClient, Item], Awaitable[Result]],
-        items: Sequence[Item],
-        window: Window,
+        intake: Intake[Item],
         put: Callable[[tuple[int, Result]], None],
     ) -> None:
         # A request is in flight for all its attempts and backoffs: max_wait counts from the first
@@ -134,13 +138,12 @@ class JsonApi:
         # request is in flight, so a long run costs no more than its window.
         finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         running: set[asyncio.Task[None]] = set()
+        loop, window = asyncio.get_running_loop(), intake.window
         seats = list(reversed(range(window.size)))  # free ones: the lowest (and its connection) first
 
         async def one(client: httpx.AsyncClient, index: int) -> None:
-            put((index, await work(client, items[index])))
-            window.answered(index)  # its followers may go: the server holds its prompt's prefix
-            if window.left == 0 and not finished.done():
-                finished.set_result(None)
+            put((index, await work(client, intake.item(index))))
+            intake.answered(index)  # its followers may go: the server holds its prompt's prefix
 
         def ended(seat: int, task: asyncio.Task[None]) -> None:
             running.discard(task)
@@ -153,23 +156,41 @@ class JsonApi:
                 send()
 
         def send() -> None:
-            for index in window.take(len(running)):
+            if finished.done():
+                return
+            for index in intake.take(len(running)):
                 seat = seats.pop()
                 task = asyncio.create_task(one(clients[seat // LANE], index))
                 running.add(task)
                 task.add_done_callback(functools.partial(ended, seat))
-            if not running and not finished.done():  # none in flight, none free to go: it never would
+            if intake.failure is not None:
+                finished.set_exception(intake.failure)
+            elif not running and intake.finished:
+                finished.set_result(None)
+            elif not running and intake.stuck:  # none in flight, none free to go: it never would
                 finished.set_exception(ValueError(f"the plan holds back {window.left} requests for good"))
+
+        def post(arrived: Callable[[], None]) -> None:
+            """Runs ``arrived`` (the intake's, from its reader's thread) on the loop, then sends."""
+
+            def run() -> None:
+                arrived()
+                send()
+
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the stream is over
+                loop.call_soon_threadsafe(run)
 
         async with contextlib.AsyncExitStack() as stack:
             # One TLS context for all: each costs tens of milliseconds to make (it reads the CA bundle).
             tls, lane = httpx.create_ssl_context(), min(LANE, window.size)
             lanes = range(0, window.size, LANE)
             clients = [await stack.enter_async_context(self._client(lane, tls)) for _ in lanes]
+            intake.start(post)
             send()
             try:
                 await finished
             finally:
+                intake.close()
                 # A fatal error, or a caller gone: the other requests must not sit out their retries.
                 for task in running:
                     task.cancel()
