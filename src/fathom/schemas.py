@@ -157,8 +157,8 @@ def _value(name: str, value: Any, hint: Any) -> Any:
     elif typing.get_origin(hint) is dict:
         if isinstance(value, dict):
             return value
-    elif dataclasses.is_dataclass(hint):
-        reader = getattr(hint, "from_json", None)  # a form with its own reader: a spec, an identity
+    elif dataclasses.is_dataclass(hint) or hasattr(hint, "from_json"):
+        reader = getattr(hint, "from_json", None)  # a form with its own reader: a spec, an identity, Floats
         return read(typing.cast(type, hint), value) if reader is None else reader(value)
     raise TypeError(f"field '{name}' is {value!r:.40}, not {_name(hint)}")
 

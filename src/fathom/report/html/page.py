@@ -17,7 +17,7 @@ import base64
 import hashlib
 import html
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -67,19 +67,35 @@ def script_json(data: Any) -> str:
 
 def page(title: str, body: str, data: Mapping[str, Any]) -> str:
     """A whole page: the body (already escaped markup), the data block and the shared script."""
+    return "".join(page_parts(title, body, data))
+
+
+def page_parts(title: str, body: str, data: Mapping[str, Any]) -> Iterator[str]:
+    """``page`` a part at a time, for a writer that writes each as it comes: a run's data block holds
+    every sample, and is never held whole, nor the page. Each item of a list or iterator in ``data`` is
+    encoded alone (a run's samples are made as they are written: ``fathom.report.html.run.page_data``);
+    the text is ``script_json(data)``'s, whose escapes are each of one character."""
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     policy = (
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
         f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
     )
-    return (
+    yield (
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}\n"
-        f'<script type="application/json" id="{DATA_ID}">{script_json(data)}</script>\n'
-        f"<script>{SCRIPT}</script>\n</body></html>\n"
+        f'<script type="application/json" id="{DATA_ID}">{{'
     )
+    for index, (key, value) in enumerate(data.items()):
+        yield f"{',' if index else ''}{script_json(key)}:"
+        if isinstance(value, list | Iterator):
+            yield "["
+            yield from (f"{',' if n else ''}{script_json(item)}" for n, item in enumerate(value))
+            yield "]"
+        else:
+            yield script_json(value)
+    yield f"}}</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
 
 
 # The heatmap component: NIAH's length x depth, RULER's task x length and a comparison's differences.

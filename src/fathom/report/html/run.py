@@ -35,7 +35,7 @@ from fathom.report.html.page import (
     legend,
     niah_heatmap,
     number_box,
-    page,
+    page_parts,
     percent,
     ruler_grid,
     table,
@@ -291,7 +291,8 @@ def _cells(record: SampleRecord, variants: bool) -> list[str]:
 
 
 def page_data(records: Sequence[SampleRecord]) -> dict[str, Any]:
-    """The samples, once each, and the lists that name them: by cell, by failure kind, by error."""
+    """The samples, once each, and the lists that name them: by cell, by failure kind, by error. The
+    samples are made one at a time as the page is written (``page_parts``), never held as a list."""
     lists: defaultdict[str, list[int]] = defaultdict(list)
     variants = len({r.task for r in records if r.depth is not None}) > 1
     for index, record in enumerate(records):
@@ -305,7 +306,7 @@ def page_data(records: Sequence[SampleRecord]) -> dict[str, Any]:
             lists[HEDGED_RIGHT].append(index)
         if rejected_lure(record):
             lists[REJECTED_RIGHT].append(index)
-    return {"samples": [sample_json(r) for r in records], "lists": lists, "labels": FAILURE_LABELS}
+    return {"samples": map(sample_json, records), "lists": lists, "labels": FAILURE_LABELS}
 
 
 PANEL = (
@@ -395,4 +396,4 @@ def write_report(
         "<code>fathom report RUN</code> re-makes it.</footer>"
     )
     title = f"fathom · {manifest.spec.model} · {manifest.spec.task}"
-    return folder.write_derived(REPORT, page(title, "\n".join(body), page_data(samples)))
+    return folder.write_derived(REPORT, page_parts(title, "\n".join(body), page_data(samples)))
