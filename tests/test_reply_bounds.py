@@ -35,7 +35,7 @@ from fathom.backends.replies import (
 from fathom.cli import SAMPLE_ERRORS, main
 from fathom.errors import RunFolderError
 from fathom.records import ANSWER_BYTES
-from fathom.run.store import append_line
+from fathom.run.appends import append_line
 
 # Random-looking, as a real key is, with a character that URL-encoding changes.
 KEY = "sk-proj-Zq8v3LmX9c2RtY7wK4pN1bHs6D+fU0e"
