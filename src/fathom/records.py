@@ -9,12 +9,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import math
-import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from fathom.floats import Floats
+from fathom.record_bounds import field_bounds, within
 from fathom.record_versions import ADDED, RECORDS
 from fathom.schemas import RECORD_SCHEMA, read
 
@@ -357,45 +356,7 @@ def record_from_json(data: dict[str, Any]) -> AnyRecord:
     return record
 
 
-# Fields that are fractions, in [0, 1]: depths, grades (a scoring method's grade, a plugin's too, lies
-# there: ``Score``) and similarities. Every other number is at least 0 (counts, offsets, indices,
-# seconds), but for the seed, the schema (checked by its reader) and log-probabilities (finite only).
-_FRACTIONS = frozenset(
-    {"depth", "needle_depths", "score", "odd_name_score", "haystack_similarity", "overlap_rouge1"}
-)
-_SIGNED = frozenset({"seed", "schema", "answer_logprobs", "logprobs"})
-
-
-# Where a numeric field of a record (a number, or a tuple of them: ``many``) may lie: its name, ``many``,
-# and the least and most it may be.
-_Bounds = tuple[str, bool, float, float]
-
-
-def _bounds(cls: type) -> tuple[_Bounds, ...]:
-    """The bounds of each field of a record type that holds numbers, bools apart."""
-    hints = typing.get_type_hints(cls)
-    found = []
-    for f in dataclasses.fields(cls):
-        inner = typing.get_args(hints[f.name])
-        types = (hints[f.name], *inner, *(a for arg in inner for a in typing.get_args(arg)))
-        if any(t in (int, float) for t in types):
-            many = any(typing.get_origin(t) is tuple for t in (hints[f.name], *inner))
-            low = -math.inf if f.name in _SIGNED else 0.0
-            found.append((f.name, many, low, 1.0 if f.name in _FRACTIONS else math.inf))
-    return tuple(found)
-
-
-_BOUNDS = {cls: _bounds(cls) for cls in (SampleRecord, PerplexityRecord)}
-
-
-def _within(values: tuple[float, ...], low: float, high: float) -> bool:
-    """Whether every one of ``values`` is a finite number in [low, high]; in C, in a few passes (a
-    perplexity document holds thousands of log-probabilities). An integer too large for a float
-    (JSON's have no bound) is in no range."""
-    try:
-        return all(map(math.isfinite, values)) and low <= min(values) <= max(values) <= high
-    except OverflowError:
-        return False
+_BOUNDS = {cls: field_bounds(cls) for cls in (SampleRecord, PerplexityRecord)}
 
 
 def check_values(record: AnyRecord) -> None:
@@ -406,8 +367,8 @@ def check_values(record: AnyRecord) -> None:
     for name, many, low, high in _BOUNDS[type(record)]:
         value = getattr(record, name)
         values = () if value is None else value if many else (value,)
-        if values and not _within(values, low, high):
-            found = next(v for v in values if not _within((v,), low, high))
+        if values and not within(values, low, high):
+            found = next(v for v in values if not within((v,), low, high))
             raise ValueError(f"field '{name}' is {found!r:.40}, not a finite number in [{low:g}, {high:g}]")
     depth = record.depth if isinstance(record, SampleRecord) else None
     control, probe = (record.control, record.probe) if isinstance(record, SampleRecord) else (False, None)
