@@ -14,6 +14,7 @@ from fathom import registry
 from fathom.backends.local_models import LOCAL_MODELS, model_state
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli.arguments import DEFAULT_RUNS, parser
+from fathom.cli.browser import open_page
 from fathom.cli.qualify import qualify_command
 from fathom.cli.series import series_command
 from fathom.errors import FathomError, SpecError
@@ -30,7 +31,7 @@ from fathom.report.compare import compare_runs, write_comparison
 from fathom.report.compare_text import comparison_text
 from fathom.report.derive import report, run_spec, trap
 from fathom.report.detect import check_detect, detect_text
-from fathom.report.files import COMPARISON_HTML, read_summary
+from fathom.report.files import COMPARISON_HTML, REPORT, read_summary
 from fathom.report.gallery import gallery
 from fathom.report.runs import list_runs
 from fathom.report.text import runs_text, summary_text
@@ -175,6 +176,8 @@ def _report(args: argparse.Namespace) -> None:
     plots = sorted(p.name for p in args.run_dir.glob("*.png"))
     print(f"wrote summary.json, report.html and {', '.join(plots)} in {args.run_dir}")
     _print_summary(args.run_dir)
+    if args.open:
+        print(open_page(args.run_dir / REPORT))
 
 
 def _trap(args: argparse.Namespace) -> None:

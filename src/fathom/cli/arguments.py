@@ -4,27 +4,40 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any, cast
 
 from fathom import registry
 from fathom.cli.series import add_series_command
 from fathom.export.arguments import add_export_commands
 from fathom.index.command import add_index_command
 from fathom.judge.arguments import add_judge_command, add_judge_options
+from fathom.packages import install_command
 from fathom.plan.arguments import add_plan_options
 from fathom.spec import add_latent_arguments
 from fathom.tasks.suites.arguments import add_run_options, add_suite_commands
 from fathom.track.arguments import add_log_option
+from fathom.version import __version__
 
 
 class _Defaults(argparse.HelpFormatter):
-    """Help that shows each option's default, where it has one worth showing."""
+    """Help that shows each option's default, where it has one worth showing: every command's
+    (``_Parser`` makes it theirs), so none can forget it."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         flag = action.nargs == 0  # --no-control and friends: their default is the absence of the flag
-        if action.default not in (None, argparse.SUPPRESS) and action.option_strings and not flag:
-            text += f" (default: {action.default})"
-        return text
+        optional = action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)
+        unsaid = action.default not in (None, argparse.SUPPRESS) and not flag and "%(default)" not in text
+        return f"{text} (default: %(default)s)" if unsaid and optional else text
+
+
+class _Parser(argparse.ArgumentParser):
+    """fathom's parsers: each command's and subcommand's (argparse makes a subparser of its parent's
+    class) shows defaults with ``_Defaults`` unless it names another formatter."""
+
+    def __init__(self, **options: Any) -> None:
+        options.setdefault("formatter_class", _Defaults)
+        super().__init__(**options)
 
 
 # The exit status gates retrieval alone: a checkpoint that answers its questions without the context
@@ -46,8 +59,14 @@ DEFAULT_RUNS = Path("runs")
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fathom", description="How much of a long context can a model use?")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="fathom", description="How much of a long context can a model use?")
+    parser.add_argument("--version", action="version", version=f"fathom {__version__}")
+    # Each module that adds a command takes the subparsers of a plain ArgumentParser (the type is
+    # invariant in the parser's class); a _Parser is one.
+    commands = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", required=True),
+    )
 
     _add_run(commands)
     _add_plan(commands)
@@ -55,10 +74,21 @@ def parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="re-derive summary.json, the plots and report.html from a run's records"
     )
-    report.add_argument("run_dir", type=Path)
-    report.add_argument("--threshold", type=float, default=0.85)
+    report.add_argument("run_dir", type=Path, help="the run folder")
+    report.add_argument(
+        "--threshold",
+        type=float,
+        default=0.85,
+        help="niah's effective length: the longest length whose score (and its 95%% lower bound) reaches "
+        "this share; RULER tasks keep RULER's own thresholds",
+    )
     report.add_argument(
         "--baseline", type=Path, default=None, help="a run of the same spec to compare with, in report.html"
+    )
+    report.add_argument(
+        "--open",
+        action="store_true",
+        help="open report.html in a browser once written (where none is found, its path is printed)",
     )
 
     trap = commands.add_parser(
@@ -92,7 +122,7 @@ def parser() -> argparse.ArgumentParser:
     repair = commands.add_parser(
         "repair", help="move the damaged lines of a run folder's samples.jsonl aside (as a resumed run does)"
     )
-    repair.add_argument("run_dir", type=_folder)
+    repair.add_argument("run_dir", type=_folder, help="the run folder")
     repair.add_argument(
         "--set-aside-newer",
         action="store_true",
@@ -110,7 +140,9 @@ def parser() -> argparse.ArgumentParser:
     gallery = commands.add_parser(
         "gallery", help="run the simulated archetypes on one grid and write gallery.html of their heatmaps"
     )
-    gallery.add_argument("--out", type=Path, default=Path("gallery"), help="default: gallery")
+    gallery.add_argument(
+        "--out", type=Path, default=Path("gallery"), help="the folder for gallery.html and its runs"
+    )
 
     add_export_commands(commands, _Defaults)
     add_suite_commands(commands)
@@ -135,9 +167,7 @@ def _folder(text: str) -> Path:
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = commands.add_parser(
-        "run", help="run a sweep (resumes when its run folder exists)", formatter_class=_Defaults
-    )
+    run = commands.add_parser("run", help="run a sweep (resumes when its run folder exists)")
     _add_sweep(run)
     add_judge_options(run)
     run.add_argument(
@@ -157,7 +187,8 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         choices=("local", "ray"),
         default="local",
         help="local (this process) or ray: one actor per model replica on a Ray cluster, the records "
-        "written here as a local run writes them (pip install 'fathom-eval[ray]'; docs/ray.md)",
+        "written here as a local run writes them "
+        f"({install_command('ray')}; docs/ray.md)",
     )
     run.add_argument(
         "--replicas", type=int, default=None, help="with --executor ray: model replicas, one Ray actor each"
@@ -174,7 +205,11 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="run a sweep whose longest prompts exceed the backend's context, recording those as too_long "
         "(by default such a sweep is refused, with the lengths that fit)",
     )
-    run.add_argument("--no-progress", action="store_true")
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="write no progress to stderr (bars on a terminal, a line per tenth of the work in a log)",
+    )
 
 
 def _add_plan(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -182,7 +217,6 @@ def _add_plan(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "plan",
         help="what a sweep would cost on GPUs (tokens, FLOPs, KV cache, memory, time, price), from the "
         "model's architecture, before running it",
-        formatter_class=_Defaults,
     )
     _add_sweep(plan, planning=True)
     _add_order(plan)
@@ -245,7 +279,7 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
     parser.add_argument(
         "--needle-style",
         default="native",
-        help=f"{_for('needle_style')}: native (default: number, words and uuid needles in the haystack's "
+        help=f"{_for('needle_style')}: native (number, words and uuid needles in the haystack's "
         "own form: a constant in code, a field in technical, German in german) or prose (English everywhere)",
     )
     add_latent_arguments(parser, _for("literal_distractor"))
@@ -254,7 +288,12 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         default="auto",
         help="auto, tokenizer, none, base (RULER's), plain, chatml, llama3, or a file",
     )
-    parser.add_argument("--system-prompt", default=None)
+    parser.add_argument(
+        "--system-prompt",
+        default=None,
+        help="a system message for every prompt: the chat template's system turn (plain text first, where "
+        "the template has none)",
+    )
     parser.add_argument(
         "--scoring",
         default=None,

@@ -57,7 +57,7 @@ def add_series_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--alpha",
         type=float,
         default=0.05,
-        help="each comparison's gate, as fathom compare's (default: 0.05)",
+        help="each comparison's gate, as fathom compare's",
     )
     series.add_argument(
         "--out",
