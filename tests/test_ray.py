@@ -12,6 +12,7 @@ import importlib.util
 import json
 import re
 import sys
+import threading
 import types
 import warnings
 from collections.abc import Callable, Iterator
@@ -24,12 +25,17 @@ from fathom.backends.local_models import smollm2_gguf
 from fathom.cli import main
 from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.manifest import Manifest
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import AnyRecord, Cell
 from fathom.run import distributed
-from fathom.run.distributed import replica_resources, run_distributed, shards
+from fathom.run.distributed import run_distributed, shards
+from fathom.run.ray_cluster import replica_resources
 from fathom.run.runner import run
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
+
+sys.path.append(str(Path(__file__).parents[1] / "benchmarks"))
+from prefix_server import Engine, serving
 
 Test = TypeVar("Test", bound=Callable[..., None])
 
@@ -171,6 +177,26 @@ def test_a_replica_killed_mid_run_loses_and_duplicates_nothing(
 @needs_ray
 @pytest.mark.usefixtures("cluster")
 @pytest.mark.slow
+def test_a_replica_streams_samples_to_its_server_while_controls_are_in_flight(runs: Path) -> None:
+    # One replica, one shard of 16 cells: its 8 controls open it, and its 8 samples follow in the same
+    # stream, built while the controls are answered, as a local run sends them.
+    with serving(load_tokenizer("cl100k_base"), Engine(slots=2, cache_tokens=1 << 20, scale=0.01)) as server:
+        spec = RunSpec(
+            "niah", f"openai:sim@{server.url}?retries=1", "cl100k_base", (1024, 2048), (0.0, 1.0), 2
+        )
+        result = run_distributed(spec, runs / "ray", 1, show_progress=False)
+        assert (result.written, result.errors) == (16, 0)
+        controls = [s for s in server.log if "special magic numbers for" not in s.prompt]
+        samples = [s for s in server.log if s not in controls]
+        assert len(controls) == len(samples) == 8
+        assert min(s.arrived for s in samples) < max(c.done for c in controls)
+        run(spec, runs / "local", show_progress=False)
+    assert records(runs / "ray") == records(runs / "local")
+
+
+@needs_ray
+@pytest.mark.usefixtures("cluster")
+@pytest.mark.slow
 def test_an_interrupted_sweep_resumes_where_it_stopped_and_a_local_run_finds_it_done(
     runs: Path, local: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -244,6 +270,24 @@ def test_what_a_replica_refuses_and_a_cluster_too_small_leave_no_folder(runs: Pa
     ):
         run_distributed(SPEC, runs / "ray", 100, show_progress=False)
     assert not runs.exists()
+
+
+def test_a_replica_hands_back_each_record_as_it_is_written_and_a_failure_after_them() -> None:
+    handed_back = threading.Event()
+
+    def answer(write: Callable[[AnyRecord], None]) -> None:
+        write(cast(Any, "first"))
+        assert handed_back.wait(30.0)  # the shard goes on only once its first record is out
+        write(cast(Any, "second"))
+        raise SpecError("this prompt cannot be built")
+
+    written = distributed._as_written(answer)
+    assert next(written) == ["first"]
+    handed_back.set()
+    assert next(written) == ["second"]
+    with pytest.raises(SpecError, match=r"^this prompt cannot be built$"):
+        next(written)
+    assert not [t for t in threading.enumerate() if t.name == "fathom-replica"]
 
 
 def test_shards_keep_prefix_groups_whole_where_they_fit_and_cut_the_rest_evenly() -> None:

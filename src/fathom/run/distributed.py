@@ -1,17 +1,21 @@
 """A sweep on a Ray cluster: one actor per model replica, one process writing the run folder.
 
 Each replica (``Replica``, a Ray actor) builds its backend and task once, with the local runner's own
-``prepare``, and answers shards of cells with the runner's own ``run_batch``: its records are the
+``prepare``, and answers shards of cells with the runner's own ``answer_cells``, streaming as a local
+run does (each prompt built on a worker while earlier requests are in flight, an HTTP backend's
+controls and samples one stream) and handing each record back as it is written: its records are the
 ones a local run writes, prompt for prompt and answer for answer. This process (the driver) loads no
-model. It takes the manifest from the replicas, holds the run folder's lock, skips the finished
-samples as ``run`` does, and appends each record as it arrives; so the folder, its resume and its
-records are a local run's, and either executor resumes the other's folder.
+model; it joins or starts the cluster (``fathom.run.ray_cluster``), takes the manifest from the
+replicas, holds the run folder's lock, skips the finished samples as ``run`` does, and appends each
+record as it arrives; so the folder, its resume and its records are a local run's, and either executor
+resumes the other's folder.
 
 Cells go out in shards of consecutive cells in the runner's prefix order, whole prefix groups where
 they fit (``shards``), handed to whichever replica is free: each replica reads a haystack many times
-over while its cache holds it. A replica that dies has the unfinished cells of its shard queued again
-for the next free replica; Ray restarts it once (``RESTARTS``), and the run stops only when every
-replica is gone for good, with what was answered saved for a resume.
+over while its cache holds it. A shard keeps its replica's backend busy up to its last requests: its
+window drains once a shard, as the driver hands it the next. A replica that dies has the unfinished
+cells of its shard queued again for the next free replica; Ray restarts it once (``RESTARTS``), and
+the run stops only when every replica is gone for good, with what was answered saved for a resume.
 """
 
 from __future__ import annotations
@@ -21,17 +25,17 @@ import itertools
 import logging
 import math
 import os
+import queue
 import random
-import socket
+import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from fathom.backends.base import BatchSized, split_options
 from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.manifest import Manifest
 from fathom.records import AnyRecord, Cell
@@ -40,13 +44,8 @@ from fathom.run.clock import BackendClock
 from fathom.run.labels import check_labels
 from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
-from fathom.run.runner import (
-    BATCH_SIZE,
-    Write,
-    cell_batches,
-    prepare,
-    run_batch,
-)
+from fathom.run.ray_cluster import check_room, connect, replica_cpus, replica_resources
+from fathom.run.runner import BATCH_SIZE, Write, answer_cells, prepare
 from fathom.run.store import RunFolder
 from fathom.run.writer import RecordWriter, RunResult
 from fathom.spec import RunSpec
@@ -61,10 +60,6 @@ RESTARTS = 1
 # Shards per replica the sweep is cut into: a replica that finishes early finds more work, so the
 # last ones end within about a quarter of a replica's share of each other.
 SHARDS_PER_REPLICA = 4
-# How long to wait for a Ray address to answer: ray.init retries an unreachable one for minutes.
-CONNECT_SECONDS = 10.0
-# A local cluster's object store: records and cell lists are small, Ray's default is 30% of memory.
-OBJECT_STORE_BYTES = 128 << 20
 
 
 def run_distributed(
@@ -92,11 +87,11 @@ def run_distributed(
     with folder:
         ray = _ray()
         address = address if address is not None else os.environ.get("RAY_ADDRESS")
-        connected = _connect(ray, address, replicas * _replica_cpus(spec.model))
+        connected = connect(ray, address, replicas * replica_cpus(spec.model))
         try:
             cluster = ray.cluster_resources()
             need = replica_resources(spec.model, cluster.get("GPU", 0.0))
-            _check_room(cluster, replicas, need)
+            check_room(cluster, replicas, need)
             actor = ray.remote(Replica).options(**need, max_restarts=RESTARTS, max_task_retries=0)
             slots = [_Slot(index, actor.remote(spec, order, keep_too_long)) for index in range(replicas)]
             try:
@@ -114,87 +109,6 @@ def _ray() -> ModuleType:
         return importlib.import_module("ray")
     except ImportError:
         raise MissingExtraError("ray", "ray") from None
-
-
-def _connect(ray: ModuleType, address: str | None, cpus: int) -> bool:
-    """Connect to the cluster at ``address``, or start a local one; whether this call connected (and
-    so disconnects at the end). A caller already connected keeps its connection."""
-    if address is not None:
-        _check_reachable(address)
-    if ray.is_initialized():
-        if address is not None:  # which cluster this process is on, Ray does not say: refuse to guess
-            raise FathomError(f"this process is already connected to a Ray cluster: leave out {address}")
-        return False
-    quiet = {"log_to_driver": False, "configure_logging": False}
-    if address is None:
-        # Enough logical CPUs for the replicas asked for: on one machine the user decides how many
-        # share its cores (simulated and HTTP replicas mostly wait).
-        ray.init(
-            num_cpus=max(os.cpu_count() or 1, cpus),
-            include_dashboard=False,
-            object_store_memory=OBJECT_STORE_BYTES,
-            **quiet,
-        )
-        return True
-    try:
-        ray.init(address=address, **quiet)
-    except (ConnectionError, ValueError) as exc:  # no cluster found; ray:// without ray[client]
-        raise FathomError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
-    return True
-
-
-def _check_reachable(address: str) -> None:
-    """Refuse, in seconds, a ``HOST:PORT`` that nothing answers at; ``auto`` and ``ray://`` addresses
-    Ray resolves itself, and fails on at once."""
-    if address == "auto" or "://" in address:
-        return
-    host, colon, port = address.rpartition(":")
-    if not colon or not host or not port.isdigit():
-        raise SpecError(f"Ray address '{address}' is not HOST:PORT (e.g. 10.0.0.5:6379), auto or ray://...")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
-    except OSError as exc:
-        raise FathomError(
-            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}): start one there with "
-            "'ray start --head', or leave out --address to run on a local one"
-        ) from None
-
-
-def _replica_cpus(model: str) -> int:
-    """The CPUs one replica takes: llama.cpp's ``threads`` where given, else one."""
-    prefix, _, rest = model.partition(":")
-    return _count(split_options(rest)[1].get("threads")) if prefix == "llamacpp" else 1
-
-
-def _count(setting: str | None) -> int:
-    """A count a backend setting gives (threads, GPUs), or 1: where it is no count, the replica's
-    backend refuses it with its own message."""
-    return int(setting) if setting is not None and setting.isdigit() and int(setting) > 0 else 1
-
-
-def replica_resources(model: str, cluster_gpus: float) -> dict[str, int]:
-    """What Ray reserves for one replica of ``model``: its CPUs, and, on a cluster with GPUs, those
-    its backend loads the model onto (vLLM's tensor-parallel ``tp``; transformers' one unless its
-    ``device`` is the CPU)."""
-    prefix, _, rest = model.partition(":")
-    options = split_options(rest)[1]
-    gpus = 0
-    if cluster_gpus > 0 and prefix == "vllm":
-        gpus = _count(options.get("tp"))
-    elif cluster_gpus > 0 and prefix == "hf":
-        gpus = int(not options.get("device", "auto").startswith(("cpu", "mps")))
-    return {"num_cpus": _replica_cpus(model), "num_gpus": gpus}
-
-
-def _check_room(cluster: dict[str, float], replicas: int, need: dict[str, int]) -> None:
-    """Refuse a sweep whose replicas cannot all be placed at once: Ray would wait for them forever."""
-    for key, name in (("num_cpus", "CPU"), ("num_gpus", "GPU")):
-        have = cluster.get(name, 0.0)
-        if replicas * need[key] > have:
-            raise SpecError(
-                f"{replicas} replicas need {replicas * need[key]} {name}s ({need[key]} each) and the Ray "
-                f"cluster has {have:g}: lower --replicas"
-            )
 
 
 class Replica:
@@ -225,15 +139,13 @@ class Replica:
         return [cell for cell in self._planned() if cell.id not in done]
 
     def run(self, cells: Sequence[Cell]) -> Iterator[list[AnyRecord]]:
-        """Each batch's records, as the batch is done (a Ray streaming generator)."""
+        """The shard's records as they are written (a Ray streaming generator), answered as a local run
+        answers its cells: each prompt built on a worker while earlier ones are in flight, and a
+        Pulling backend's samples and controls in one stream. A failure is raised after the records
+        written before it."""
         if self.problem is not None:  # a replica Ray restarted, that could not build its backend again
             raise FathomError(self.problem)
-        backend = self.clock.backend
-        size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
-        for batch in cell_batches(cells, size):
-            records: list[AnyRecord] = []
-            run_batch(self.spec, self.clock, self.task, batch, records.append)
-            yield records
+        yield from _as_written(lambda write: answer_cells(self.spec, self.clock, self.task, cells, write))
 
     def seconds(self) -> float:
         """The time spent in the model: loading it, and inside generate and score."""
@@ -241,6 +153,42 @@ class Replica:
 
     def _planned(self) -> Iterator[Cell]:
         return probe.plan(self.task, self.spec.control)
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """The end of a shard's records: what stopped it, if anything did."""
+
+    failure: BaseException | None = None
+
+
+def _as_written(answer: Callable[[Write], None]) -> Iterator[list[AnyRecord]]:
+    """The records ``answer`` writes, on a thread of its own, in lists of those written since the last
+    was taken: a Ray generator yields one as the next is answered, not once the shard is done. What
+    ``answer`` raises is raised after them."""
+    written: queue.SimpleQueue[AnyRecord | _Ended] = queue.SimpleQueue()
+
+    def work() -> None:
+        try:
+            answer(written.put)
+        except BaseException as exc:  # raised on the generator's thread, whatever it is
+            written.put(_Ended(exc))
+            return
+        written.put(_Ended())
+
+    worker = threading.Thread(target=work, name="fathom-replica", daemon=True)
+    worker.start()
+    records: list[AnyRecord] = []
+    while not isinstance(got := written.get(), _Ended):
+        records.append(got)
+        if written.empty():
+            yield records
+            records = []
+    worker.join()
+    if records:  # those written just before the end
+        yield records
+    if got.failure is not None:
+        raise got.failure
 
 
 def shards(cells: Sequence[Cell], replicas: int) -> list[list[Cell]]:
