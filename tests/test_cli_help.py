@@ -176,10 +176,8 @@ def test_the_help_gives_the_install_command_that_fits_this_install(monkeypatch: 
     monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Editable())
     shown = {f"{path} {action.dest}": action.help or "" for path, _, action in _arguments(parser())}
     assert "pip install -e '/src/fathom[ray]'" in shown["fathom run executor"]
-    for command in ("run", "compare", "series"):
-        assert "pip install -e '/src/fathom[mlflow]' or pip install -e '/src/fathom[wandb]'" in (
-            shown[f"fathom {command} log"]
-        )
+    trackers = "pip install -e '/src/fathom[mlflow]' or pip install -e '/src/fathom[wandb]'"
+    assert all(trackers in shown[f"fathom {command} log"] for command in ("run", "compare", "series"))
 
 
 def test_no_module_spells_an_extras_install_command_itself() -> None:
