@@ -180,6 +180,20 @@ def test_the_help_gives_the_install_command_that_fits_this_install(monkeypatch: 
     assert all(trackers in shown[f"fathom {command} log"] for command in ("run", "compare", "series"))
 
 
+def test_a_clone_path_holding_a_percent_sign_still_prints_the_help(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Odd:
+        def read_text(self, name: str) -> str:
+            return json.dumps({"url": "file:///src/100%25%20fathom", "dir_info": {"editable": True}})
+
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Odd())
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--help"])
+    assert exited.value.code == 0
+    assert "pip install -e '/src/100% fathom[ray]'" in " ".join(capsys.readouterr().out.split())
+
+
 def test_no_module_spells_an_extras_install_command_itself() -> None:
     """Every hint for an extra goes through packages.install_command, which knows how fathom was
     installed; a hand-written ``pip install 'fathom-eval[...]'`` fails from a clone."""

@@ -35,3 +35,9 @@ def install_command(extra: str) -> str:
     path = url2pathname(urlparse(url).path)
     editable = isinstance(origin.get("dir_info"), dict) and origin["dir_info"].get("editable")
     return f"pip install {'-e ' if editable else ''}'{path}[{extra}]'"
+
+
+def install_help(extra: str) -> str:
+    """``install_command`` for an argparse help text, which argparse %-formats: a clone's path
+    holding '%' would otherwise break ``--help``."""
+    return install_command(extra).replace("%", "%%")

@@ -11,7 +11,7 @@ from fathom.cli.series import add_series_command
 from fathom.export.arguments import add_export_commands
 from fathom.index.command import add_index_command
 from fathom.judge.arguments import add_judge_command, add_judge_options
-from fathom.packages import install_command
+from fathom.packages import install_help
 from fathom.plan.arguments import add_plan_options
 from fathom.spec import add_latent_arguments
 from fathom.tasks.suites.arguments import add_run_options, add_suite_commands
@@ -188,7 +188,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default="local",
         help="local (this process) or ray: one actor per model replica on a Ray cluster, the records "
         "written here as a local run writes them "
-        f"({install_command('ray')}; docs/ray.md)",
+        f"({install_help('ray')}; docs/ray.md)",
     )
     run.add_argument(
         "--replicas", type=int, default=None, help="with --executor ray: model replicas, one Ray actor each"

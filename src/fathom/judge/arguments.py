@@ -76,4 +76,4 @@ def add_judge_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         default="qa-judge",
         help=f"the qualification set: {', '.join(set_names())}, or the path of a set file",
     )
-    judge.add_argument("--no-progress", action="store_true")
+    judge.add_argument("--no-progress", action="store_true", help="write no progress bar to stderr")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from fathom.packages import install_help
 from fathom.track.trackers import TRACKERS
 
 
@@ -15,6 +16,6 @@ def add_log_option(parser: argparse.ArgumentParser) -> None:
         metavar="TRACKER[=WHERE]",
         help=f"also log the results to {' or '.join(TRACKERS)} (repeatable), once they are written: "
         f"{values}; without '=', where the tracker's own environment says (MLFLOW_TRACKING_URI, "
-        "WANDB_PROJECT, WANDB_MODE=offline, ...). pip install 'fathom-eval[mlflow]' or '[wandb]'; "
-        "docs/tracking.md",
+        f"WANDB_PROJECT, WANDB_MODE=offline, ...). {install_help('mlflow')} or "
+        f"{install_help('wandb')}; docs/tracking.md",
     )
