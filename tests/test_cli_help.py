@@ -49,6 +49,8 @@ def help_problems(command: argparse.ArgumentParser) -> list[str]:
         silent = default is None or default is False or action.nargs == 0
         if action.option_strings and not silent and str(default) not in shown:
             problems.append(f"{name}: default {default} not shown")
+        if shown.count("default") > 1:
+            problems.append(f"{name}: default said twice")
     return problems
 
 
@@ -63,9 +65,11 @@ def test_the_check_finds_an_argument_without_help_and_a_hidden_default() -> None
     report.add_argument("run_dir")
     report.add_argument("--threshold", type=float, default=0.85, help="the share a length must reach")
     report.add_argument("--open", action="store_true", help="open it")
+    report.add_argument("--alpha", default=0.05, help="the gate's alpha (default 0.05) (default: 0.05)")
     assert help_problems(bare) == [
         "fathom report run_dir: no help",
         "fathom report --threshold: default 0.85 not shown",
+        "fathom report --alpha: default said twice",
     ]
 
 

@@ -230,13 +230,13 @@ def add_latent_arguments(parser: Any, taken: str) -> None:
     parser.add_argument(
         "--relations",
         default="visit",
-        help=f"{taken}: what a latent needle says its character did at the anchor: visit (default; each "
-        "item's own needle), home, work; a comma list or all draws one per needle",
+        help=f"{taken}: what a latent needle says its character did at the anchor: visit (each item's own "
+        "needle), home, work; a comma list or all draws one per needle",
     )
     parser.add_argument(
         "--needle-orders",
         default="name-first",
-        help=f"{taken}: name-first (default) or place-first (the anchor before the character: an "
+        help=f"{taken}: name-first or place-first (the anchor before the character: an "
         "inverted needle); a comma list or all draws one per needle",
     )
     parser.add_argument(

@@ -68,12 +68,12 @@ def add_export_commands(
         "--haystack-offset",
         default="random",
         help="random (each example reads its own stretch of the corpus: more varied training text) or "
-        "start (every example the corpus's opening, as an evaluation run by default)",
+        "start (every example the corpus's opening, as an evaluation run reads it unless told otherwise)",
     )
     export.add_argument(
         "--needle-style",
         default="native",
-        help="native (default: number, words and uuid needles in the haystack's own form) or prose",
+        help="native (number, words and uuid needles in the haystack's own form) or prose",
     )
     add_latent_arguments(export, "latent needles only")
     export.add_argument(

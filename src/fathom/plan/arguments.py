@@ -32,7 +32,7 @@ def add_plan_options(plan: argparse.ArgumentParser) -> None:
         "--utilisation",
         type=float,
         default=PREFILL_MFU,
-        help="assumed share of the GPU's peak FLOP/s that a prefill reaches (MFU; the default is calibrated "
+        help="assumed share of the GPU's peak FLOP/s that a prefill reaches (MFU; calibrated "
         "on published measurements, docs/plan.md)",
     )
     plan.add_argument(
