@@ -6,12 +6,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
 # The scripted HTTP server of tests/http_faults.py, for the tests of the HTTP backend.
 pytest_plugins = ["http_faults"]
+
+# No verdict rests on the machine's speed (issue #32): an example has no deadline, and data that a
+# loaded machine draws slowly is no failure. A test's own settings override only what they name.
+settings.register_profile("fathom", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("fathom")
 
 # The pages' browser tests: Debian's Chromium, driven by playwright (nothing downloads a browser).
 CHROMIUM = Path("/usr/bin/chromium")
@@ -35,7 +41,7 @@ def browser() -> Iterator[Browser]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("the pages' browser tests need playwright: pip install 'fathom-eval[test]'")
+        pytest.skip("the pages' browser tests need playwright: pip install '.[test]'")
     with sync_playwright() as driver:
         launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS, headless=True)
         yield launched
