@@ -17,10 +17,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -37,6 +35,7 @@ from fathom.backends.base import (
 )
 from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transient
 from fathom.backends.openai_replies import read_answer, token_count
+from fathom.backends.openai_target import read_target
 from fathom.backends.replies import FINISH_CHARS, finite_number
 from fathom.backends.schedule import Intake, Plan, PrefixChunks, prefix_plan
 from fathom.backends.settings import (
@@ -52,7 +51,7 @@ from fathom.backends.settings import (
     text,
     whole,
 )
-from fathom.errors import FathomError, SpecError
+from fathom.errors import FathomError
 from fathom.prompts.haystack.index import Ids
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Completion, ErrorKind, FirstToken, error_kind
@@ -70,7 +69,6 @@ GREEDY = {"temperature": 0, "top_p": 1}
 # refuses it. A server that refuses it is asked without it from then on, and says so (``_refused``).
 MIN_TOKENS = "min_tokens"
 FIRST_TOKEN = f"forced by {MIN_TOKENS}=1, unless the server refuses it (each record's first_token says)"
-_TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
 _SETTINGS = {
     "endpoint": choice("completions", "chat"),
     "prefill": choice("none", "continue"),
@@ -123,7 +121,7 @@ class OpenAIBackend:
 
     def __init__(self, rest: str, tokenizer: str) -> None:
         target, given = split_options(rest)
-        self.model, self.base_url = _target(target)
+        self.model, self.base_url = read_target(target)
         options = parse_settings("openai", _SETTINGS, given)
         if "prefill" in given and options["endpoint"] != "chat":
             raise refusal("openai", "prefill", given["prefill"], "left out unless endpoint=chat")
@@ -338,34 +336,6 @@ class OpenAIBackend:
         if self.tokenizer.bos_id is not None and bos and text.startswith(bos):
             return text[len(bos) :]
         return text
-
-
-def _target(target: str) -> tuple[str, str]:
-    match = _TARGET.match(target)
-    if not match:
-        raise SpecError(
-            f"cannot read 'openai:{target}': write openai:MODEL@BASE_URL, e.g. "
-            "openai:smollm2@http://127.0.0.1:8000/v1"
-        )
-    url = match["url"].rstrip("/")
-    try:
-        httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        raise SpecError(
-            f"cannot read the URL in 'openai:{target}' ({exc}): write http(s)://HOST[:PORT]/v1"
-        ) from None
-    try:
-        port = urlsplit(url).port  # httpx takes any number; the socket refuses one past 65535 mid-run
-    except ValueError:
-        port = 0
-    if port is not None and not 1 <= port <= 65535:
-        raise SpecError(
-            f"the port in 'openai:{target}' is not one of 1..65535: write http(s)://HOST[:PORT]/v1"
-        )
-    if "@" in urlsplit(url).netloc:
-        # The URL goes into the manifest; the key must not.
-        raise SpecError("put no credentials in the URL: give the key in $OPENAI_API_KEY (see api_key_env)")
-    return match["model"], url
 
 
 def _echoed(reply: Any) -> tuple[list[int], list[float | None], str]:

@@ -1,0 +1,42 @@
+"""The openai backend's target, ``openai:MODEL@BASE_URL``, read and checked before any request."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+import httpx
+
+from fathom.errors import SpecError
+
+_TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
+
+
+def read_target(target: str) -> tuple[str, str]:
+    """The model and base URL of ``openai:MODEL@BASE_URL`` (``target`` is what follows ``openai:``); a URL
+    that cannot be read, with a port past 65535 or with credentials in it is refused."""
+    match = _TARGET.match(target)
+    if not match:
+        raise SpecError(
+            f"cannot read 'openai:{target}': write openai:MODEL@BASE_URL, e.g. "
+            "openai:smollm2@http://127.0.0.1:8000/v1"
+        )
+    url = match["url"].rstrip("/")
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise SpecError(
+            f"cannot read the URL in 'openai:{target}' ({exc}): write http(s)://HOST[:PORT]/v1"
+        ) from None
+    try:
+        port = urlsplit(url).port  # httpx takes any number; the socket refuses one past 65535 mid-run
+    except ValueError:
+        port = 0
+    if port is not None and not 1 <= port <= 65535:
+        raise SpecError(
+            f"the port in 'openai:{target}' is not one of 1..65535: write http(s)://HOST[:PORT]/v1"
+        )
+    if "@" in urlsplit(url).netloc:
+        # The URL goes into the manifest; the key must not.
+        raise SpecError("put no credentials in the URL: give the key in $OPENAI_API_KEY (see api_key_env)")
+    return match["model"], url
