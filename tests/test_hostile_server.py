@@ -5,8 +5,9 @@ an echoed key reaches no record, and streamed answers come as they finish.
 No verdict depends on the machine's speed. A deadline is shown by what it ended (a timeout's error,
 an attempt the server saw, a request the server still holds when the client has let it go), and by
 a lower bound on the wait; an upper bound, where there is one, is ten times the deadline or half
-what the wrong wait would take, far past anything a loaded machine adds. Where a test needs one request to finish before another, the server
-holds the other until the test releases it: no race on a clock.
+what the wrong wait would take, far past anything a loaded machine adds. Where a test needs one
+request to finish before another, the server holds the other until the test releases it: no race
+on a clock.
 """
 
 from __future__ import annotations
