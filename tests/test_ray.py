@@ -10,9 +10,11 @@ import dataclasses
 import gc
 import importlib.util
 import json
+import queue
 import re
 import sys
 import threading
+import time
 import types
 import warnings
 from collections.abc import Callable, Iterator
@@ -27,7 +29,7 @@ from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.manifest import Manifest
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import AnyRecord, Cell
-from fathom.run import distributed
+from fathom.run import distributed, replica
 from fathom.run.distributed import run_distributed, shards
 from fathom.run.ray_cluster import replica_resources
 from fathom.run.runner import run
@@ -154,18 +156,26 @@ def test_a_replica_killed_mid_run_loses_and_duplicates_nothing(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # One shard a replica (of 30 and 40 cells), answered in batches of 16: a replica is killed as the
-    # first record of its shard is written, with more than a batch of it still to answer.
-    slots = remembered_slots(monkeypatch)
+    # first record of a shard handed to it is written, with more than a batch of it still to answer.
     monkeypatch.setattr(distributed, "SHARDS_PER_REPLICA", 1)
+    given: list[tuple[distributed._Slot, set[str]]] = []  # each shard handed over, and its replica
+    give = distributed._Slot.give
+
+    def giving(slot: distributed._Slot, shard: list[Cell]) -> None:
+        given.append((slot, {cell.id for cell in shard}))
+        give(slot, shard)
+
+    monkeypatch.setattr(distributed._Slot, "give", giving)
     killed: list[distributed._Slot] = []
 
     def kill_a_busy_replica(record: AnyRecord) -> None:
         if killed:
             return
-        [slot] = [s for s in slots.values() if record.sample_id in {c.id for c in s.shard}]
-        if not slot.answered:
-            cluster.kill(slot.actor, no_restart=not restart)
-            killed.append(slot)
+        for slot, shard in given:
+            if record.sample_id in shard and not shard & slot.answered:
+                cluster.kill(slot.actor, no_restart=not restart)
+                killed.append(slot)
+                return
 
     after_records(monkeypatch, 20, kill_a_busy_replica)
     result = run_distributed(SPEC, runs / "ray", 3, show_progress=False)
@@ -177,18 +187,34 @@ def test_a_replica_killed_mid_run_loses_and_duplicates_nothing(
 @needs_ray
 @pytest.mark.usefixtures("cluster")
 @pytest.mark.slow
-def test_a_replica_streams_samples_to_its_server_while_controls_are_in_flight(runs: Path) -> None:
-    # One replica, one shard of 16 cells: its 8 controls open it, and its 8 samples follow in the same
-    # stream, built while the controls are answered, as a local run sends them.
-    with serving(load_tokenizer("cl100k_base"), Engine(slots=2, cache_tokens=1 << 20, scale=0.01)) as server:
+def test_a_replica_streams_samples_to_its_server_while_controls_are_in_flight(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One replica, two shards of 16 cells, the controls and then the samples, read by one stream: the
+    # second shard is handed over, and its samples built and sent, while the first one's are answered.
+    handed: list[tuple[str, bool]] = []  # ("give", each cell's control) or ("start", True), in order
+    give, start = distributed._Slot.give, distributed._Slot.start
+
+    def giving(slot: distributed._Slot, shard: list[Cell]) -> None:
+        give(slot, shard)
+        handed.extend(("give", cell.control) for cell in shard[:1])
+
+    def starting(slot: distributed._Slot) -> None:
+        handed.append(("start", True))
+        start(slot)
+
+    monkeypatch.setattr(distributed._Slot, "give", giving)
+    monkeypatch.setattr(distributed._Slot, "start", starting)
+    with serving(load_tokenizer("cl100k_base"), Engine(slots=2, cache_tokens=1 << 20, scale=0.5)) as server:
         spec = RunSpec(
-            "niah", f"openai:sim@{server.url}?retries=1", "cl100k_base", (1024, 2048), (0.0, 1.0), 2
+            "niah", f"openai:sim@{server.url}?retries=1", "cl100k_base", (1024, 2048), (0.0, 1.0), 4
         )
         result = run_distributed(spec, runs / "ray", 1, show_progress=False)
-        assert (result.written, result.errors) == (16, 0)
+        assert (result.written, result.errors) == (32, 0)
+        assert handed == [("start", True), ("give", True), ("give", False)]  # one stream, two shards
         controls = [s for s in server.log if "special magic numbers for" not in s.prompt]
         samples = [s for s in server.log if s not in controls]
-        assert len(controls) == len(samples) == 8
+        assert len(controls) == len(samples) == 16
         assert min(s.arrived for s in samples) < max(c.done for c in controls)
         run(spec, runs / "local", show_progress=False)
     assert records(runs / "ray") == records(runs / "local")
@@ -281,13 +307,35 @@ def test_a_replica_hands_back_each_record_as_it_is_written_and_a_failure_after_t
         write(cast(Any, "second"))
         raise SpecError("this prompt cannot be built")
 
-    written = distributed._as_written(answer)
+    written: Iterator[list[Any]] = replica._as_written(answer)
     assert next(written) == ["first"]
     handed_back.set()
     assert next(written) == ["second"]
     with pytest.raises(SpecError, match=r"^this prompt cannot be built$"):
         next(written)
     assert not [t for t in threading.enumerate() if t.name == "fathom-replica"]
+
+
+def test_a_replicas_stream_reads_its_shards_until_told_and_waits_only_while_records_are_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(replica, "IDLE_SECONDS", 0.05)
+    fed = object.__new__(replica.Replica)  # its feed alone: no backend, no task
+    fed.feed = queue.SimpleQueue()
+    cells = [Cell("niah", 1024, 0.5, i) for i in range(4)]
+    fed.more(cells[:2])
+    fed.more(cells[2:3])
+    fed.more(None)
+    assert list(fed._fed()) == cells[:3]  # shard after shard, until there are no more
+    fed.written_at = time.monotonic() + 60  # a record written all along: it waits for the next shard
+    reading = fed._fed()
+    threading.Timer(0.3, fed.more, [cells[3:]]).start()
+    assert next(reading) == cells[3]
+    fed.written_at = time.monotonic()  # no record written since: it stops waiting
+    late = threading.Timer(10.0, fed.more, [cells[:1]])  # what it would read if it waited on
+    late.start()
+    assert next(reading, None) is None
+    late.cancel()
 
 
 def test_shards_keep_prefix_groups_whole_where_they_fit_and_cut_the_rest_evenly() -> None:

@@ -1,21 +1,20 @@
 """A sweep on a Ray cluster: one actor per model replica, one process writing the run folder.
 
-Each replica (``Replica``, a Ray actor) builds its backend and task once, with the local runner's own
-``prepare``, and answers shards of cells with the runner's own ``answer_cells``, streaming as a local
-run does (each prompt built on a worker while earlier requests are in flight, an HTTP backend's
-controls and samples one stream) and handing each record back as it is written: its records are the
-ones a local run writes, prompt for prompt and answer for answer. This process (the driver) loads no
-model; it joins or starts the cluster (``fathom.run.ray_cluster``), takes the manifest from the
-replicas, holds the run folder's lock, skips the finished samples as ``run`` does, and appends each
-record as it arrives; so the folder, its resume and its records are a local run's, and either executor
-resumes the other's folder.
+Each replica (``fathom.run.replica.Replica``, a Ray actor) builds its backend and task once, with the
+local runner's own ``prepare``, and answers the cells handed to it as one stream, with the runner's own
+``answer_cells``, as a local run answers its cells; it hands each record back as it is written: its
+records are the ones a local run writes, prompt for prompt and answer for answer. This process (the
+driver) loads no model; it joins or starts the cluster (``fathom.run.ray_cluster``), takes the
+manifest from the replicas, holds the run folder's lock, skips the finished samples as ``run`` does,
+and appends each record as it arrives; so the folder, its resume and its records are a local run's,
+and either executor resumes the other's folder.
 
-Cells go out in shards of consecutive cells in the runner's prefix order, whole prefix groups where
-they fit (``shards``), handed to whichever replica is free: each replica reads a haystack many times
-over while its cache holds it. A shard keeps its replica's backend busy up to its last requests: its
-window drains once a shard, as the driver hands it the next. A replica that dies has the unfinished
-cells of its shard queued again for the next free replica; Ray restarts it once (``RESTARTS``), and
-the run stops only when every replica is gone for good, with what was answered saved for a resume.
+Cells go out in shards of consecutive cells in the runner's prefix order, whole prefix groups where they
+fit (``shards``): one to each replica, and the next to each that holds no more than a shard unanswered
+(``_Slot.wants``), so that it is there before its backend runs out of requests; a replica holds about
+two shards at a time, and reads a haystack many times over while its cache holds it. A replica that dies
+has its unanswered cells queued again for the next free replica; Ray restarts it once (``RESTARTS``),
+and the run stops only when every replica is gone for good, with what was answered saved for a resume.
 """
 
 from __future__ import annotations
@@ -25,12 +24,10 @@ import itertools
 import logging
 import math
 import os
-import queue
 import random
-import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -40,16 +37,14 @@ from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.manifest import Manifest
 from fathom.records import AnyRecord, Cell
 from fathom.registry import check_spec
-from fathom.run.clock import BackendClock
 from fathom.run.labels import check_labels
-from fathom.run.manifest import manifest
 from fathom.run.progress import RunProgress
 from fathom.run.ray_cluster import check_room, connect, replica_cpus, replica_resources
-from fathom.run.runner import BATCH_SIZE, Write, answer_cells, prepare
+from fathom.run.replica import Replica
+from fathom.run.runner import BATCH_SIZE, Write
 from fathom.run.store import RunFolder
 from fathom.run.writer import RecordWriter, RunResult
 from fathom.spec import RunSpec
-from fathom.tasks import probe
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +87,9 @@ def run_distributed(
             cluster = ray.cluster_resources()
             need = replica_resources(spec.model, cluster.get("GPU", 0.0))
             check_room(cluster, replicas, need)
-            actor = ray.remote(Replica).options(**need, max_restarts=RESTARTS, max_task_retries=0)
+            actor = ray.remote(Replica).options(
+                **need, max_restarts=RESTARTS, max_task_retries=0, max_concurrency=2
+            )
             slots = [_Slot(index, actor.remote(spec, order, keep_too_long)) for index in range(replicas)]
             try:
                 return _sweep(ray, spec, folder, slots, order, show_progress, started, checked)
@@ -109,86 +106,6 @@ def _ray() -> ModuleType:
         return importlib.import_module("ray")
     except ImportError:
         raise MissingExtraError("ray", "ray") from None
-
-
-class Replica:
-    """One model replica, run as a Ray actor: the backend and task built once, as ``run`` builds
-    them, so every shard it answers reuses the model it loaded and the prefix cache it keeps."""
-
-    def __init__(self, spec: RunSpec, order: str, keep_too_long: bool = False) -> None:
-        self.spec = spec
-        try:
-            backend, self.task, self.loading = prepare(spec, order, keep_too_long=keep_too_long)
-        except FathomError as exc:
-            # Kept to be told, not raised: raised here it would reach the driver as the actor's death,
-            # a traceback where a local run prints one line.
-            self.problem: str | None = str(exc)
-            return
-        self.problem = None
-        self.clock = BackendClock(backend)
-
-    def ready(self) -> Manifest | str:
-        """The manifest this replica would write, or why it cannot run."""
-        if self.problem is not None:
-            return self.problem
-        backend = self.clock.backend
-        return manifest(self.spec, backend.tokenizer, self.task, backend, sum(1 for _ in self._planned()))
-
-    def todo(self, done: frozenset[str]) -> list[Cell]:
-        """The run's cells not in ``done``, in the runner's order."""
-        return [cell for cell in self._planned() if cell.id not in done]
-
-    def run(self, cells: Sequence[Cell]) -> Iterator[list[AnyRecord]]:
-        """The shard's records as they are written (a Ray streaming generator), answered as a local run
-        answers its cells: each prompt built on a worker while earlier ones are in flight, and a
-        Pulling backend's samples and controls in one stream. A failure is raised after the records
-        written before it."""
-        if self.problem is not None:  # a replica Ray restarted, that could not build its backend again
-            raise FathomError(self.problem)
-        yield from _as_written(lambda write: answer_cells(self.spec, self.clock, self.task, cells, write))
-
-    def seconds(self) -> float:
-        """The time spent in the model: loading it, and inside generate and score."""
-        return self.loading + self.clock.seconds
-
-    def _planned(self) -> Iterator[Cell]:
-        return probe.plan(self.task, self.spec.control)
-
-
-@dataclass(frozen=True)
-class _Ended:
-    """The end of a shard's records: what stopped it, if anything did."""
-
-    failure: BaseException | None = None
-
-
-def _as_written(answer: Callable[[Write], None]) -> Iterator[list[AnyRecord]]:
-    """The records ``answer`` writes, on a thread of its own, in lists of those written since the last
-    was taken: a Ray generator yields one as the next is answered, not once the shard is done. What
-    ``answer`` raises is raised after them."""
-    written: queue.SimpleQueue[AnyRecord | _Ended] = queue.SimpleQueue()
-
-    def work() -> None:
-        try:
-            answer(written.put)
-        except BaseException as exc:  # raised on the generator's thread, whatever it is
-            written.put(_Ended(exc))
-            return
-        written.put(_Ended())
-
-    worker = threading.Thread(target=work, name="fathom-replica", daemon=True)
-    worker.start()
-    records: list[AnyRecord] = []
-    while not isinstance(got := written.get(), _Ended):
-        records.append(got)
-        if written.empty():
-            yield records
-            records = []
-    worker.join()
-    if records:  # those written just before the end
-        yield records
-    if got.failure is not None:
-        raise got.failure
 
 
 def shards(cells: Sequence[Cell], replicas: int) -> list[list[Cell]]:
@@ -212,18 +129,49 @@ def shards(cells: Sequence[Cell], replicas: int) -> list[list[Cell]]:
 
 @dataclass
 class _Slot:
-    """A replica as the driver sees it: its actor, its deaths, and the shard it is answering."""
+    """A replica as the driver sees it: its actor, its deaths, its stream of records (None when it
+    has none), and the cells handed to it since its stream began, answered or not."""
 
     index: int
     actor: Any
     deaths: int = 0
     shard: list[Cell] = field(default_factory=list)
     answered: set[str] = field(default_factory=set)
-    stream: Any = None  # the shard's records as they come (a Ray ObjectRefGenerator); None when idle
+    stream: Any = None  # its records as they come (a Ray ObjectRefGenerator)
+    left: int = 0  # the cells handed to it and not yet answered
+    last: int = 0  # the size of the last shard handed to it
+    open: bool = False  # its stream takes more cells: it has not been told there are no more
 
     def give(self, shard: list[Cell]) -> None:
-        self.shard, self.answered = shard, set()
-        self.stream = self.actor.run.options(num_returns="streaming").remote(shard)
+        """Hand ``shard`` to the replica, after the cells it holds (a stream started if it has none)."""
+        if self.stream is None:
+            self.start()
+        self.shard.extend(shard)
+        self.left, self.last = self.left + len(shard), len(shard)
+        self.actor.more.remote(shard)
+
+    def start(self) -> None:
+        """Start a stream, which reads the cells handed over and not yet read."""
+        if not self.left:
+            self.shard, self.answered = [], set()
+        self.stream = self.actor.run.options(num_returns="streaming").remote()
+        self.open = True
+
+    def wants(self) -> bool:
+        """Whether to hand its stream the next shard: it holds no more than one shard unanswered, so the
+        next is there before its backend runs out of requests, and before a batch waiting to be filled
+        (or for the cell after it) waits on the driver."""
+        return self.stream is not None and self.open and self.left <= self.last
+
+    def end(self) -> None:
+        """Tell its stream there are no more cells: it ends once those it holds are answered."""
+        if self.stream is not None and self.open:
+            self.actor.more.remote(None)
+            self.open = False
+
+    def took(self, record: AnyRecord) -> None:
+        self.answered.add(record.sample_id)
+        self.left -= 1
 
     def unanswered(self) -> list[Cell]:
         return [cell for cell in self.shard if cell.id not in self.answered]
@@ -286,14 +234,20 @@ def _ready(ray: ModuleType, slots: list[_Slot]) -> Manifest:
 
 
 def _dispatch(ray: ModuleType, slots: list[_Slot], queue: deque[list[Cell]], write: Write) -> None:
-    """Hand the shards to free replicas and write their records as they come, until none is left.
-    A replica's death puts its unanswered cells first in the queue: none is lost, and none answered
-    twice, since a dead replica's stream is never read again."""
+    """Hand the shards to the replicas as they want them, tell each stream when there are no more, and
+    write their records as they come, until none is left. A replica's death puts its unanswered cells
+    first in the queue: none is lost, and none answered twice, since a dead replica's stream is never read
+    again."""
     live = list(slots)
     while True:
-        for slot in live:
+        for slot in live:  # a shard to each replica that has none, then the next to those that want it
             if slot.stream is None and queue:
                 slot.give(queue.popleft())
+        for slot in live:
+            while queue and slot.wants():
+                slot.give(queue.popleft())
+            if not queue:
+                slot.end()
         busy = {slot.stream: slot for slot in live if slot.stream is not None}
         if not busy:
             return
@@ -303,6 +257,8 @@ def _dispatch(ray: ModuleType, slots: list[_Slot], queue: deque[list[Cell]], wri
             records = ray.get(next(slot.stream))
         except StopIteration:
             slot.stream = None
+            if slot.left:  # cells handed over after its stream stopped waiting: another stream reads them
+                slot.start()
             continue
         except ray.exceptions.RayActorError as exc:
             live.remove(slot)
@@ -323,7 +279,7 @@ def _dispatch(ray: ModuleType, slots: list[_Slot], queue: deque[list[Cell]], wri
             raise
         for record in records:
             write(record)
-            slot.answered.add(record.sample_id)
+            slot.took(record)
 
 
 def _died(slot: _Slot, exc: Exception, queue: deque[list[Cell]], for_good: bool) -> bool:
@@ -331,7 +287,7 @@ def _died(slot: _Slot, exc: Exception, queue: deque[list[Cell]], for_good: bool)
     unanswered = slot.unanswered()
     if unanswered:
         queue.appendleft(unanswered)
-    slot.stream, slot.deaths = None, slot.deaths + 1
+    slot.stream, slot.deaths, slot.left, slot.open = None, slot.deaths + 1, 0, False
     gone = for_good or slot.deaths > RESTARTS
     log.warning(
         "Ray replica %d died (%s); its %d unanswered samples go to %s",
