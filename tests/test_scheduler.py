@@ -115,14 +115,18 @@ def test_the_runner_hands_long_runs_bounded_in_tokens_with_the_controls_apart(
     monkeypatch.setattr(runner, "BATCH_TOKENS", 10_000)
     controls = [Cell("niah", 1000, 0.0, i, control=True) for i in range(3)]
     cells = [*controls, *(Cell("niah", 4000, 0.5, i) for i in range(5))]
-    assert [len(batch) for batch in runner.cell_batches(cells, OpenAIBackend.requests_per_call)] == [
+    assert [len(batch) for batch in runner.batches(cells, OpenAIBackend.requests_per_call, _cell)] == [
         3,
         2,
         2,
         1,
     ]
     # A backend of batches of 16 gets controls and samples together, as it always did.
-    assert [len(batch) for batch in runner.cell_batches(cells, runner.BATCH_SIZE)] == [4, 2, 2]
+    assert [len(batch) for batch in runner.batches(cells, runner.BATCH_SIZE, _cell)] == [4, 2, 2]
+
+
+def _cell(cell: Cell) -> Cell:
+    return cell
 
 
 def words(start: int, count: int) -> str:

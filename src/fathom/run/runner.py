@@ -111,13 +111,9 @@ def run(
         progress = RunProgress(f"{spec.task} {spec.model}", todo(), enabled=show_progress)
         write = RecordWriter(folder, progress)
         clock = BackendClock(backend)
-        size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
-        # A batch is whole before it is sent: room for it, however many a backend takes at once.
-        ahead = Ahead(cells, lambda cell: _build(spec, backend, task, cell), max(HELD_PROMPTS, size))
         try:
-            answer_all(spec, clock, ahead, write, size)
+            answer_cells(spec, clock, task, cells, write)
         finally:
-            ahead.close()
             progress.close()
         return write.result(len(done), time.perf_counter() - started, loading + clock.seconds)
 
@@ -168,15 +164,11 @@ def _check_shortest(task: Task, shortest: int) -> None:
 BATCH_TOKENS = 1 << 24
 
 
-def cell_batches(cells: Iterable[Cell], size: int) -> Iterator[list[Cell]]:
-    """Cells in batches of at most ``size`` (16, or a BatchSized backend's) and BATCH_TOKENS (a longer
-    cell alone). A backend that takes longer runs orders each itself (openai, on Ray's replicas): the
-    controls that open the run go apart, so that it still answers them first, as the progress expects."""
-    return batches(cells, size, lambda cell: cell)
-
-
 def batches(items: Iterable[Item], size: int, cell_of: Callable[[Item], Cell]) -> Iterator[list[Item]]:
-    """``cell_batches`` of anything that has a cell."""
+    """Items (cells, or what is built of them: ``cell_of`` names the cell) in batches of at most
+    ``size`` (16, or a BatchSized backend's) and BATCH_TOKENS (a longer cell alone). A backend that
+    takes longer runs orders each itself: the controls that open the run go apart, so that it still
+    answers them first, as the progress expects."""
     batch: list[Item] = []
     tokens, opening = 0, size > BATCH_SIZE
     for item in items:
@@ -212,11 +204,18 @@ def answer_all(spec: RunSpec, clock: BackendClock, ahead: Ahead, write: Write, s
         raise ahead.failure
 
 
-def run_batch(spec: RunSpec, clock: BackendClock, task: Task, cells: Sequence[Cell], write: Write) -> None:
-    """Build the batch's prompts, generate its samples and score its documents, writing each record as
-    it is done (Ray's replicas, ``fathom.run.distributed``)."""
-    built = [_build(spec, clock.backend, task, cell) for cell in cells]
-    _answer(spec, clock, built, lambda _, record: write(record))
+def answer_cells(spec: RunSpec, clock: BackendClock, task: Task, cells: Iterable[Cell], write: Write) -> None:
+    """Every cell's prompt built ahead on a worker (``Ahead``) and answered (``answer_all``), each record
+    written as it comes: a local run's cells, and those fed to a Ray replica's stream, shard after
+    shard (``fathom.run.replica``)."""
+    backend = clock.backend
+    size = backend.requests_per_call if isinstance(backend, BatchSized) else BATCH_SIZE
+    # A batch is whole before it is sent: room for it, however many a backend takes at once.
+    ahead = Ahead(cells, lambda cell: _build(spec, backend, task, cell), max(HELD_PROMPTS, size))
+    try:
+        answer_all(spec, clock, ahead, write, size)
+    finally:
+        ahead.close()
 
 
 def _build(spec: RunSpec, backend: Backend, task: Task, cell: Cell) -> Ready:
