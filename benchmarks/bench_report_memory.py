@@ -1,4 +1,5 @@
-"""Peak memory of ``fathom report`` and of a resume's read, beside the size of samples.jsonl (issue #30).
+"""Peak memory of ``fathom report``, a resume's read and ``fathom index``, beside the size of samples.jsonl
+(issue #30).
 
 Run from the repository root, in fathom's virtualenv:
 
@@ -11,6 +12,8 @@ take the records), then measured, each in a fresh process, by its peak resident 
 - ``report``: ``fathom report FOLDER`` (summary.json, the plots and report.html);
 - ``resume``: the run folder opened as a resumed run's writer opens it (``RunFolder.start``, which
   reads samples.jsonl to move damage aside, then ``finished_ids``, what the runner keeps);
+- ``index``: ``fathom index FOLDER --out FOLDER.duckdb`` into a new index (deleted after), with
+  ``--measures index``;
 - ``imports``: a process that imports what ``report`` imports and reads nothing, the floor under both.
 
 The shapes:
@@ -146,6 +149,14 @@ def measure(what: str, folder: Path) -> dict[str, Any]:
         run.start(run.read_manifest())
         run.finished_ids()
         run.close()
+    elif what == "index":
+        index = folder.with_suffix(".duckdb")
+        index.unlink(missing_ok=True)
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(["index", str(folder), "--out", str(index)])
+        index.unlink()
+        if code:
+            raise RuntimeError(f"fathom index exited {code}")
     elif what != "imports":
         raise ValueError(what)
     return {"peak_rss": peak_rss(), "seconds": time.perf_counter() - started}
@@ -186,7 +197,7 @@ def machine() -> dict[str, Any]:
 
 def measure_folder(shape: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     """A run folder of ``shape`` whose samples.jsonl holds ``size`` bytes, written (or kept, with
-    --keep), then measured: ``report`` and ``resume``, each in a fresh process."""
+    --keep), then measured: each of ``args.measures`` (report, resume, index) in a fresh process."""
     folder = args.folder / f"{shape}-{size >> 20}M"
     if not (args.keep and folder.exists()):
         shutil.rmtree(folder, ignore_errors=True)
@@ -195,30 +206,27 @@ def measure_folder(shape: str, size: int, args: argparse.Namespace) -> dict[str,
     with samples.open("rb") as lines:
         records = sum(1 for _ in lines)
     load = os.getloadavg()[0]
-    report = in_fresh_process("report", folder, args.python, args.pythonpath)
-    resume = in_fresh_process("resume", folder, args.python, args.pythonpath)
-    row = {
-        "shape": shape, "file_bytes": samples.stat().st_size, "records": records, "load_average": load,
-        "report": report, "resume": resume,
-    }  # fmt: skip
+    measured = {what: in_fresh_process(what, folder, args.python, args.pythonpath) for what in args.measures}
+    row = {"shape": shape, "file_bytes": samples.stat().st_size, "records": records, "load_average": load}
     print(
-        f"{shape:<11}{row['file_bytes'] / 2**20:>9.0f}{records:>10}{report['peak_rss'] / 2**20:>11.0f}"
-        f"{resume['peak_rss'] / 2**20:>11.0f}{report['seconds'] + resume['seconds']:>9.0f}",
+        f"{shape:<11}{row['file_bytes'] / 2**20:>9.0f}{records:>10}"
+        + "".join(f"{m['peak_rss'] / 2**20:>11.0f}" for m in measured.values())
+        + f"{sum(m['seconds'] for m in measured.values()):>9.0f}",
         flush=True,
     )
     if not args.keep:
         shutil.rmtree(folder)
-    return row
+    return row | measured
 
 
 def per_record(small: dict[str, Any], large: dict[str, Any]) -> dict[str, Any]:
     """What each record more costs, from ``small`` to ``large`` (of one shape): the constant under the
     memory, the imports and plots apart; beside the file's bytes per record."""
     records = large["records"] - small["records"]
+    measured = [what for what in ("report", "resume", "index") if what in large]
     return {
         "shape": large["shape"],
-        "report": (large["report"]["peak_rss"] - small["report"]["peak_rss"]) / records,
-        "resume": (large["resume"]["peak_rss"] - small["resume"]["peak_rss"]) / records,
+        **{what: (large[what]["peak_rss"] - small[what]["peak_rss"]) / records for what in measured},
         "file": (large["file_bytes"] - small["file_bytes"]) / records,
     }
 
@@ -228,6 +236,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="50M,200M,1G", help="samples.jsonl sizes (K, M, G)")
     parser.add_argument("--shapes", default="niah,perplexity", help=f"of {', '.join(SHAPES)}")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/fathom-report-memory"))
+    parser.add_argument("--measures", default="report,resume", help="of report, resume, index")
     parser.add_argument("--keep", action="store_true", help="keep the run folders (reused if present)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter measured")
     parser.add_argument("--pythonpath", help="PYTHONPATH of the measured processes (an older fathom's src)")
@@ -239,7 +248,9 @@ def main() -> None:
         return
     floor = in_fresh_process("imports", args.folder, args.python, args.pythonpath)["peak_rss"]
     print(f"imports alone: {floor / 2**20:.0f} MB peak; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'shape':<11}{'file MB':>9}{'records':>10}{'report MB':>11}{'resume MB':>11}{'seconds':>9}")
+    args.measures = args.measures.split(",")
+    columns = "".join(f"{what + ' MB':>11}" for what in args.measures)
+    print(f"{'shape':<11}{'file MB':>9}{'records':>10}{columns}{'seconds':>9}")
     rows, growth = [], []
     for shape in args.shapes.split(","):
         measured = [measure_folder(shape, size, args) for size in map(size_of, args.sizes.split(","))]

@@ -1,25 +1,26 @@
 """A run folder's contents as the index's rows: one per run, one per record, one per judgement.
 
-Columns are built as arrays, one per column, for DuckDB to take whole (a row at a time is a hundred
-times slower). Strings are stored as DuckDB takes them, valid UTF-8: a lone surrogate that a JSON
-escape put into an answer is shown as '?' in its column, while the row's ``json`` keeps the line as
-written, exactly.
+Columns are built as arrays, one per column, for DuckDB to take a chunk of records whole (a row at a
+time is a hundred times slower); a folder is read and inserted a chunk at a time (``build``). Strings
+are stored as DuckDB takes them, valid UTF-8: a lone surrogate that a JSON escape put into an answer
+is shown as '?' in its column, while the row's ``json`` keeps the line as written, exactly.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from fathom.judgement import JudgementRecord
 from fathom.manifest import Manifest
 from fathom.records import AnyRecord, PerplexityRecord, error_kind
-from fathom.run.lines import Parsed
-from fathom.run.store import is_final, latest_records
+from fathom.run.lines import Damage
+from fathom.run.store import is_final
 
 # The records' own fields that the samples table holds as columns, under their own names; a field a
 # perplexity record lacks (depth, score, output, ...) is NULL in its row.
@@ -39,14 +40,43 @@ JUDGEMENT_FIELDS = (
 Columns = dict[str, np.ndarray[Any, np.dtype[Any]]]
 # ``run_row``'s values into the runs table: its labels come as two lists, keys and values, for a MAP.
 INSERT_RUN = f"INSERT INTO runs VALUES ({'?, ' * 14}map(?::VARCHAR[], ?::VARCHAR[]){', ?' * 6})"
+# A record counts for its sample (``fathom.run.store.latest_records``: the last one written) unless a
+# later line of its run holds the same sample. A chunk cannot know the lines after it, so its records
+# go in as latest and those a later line outdates are unflagged once the whole file is in, by the
+# run's id (twice), in the same transaction.
+UNFLAG_OUTDATED = """
+UPDATE samples SET latest = false
+FROM (SELECT sample_id, max(line) AS last FROM samples WHERE run_id = ? GROUP BY sample_id) AS newest
+WHERE samples.run_id = ? AND samples.sample_id = newest.sample_id AND samples.line < newest.last
+"""
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Line(Generic[R]):
+    """A record as read, with its line: its number in its file, its bytes as written (newline aside)."""
+
+    number: int
+    raw: bytes
+    record: R
+
+
+@dataclass
+class Tally:
+    """What the stream of one file's lines has seen: records and damaged lines, the first damage."""
+
+    records: int = 0
+    damaged: int = 0
+    first_damage: Damage | None = None
 
 
 def run_row(
     run_id: int,
     path: Path,
     manifest: Manifest,
-    samples: Parsed[AnyRecord],
-    judgements: Parsed[JudgementRecord],
+    samples: Tally,
+    judgements: Tally,
     stamp: str,
 ) -> list[Any]:
     """The runs table's row, in its columns' order."""
@@ -57,20 +87,19 @@ def run_row(
         spec.task, spec.model, spec.tokenizer, spec.lengths, spec.depths,
         spec.samples, spec.seed, manifest.planned, manifest.environment.created,
         manifest.environment.fathom_version, tuple(labels), tuple(labels.values()),
-        len(samples.records), len(samples.damaged), len(judgements.records), len(judgements.damaged),
+        samples.records, samples.damaged, judgements.records, judgements.damaged,
         json.dumps(manifest.to_json(), sort_keys=True), stamp,
     ]  # fmt: skip
     return [_cell(value) for value in row]
 
 
-def sample_columns(run_id: int, parsed: Parsed[AnyRecord]) -> Columns:
-    """The samples table's columns for a run's records: every record, in the order written, the
-    one that counts for its sample flagged ``latest`` (``fathom.run.store.latest_records``)."""
-    records = parsed.records
-    counted = {id(record) for record in latest_records(records)}
-    columns = _common(run_id, parsed)
+def sample_columns(run_id: int, lines: Sequence[Line[AnyRecord]]) -> Columns:
+    """The samples table's columns for a chunk of a run's records, in the order written, each flagged
+    ``latest`` until ``UNFLAG_OUTDATED`` unflags those a later line outdates."""
+    records = [line.record for line in lines]
+    columns = _common(run_id, lines)
     columns |= {
-        "latest": np.array([id(r) in counted for r in records], dtype=bool),
+        "latest": np.ones(len(records), dtype=bool),
         "final": np.array([is_final(r) for r in records], dtype=bool),
         "kind": _objects("perplexity" if isinstance(r, PerplexityRecord) else "sample" for r in records),
         "error_kind": _objects(None if r.error is None else _text(error_kind(r.error)) for r in records),
@@ -81,29 +110,21 @@ def sample_columns(run_id: int, parsed: Parsed[AnyRecord]) -> Columns:
     return columns | fields
 
 
-def judgement_columns(run_id: int, parsed: Parsed[JudgementRecord]) -> Columns:
-    """The judgements table's columns for a run's judgements.jsonl, in the order written."""
-    records = parsed.records
+def judgement_columns(run_id: int, lines: Sequence[Line[JudgementRecord]]) -> Columns:
+    """The judgements table's columns for a chunk of a run's judgements, in the order written."""
+    records = [line.record for line in lines]
     fields = {name: _objects(_cell(getattr(r, name)) for r in records) for name in JUDGEMENT_FIELDS}
-    return _common(run_id, parsed) | fields
+    return _common(run_id, lines) | fields
 
 
-def _common(run_id: int, parsed: Parsed[Any]) -> Columns:
+def _common(run_id: int, lines: Sequence[Line[Any]]) -> Columns:
     """Each record's run, line number in its file and line as written."""
-    count = len(parsed.records)
     return {
-        "run_id": np.full(count, run_id, dtype=np.int32),
-        "line": np.array(_line_numbers(parsed), dtype=np.int32),
+        "run_id": np.full(len(lines), run_id, dtype=np.int32),
+        "line": np.fromiter((line.number for line in lines), dtype=np.int32, count=len(lines)),
         # The line as written, newline aside; it was read as UTF-8, and is stored exactly.
-        "json": _objects(raw[:-1].decode("utf-8") for raw in parsed.good),
+        "json": _objects(line.raw.decode("utf-8") for line in lines),
     }
-
-
-def _line_numbers(parsed: Parsed[Any]) -> list[int]:
-    """The 1-based line of each record: the lines of the file, damaged ones aside."""
-    damaged = {damage.line for damage in parsed.damaged}
-    total = len(parsed.records) + len(damaged)
-    return [number for number in range(1, total + 1) if number not in damaged]
 
 
 def _objects(values: Iterable[Any]) -> np.ndarray[Any, np.dtype[Any]]:

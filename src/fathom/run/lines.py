@@ -8,17 +8,17 @@ after the last newline are a *torn tail*: a write in flight, or one a kill cut s
 it alone (a writer may be finishing it); the writer, which holds the folder's lock and so knows no
 write is in flight, moves it aside too.
 
-Files are read line by line: what is held is the records (and, where asked, their lines: the index
-stores each record's line), never the file whole, so a reader's memory follows the records, not the
-file's bytes. A writer that moves damage aside keeps no line: it reads the file a second time
-(``fathom.run.store.quarantine``).
+Files are read line by line: what is held is the records, never a line or the file whole, so a
+reader's memory follows the records, not the file's bytes; the index, which holds no records, reads
+each line with ``read_line``, a chunk of lines at a time (``fathom.index.build``). A writer that
+moves damage aside keeps no line: it reads the file a second time (``fathom.run.appends.quarantine``).
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -37,7 +37,6 @@ class Damage:
 
     line: int  # 1-based
     reason: str
-    raw: bytes  # the line as it was on disk, without its newline; b"" where the lines were not kept
 
 
 @dataclass(frozen=True)
@@ -45,58 +44,59 @@ class Parsed(Generic[R]):
     records: list[R]
     damaged: list[Damage]
     torn: bytes  # whatever follows the last newline
-    good: list[bytes]  # the records' lines as they were on disk, newline included, where kept
 
 
 def parse(data: bytes, manifest: Manifest | None, name: str) -> Parsed[AnyRecord]:
-    """Every line of ``data`` (the file ``name``), sorted into records and damage, lines kept. A
-    record must be of ``manifest``'s run and a sample its spec asks (``check_sample``); records
-    without an identity predate it and count as the run's own; with no manifest, any record counts.
-    A record of a newer schema is no damage but a newer fathom's: NewerSchemaError, for readers and
-    writers alike, before anything is moved."""
-    return parse_stream(io.BytesIO(data), name, sample_reader(manifest), keep_lines=True)
+    """Every line of ``data`` (the file ``name``), sorted into records and damage. A record must be of
+    ``manifest``'s run and a sample its spec asks (``check_sample``); records without an identity
+    predate it and count as the run's own; with no manifest, any record counts. A record of a newer
+    schema is no damage but a newer fathom's: NewerSchemaError, for readers and writers alike, before
+    anything is moved."""
+    return parse_stream(io.BytesIO(data), name, sample_reader(manifest))
 
 
-def read_samples(path: Path, manifest: Manifest, keep_lines: bool) -> Parsed[AnyRecord]:
-    """samples.jsonl at ``path``, read line by line, as ``parse`` reads it; its lines kept only with
-    ``keep_lines`` (the index stores them)."""
-    return read_file(path, sample_reader(manifest), keep_lines)
-
-
-def read_file(path: Path, reader: Callable[[dict[str, Any]], R], keep_lines: bool) -> Parsed[R]:
+def read_file(path: Path, reader: Callable[[dict[str, Any]], R]) -> Parsed[R]:
     """The JSONL file at ``path`` read line by line (``parse_stream``); a missing file holds nothing."""
+    return parse_stream(file_lines(path), str(path), reader)
+
+
+def file_lines(path: Path) -> Iterator[bytes]:
+    """The lines of the file at ``path``, each with its newline (a last one without is the torn tail),
+    read one at a time; a missing file has none."""
     try:
         with path.open("rb") as handle:
-            return parse_stream(handle, str(path), reader, keep_lines)
+            yield from handle
     except FileNotFoundError:
-        return Parsed([], [], b"", [])
+        return
     except OSError as exc:
         raise RunFolderError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def parse_stream(
-    lines: Iterable[bytes], name: str, reader: Callable[[dict[str, Any]], R], keep_lines: bool
-) -> Parsed[R]:
+def parse_stream(lines: Iterable[bytes], name: str, reader: Callable[[dict[str, Any]], R]) -> Parsed[R]:
     """The lines of a binary file (each with its newline; a last one without is the torn tail) as
-    records and damage. Without ``keep_lines`` only the records and each damage's place and reason
-    are held, not the lines themselves."""
+    records and damage: only the records and each damage's place and reason are held, not the lines."""
     records: list[R] = []
     damaged: list[Damage] = []
-    good: list[bytes] = []
     for number, line in enumerate(lines, start=1):
         if not line.endswith(b"\n"):
-            return Parsed(records, damaged, line, good)  # only the last line lacks its newline
-        raw = line[:-1]
-        try:
-            records.append(_record(raw, reader))
-        except _Damaged as exc:
-            damaged.append(Damage(number, str(exc), raw if keep_lines else b""))
-            continue
-        except NewerSchemaError as exc:
-            raise exc.at(f"{name} line {number}") from None
-        if keep_lines:
-            good.append(line)
-    return Parsed(records, damaged, b"", good)
+            return Parsed(records, damaged, line)  # only the last line lacks its newline
+        read = read_line(number, line[:-1], name, reader)
+        if isinstance(read, Damage):
+            damaged.append(read)
+        else:
+            records.append(read)
+    return Parsed(records, damaged, b"")
+
+
+def read_line(number: int, raw: bytes, name: str, reader: Callable[[dict[str, Any]], R]) -> R | Damage:
+    """Line ``number`` of the file ``name`` (``raw``, its newline aside) as ``reader``'s record, or the
+    damage it is; NewerSchemaError, naming the line, for a newer fathom's record."""
+    try:
+        return _record(raw, reader)
+    except _Damaged as exc:
+        return Damage(number, str(exc))
+    except NewerSchemaError as exc:
+        raise exc.at(f"{name} line {number}") from None
 
 
 def sample_reader(manifest: Manifest | None) -> Callable[[dict[str, Any]], AnyRecord]:
