@@ -28,7 +28,7 @@ def document(logprobs: tuple[float, ...] = LOGPROBS) -> PerplexityRecord:
 
 
 def line_of(record: SampleRecord | PerplexityRecord) -> bytes:
-    """The record's line as the run's writer writes it (``fathom.run.store.append_line``)."""
+    """The record's line as the run's writer writes it (``fathom.run.appends.append_line``)."""
     return (json.dumps(record.to_json(), sort_keys=True, allow_nan=False) + "\n").encode()
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from fathom.records import Cell, PerplexityRecord
-from fathom.run.lines import parse_stream, read_file
+from fathom.run.lines import Damage, parse_stream
 from fathom.run.store import QUARANTINE, RunFolder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "records-v11"
@@ -111,21 +111,6 @@ def test_log_probabilities_cost_8_bytes_each_not_a_python_float(tmp_path: Path) 
     assert held / tokens < 10, held / tokens
 
 
-def test_the_index_read_keeps_the_good_lines_once_and_no_more(tmp_path: Path) -> None:
-    folder = tmp_path / "run"
-    size = big_run(folder)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        parsed = read_file(folder / "samples.jsonl", lambda data: data["sample_id"], keep_lines=True)
-        held, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert b"".join(parsed.good) == (folder / "samples.jsonl").read_bytes()
-    assert held > size  # the lines, which the index stores
-    assert peak - held < size / 10, (peak, held, size)
-
-
 def test_a_resume_holds_no_line_and_no_record_and_moves_damage_aside_in_a_second_pass(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
     size = big_run(folder.path)
@@ -149,10 +134,8 @@ def test_a_resume_holds_no_line_and_no_record_and_moves_damage_aside_in_a_second
     assert not [p for p in folder.path.iterdir() if p.name.endswith(".partial")]
 
 
-def test_a_stream_ends_in_its_torn_tail_and_keeps_no_line_it_was_not_asked_to() -> None:
+def test_a_stream_ends_in_its_torn_tail_and_keeps_no_line() -> None:
     lines = [b'{"a": 1}\n', b"garbage\n", b'{"a": 2}\n', b'{"a": ']
-    parsed = parse_stream(iter(lines), "x.jsonl", lambda data: data["a"], keep_lines=False)
-    assert (parsed.records, parsed.torn, parsed.good) == ([1, 2], b'{"a": ', [])
-    assert [(d.line, d.reason, d.raw) for d in parsed.damaged] == [(2, "not JSON", b"")]
-    kept = parse_stream(iter(lines), "x.jsonl", lambda data: data["a"], keep_lines=True)
-    assert (kept.good, kept.damaged[0].raw) == ([lines[0], lines[2]], b"garbage")
+    parsed = parse_stream(iter(lines), "x.jsonl", lambda data: data["a"])
+    assert (parsed.records, parsed.torn) == ([1, 2], b'{"a": ')
+    assert parsed.damaged == [Damage(2, "not JSON")]

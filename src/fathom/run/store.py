@@ -213,7 +213,7 @@ class RunFolder:
         reader = sample_reader(self.read_manifest())
         if set_aside_newer:
             reader = _newer_as_damage(reader)
-        return read_file(self.samples_path, lambda data: keep(reader(data)), keep_lines=False)
+        return read_file(self.samples_path, lambda data: keep(reader(data)))
 
     def _quarantine(self, parsed: Parsed[Any]) -> None:
         quarantine(parsed, self.samples_path, self.path / QUARANTINE)
