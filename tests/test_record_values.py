@@ -187,6 +187,8 @@ def judged(tmp_path: Path) -> Path:
         ({"score": None}, "a judgement has a score or an error, one of the two"),
         ({"attempts": 0}, "field 'attempts' is 0, not 1 or more"),
         ({"latency_s": NAN}, "field 'latency_s' holds nan"),
+        # JSON's integers have no bound: one too large for a float is damage, not an OverflowError
+        ({"latency_s": 10**400}, "field 'latency_s' holds 1000000"),
     ],
 )
 def test_an_impossible_judgement_is_left_out_then_moved_aside(

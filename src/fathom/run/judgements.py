@@ -19,8 +19,10 @@ from typing import Any, Generic, TypeVar
 
 from fathom.judgement import JudgementRecord, QualificationRecord
 from fathom.manifest import JudgeIdentity
+from fathom.record_bounds import within
+from fathom.run.appends import append_line, append_to, quarantine
 from fathom.run.lines import read_file
-from fathom.run.store import RunFolder, append_line, append_to, quarantine
+from fathom.run.store import RunFolder
 
 JUDGEMENTS = "judgements.jsonl"
 JUDGEMENTS_QUARANTINE = "judgements.quarantine"
@@ -73,12 +75,12 @@ def read_qualification(data: dict[str, Any]) -> QualificationRecord:
 def _check_in(name: str, values: Iterable[float], low: float, high: float = math.inf) -> None:
     """ValueError where one of ``values`` (of the field ``name``) is not a finite number in [low, high]."""
     for value in values:
-        if not (math.isfinite(value) and low <= value <= high):
+        if not within((value,), low, high):  # an integer too large for a float included
             raise ValueError(f"field '{name}' holds {value}, not a finite number in [{low}, {high}]")
 
 
 def _read(folder: Path, name: str, reader: Callable[[dict[str, Any]], R]) -> list[R]:
-    parsed = read_file(folder / name, reader, keep_lines=False)
+    parsed = read_file(folder / name, reader)
     if parsed.damaged:
         first = parsed.damaged[0]
         log.warning(
@@ -111,7 +113,7 @@ class _Writer(Generic[R]):
 
     def __init__(self, folder: Path, name: str, aside: str, reader: Callable[[dict[str, Any]], R]) -> None:
         self.path = folder / name
-        parsed = read_file(self.path, reader, keep_lines=False)  # quarantine reads damage again
+        parsed = read_file(self.path, reader)  # quarantine reads damage again
         quarantine(parsed, self.path, folder / aside)
         self.existing: list[R] = parsed.records
         self._fd = append_to(self.path)
