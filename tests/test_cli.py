@@ -120,9 +120,11 @@ def test_a_killed_run_loses_nothing_and_resumes(runs: Path) -> None:
         args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy()
     )
     samples = folder / "samples.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (
-        not samples.exists() or len(samples.read_text().splitlines()) < 20
+    deadline = time.monotonic() + 600  # the kill waits for the run's progress: only a hang meets this
+    while (
+        time.monotonic() < deadline
+        and process.poll() is None
+        and (not samples.exists() or len(samples.read_text().splitlines()) < 20)
     ):
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
