@@ -10,10 +10,10 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from test_cache_entries import Arrays, plant_arrays
 
 from fathom.prompts import hygiene
 from fathom.prompts.haystack import entry, index, words
@@ -32,8 +32,6 @@ TEXT = " ".join(
 NEEDLES = ["The mill by the river burned.", "Quoxdale keeps a ledger.", "number 21 kept ledger"]
 PHRASES = ["mill", "the river 12", "river 12 kept", "ledger number 7", "Quoxdale", "asked why", "why the"]
 MEMBERS = ("words", "pairs", "content", "offsets", "units", "sizes")
-
-Arrays = dict[str, Any]
 
 
 @pytest.fixture
@@ -115,11 +113,6 @@ def test_a_second_task_reads_the_index_rather_than_building_it(
     hygiene.haystack_check.cache_clear()  # no later test meets this test's cache folder's checks
 
 
-def stored(path: Path) -> Arrays:
-    with np.load(path) as data:
-        return {name: data[name] for name in data.files}
-
-
 def signed(arrays: Arrays) -> Arrays:
     """``arrays`` with a record whose content hash is theirs: only the damage itself tells."""
     made = json.loads(str(arrays["made"][()]))
@@ -182,15 +175,6 @@ BAD_ARRAYS: dict[Callable[[Arrays], Arrays], str] = {
     _foreign: "was made from another corpus text or fathom format",
     _oversized: "bytes of units, more than its corpus could make",
 }
-
-
-def plant_arrays(damage: Callable[[Arrays], Arrays]) -> Callable[[Path], None]:
-    def plant(path: Path) -> None:
-        arrays = damage(stored(path))
-        with path.open("wb") as handle:
-            np.savez(handle, **arrays)
-
-    return plant
 
 
 def _truncated(path: Path) -> None:
