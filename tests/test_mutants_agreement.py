@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from test_store import record
 
 from fathom.analysis.agreement import judge_sections, kappa, kappa_interval
@@ -138,3 +139,40 @@ def test_a_weighted_kappa_of_two_categories_is_cohens() -> None:
     a = [0, 0, 0, 1, 1, 1, 0, 1]
     b = [0, 0, 0, 1, 1, 1, 1, 0]
     assert kappa(a, b, [0, 1], weighted=True) == kappa(a, b, [0, 1]) == 0.5
+
+
+def test_the_agreement_between_judges_and_with_the_metric_by_hand() -> None:
+    # Judge against judge2 on a five-point scale: (1, 1), (1, 1), (5, 5), (5, 3), three times over (so
+    # that the bootstrap intervals, weighted and not, differ). Quadratic weights
+    # (i - j)^2 / 16: observed weighted disagreement (0 + 0 + 0 + 4/16) / 4 = 1/16; expected from the
+    # margins (judge: 1 and 5 half each; judge2: 1 half, 3 and 5 a quarter each) 0.125 + 0.03125 +
+    # 0.25 + 0.03125 = 7/16; kappa 1 - (1/16) / (7/16) = 6/7. Unweighted it would be 0.6.
+    samples = [sample(i, score) for i, score in enumerate((0.0, 1.0, 1.0, 1.0) * 3)]
+    one, two = (1, 1, 5, 5) * 3, (1, 1, 5, 3) * 3
+    judgements = [verdict(s, ONE, a) for s, a in zip(samples, one, strict=True)] + [
+        verdict(s, TWO, b) for s, b in zip(samples, two, strict=True)
+    ]
+    made = section(samples, judgements)
+    interval = kappa_interval(list(one), list(two), SCALE, weighted=True)
+    assert interval != kappa_interval(list(one), list(two), SCALE)  # the weights tell them apart
+    assert made["agreement"] == {
+        "statistic": "quadratic-weighted kappa",
+        "n": 12,
+        "value": pytest.approx(6 / 7, abs=1e-12),
+        "ci_low": interval[0],
+        "ci_high": interval[1],
+        "observed": 0.75,
+    }
+    # The judge against the metric, pass/fail: passed (score >= 4) 0, 0, 1, 1; the metric (>= 0.5)
+    # 0, 1, 1, 1. p_o = 3/4, p_e = 1/2 * 1/4 + 1/2 * 3/4 = 1/2: Cohen's kappa (3/4 - 1/2) / (1/2) = 1/2.
+    passed, metric = [0, 0, 1, 1] * 3, [0, 1, 1, 1] * 3
+    low, high = kappa_interval(passed, metric, [0, 1])
+    assert made["judges"][0]["metric_agreement"] == {
+        "statistic": "Cohen's kappa",
+        "n": 12,
+        "value": pytest.approx(0.5, abs=1e-12),
+        "ci_low": low,
+        "ci_high": high,
+        "observed": 0.75,
+    }
+    assert low is not None and high is not None
