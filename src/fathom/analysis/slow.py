@@ -1,10 +1,14 @@
-"""Samples far slower than their length explains: the signature of a KV cache paged out to host
+"""Samples far slower than their task and length explain: the signature of a KV cache paged out to host
 memory, a server swapping, or a replica in trouble (tens of times slower per token, not percent).
 
 A prompt's time is mostly its prefill, which grows with its tokens, so samples are set beside the
-others of their length: each one's seconds per prompt token (its prefill time where the backend
-reported one, else its whole latency) against the median of its length. One at least ``SLOW_FACTOR``
-times the median is listed. Samples under ``LEAST_SECONDS`` are never listed: a median of
+others of their task and length: each one's seconds per prompt token (its prefill time where the
+backend reported one, else its whole latency) against the median of its task at its length (the
+no-context controls apart from the samples: their prompts are short, their time mostly overhead).
+One at least ``SLOW_FACTOR`` times the median is listed. Not the median of its length alone: tasks
+differ in cost per token (a long answer's decode counted in the latency, a prefix cached across one
+task's prompts), and where a cheap task sets a length's median, an expensive task's every sample
+looks slow beside it. Samples under ``LEAST_SECONDS`` are never listed: a median of
 milliseconds (a cache hit, a simulated model) makes noise look like a factor.
 """
 
@@ -28,12 +32,12 @@ def _seconds(record: SampleRecord) -> float:
 
 def slow_samples(records: Sequence[SampleRecord]) -> dict[str, Any]:
     """summary.json's ``slow`` section: the rule, and the samples it flags (empty for none)."""
-    by_length: defaultdict[int, list[SampleRecord]] = defaultdict(list)
+    groups: defaultdict[tuple[str, bool, int], list[SampleRecord]] = defaultdict(list)
     for record in records:
         if record.error is None and record.actual_tokens > 0:
-            by_length[record.length].append(record)
+            groups[record.task, record.control, record.length].append(record)
     flagged: list[dict[str, Any]] = []
-    for length, group in sorted(by_length.items()):
+    for (_, _, length), group in sorted(groups.items()):
         median = statistics.median(_seconds(r) / r.actual_tokens for r in group)
         for record in group:
             per_token = _seconds(record) / record.actual_tokens
