@@ -24,7 +24,7 @@ def summary_text(summary: Summary) -> list[str]:
     table, the no-context control, then RULER's table or NIAH's scores by length."""
     lines = [] if summary.perplexity is None else perplexity_text(summary.perplexity)
     if summary.control is not None:
-        lines.append(control_text(summary.control))
+        lines.append(control_text(summary, summary.control))
     if isinstance(summary.sweep, RulerGrid):
         lines += ruler_text(summary.sweep)
         if summary.run is not None and summary.run.fill == "ruler":
@@ -312,13 +312,28 @@ def suite_tasks_text(suites: Row) -> list[str]:
     ]
 
 
-def control_text(summary: Row) -> str:
+def answered_share(control: Row) -> str:
+    """The percentage of the graded controls answered without the context: the figure printed with
+    their count. Their mean score is another figure (a partial credit above 0 is answered; RULER's
+    containment scores a refusal), so it is printed apart, named."""
+    return "n/a" if not control["n"] else f"{control['answered'] / control['n']:.1%}"
+
+
+def answered_count(summary: Summary, control: Row) -> str:
+    """"2 of 12 questions answered without the context", of ``summary``'s ``control``: a real suite
+    counts prompts, one per item and length limit, so several of them ask one question."""
+    suite = isinstance(summary.sweep, RulerGrid) and bool(summary.sweep.suites)
+    unit = "prompts" if suite else "questions"
+    return f"{control['answered']} of {control['n']} {unit} answered without the context"
+
+
+def control_text(summary: Summary, control: Row) -> str:
     """The control in a line, with a warning when questions were answered without the context."""
-    n, answered = summary["n"], summary["answered"]
-    mean = "n/a" if summary["mean"] is None else f"{summary['mean']:.1%}"
-    line = f"no-context control: {mean} ({answered} of {n} questions answered without the context"
-    line += f", {summary['errors']} errors)" if summary["errors"] else ")"
-    if answered:
+    mean = "n/a" if control["mean"] is None else f"{control['mean']:.1%}"
+    counted = f"{answered_share(control)} ({answered_count(summary, control)})"
+    line = f"no-context control: {counted}, mean score {mean}"
+    line += f", {control['errors']} errors" if control["errors"] else ""
+    if control["answered"]:
         line += (
             "; warning: those samples' scores are no evidence of using the context "
             "(see report.html, 'No-context control')"

@@ -42,6 +42,7 @@ from fathom.report.html.page import (
 )
 from fathom.report.html.suites import suite_boxes, suite_section
 from fathom.report.plots import format_length
+from fathom.report.text import answered_count, answered_share
 from fathom.run.store import RunFolder
 from fathom.units import length_or_none
 
@@ -151,8 +152,8 @@ def headline(summary: Summary) -> str:
         ]
     if summary.control is not None:
         control = summary.control
-        answered = f"{control['answered']} of {control['n']} answered without the context"
-        boxes.append(number_box(percent(control["mean"]), f"no-context control ({answered})"))
+        counted = f"{answered_count(summary, control)}; mean score {percent(control['mean'])}"
+        boxes.append(number_box(answered_share(control), f"no-context control: {counted}"))
     if summary.perplexity is not None:
         scored = summary.perplexity
         boxes.append(number_box(str(scored.documents), f"perplexity documents ({scored.errors} errors)"))
