@@ -79,6 +79,9 @@ class Plan:
     cells: tuple[CellPlan, ...]
     rows: tuple[Tally, ...]  # the controls, then one per length
     total: Tally
+    # The lengths whose prompts exceed the architecture's trained window (``arch.context``): a run's
+    # samples there are marked beyond_window, their scores extrapolation. Empty where it is unknown.
+    beyond_window: tuple[int, ...]
 
 
 def plan_prompts(spec: RunSpec, swept: SweepPrompts, arch: Architecture, setup: Setup, order: str) -> Plan:
@@ -92,7 +95,16 @@ def plan_prompts(spec: RunSpec, swept: SweepPrompts, arch: Architecture, setup: 
         if group:
             rows.append(_tally(str(length), group, tp, setup))
     total = _tally("total", cells, tp, setup)
-    return Plan(spec, arch, setup, order, swept, weights, tp, cells, tuple(rows), total)
+    beyond = _beyond_window(cells, arch.context)
+    return Plan(spec, arch, setup, order, swept, weights, tp, cells, tuple(rows), total, beyond)
+
+
+def _beyond_window(cells: Sequence[CellPlan], window: int | None) -> tuple[int, ...]:
+    """The lengths with a prompt longer than ``window``, as a run marks a sample beyond_window (its
+    prompt tokens over the trained window; a control's short prompt never is)."""
+    if window is None:
+        return ()
+    return tuple(sorted({c.length for c in cells if c.prompt_tokens > window}))
 
 
 def _cell(prompt: PromptCost, arch: Architecture, setup: Setup, weights: float) -> CellPlan:

@@ -64,6 +64,7 @@ def plan_text(plan: Plan) -> list[str]:
         f"model: {arch.name}: {amount(arch.params)} parameters ({amount(arch.active_params)} active), "
         f"weights {gib(plan.weights_bytes)} ({stored}), KV cache {per_token / 1024:.0f} KiB a token "
         f"({setup.kv_dtype})",
+        *_window_lines(plan),
         f"GPU: {setup.gpus} x {gpu.label}: {gpu.bf16_flops / 1e12:.0f} TFLOP/s bf16, "
         f"{gpu.bandwidth / 1e12:.4g} TB/s; assumed: {setup.utilisation:.0%} of the peak in a prefill "
         f"(MFU), {setup.decode_utilisation:.0%} of the bandwidth in decoding, one sequence at a time",
@@ -79,6 +80,20 @@ def plan_text(plan: Plan) -> list[str]:
         "cache, as the hf backend runs)",
         _fit_line(plan),
         _time_line(plan),
+    ]
+
+
+def _window_lines(plan: Plan) -> list[str]:
+    """A warning naming the lengths past the trained window, where the architecture gives one (a
+    preset, config.json's max_position_embeddings, a GGUF's context_length): none otherwise."""
+    window = plan.arch.context
+    if window is None or not plan.beyond_window:
+        return []
+    lengths = ", ".join(format_count(length) for length in plan.beyond_window)
+    return [
+        f"warning: lengths beyond {plan.arch.name}'s trained window of {window:,} tokens: "
+        f"{lengths} (a run marks their samples beyond_window: scores there measure extrapolation, "
+        "not recall within the window)"
     ]
 
 
@@ -184,6 +199,8 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "weights_bytes": plan.weights_bytes,
         "tp": plan.tp,
         "fits_one_gpu": plan.tp == 1,
+        # The lengths past the architecture's trained window; null where the window is unknown.
+        "beyond_window": None if plan.arch.context is None else list(plan.beyond_window),
         "rows": [_tally_json(row) for row in plan.rows],
         "total": _tally_json(plan.total),
         "cells": [dataclasses.asdict(cell) for cell in plan.cells],
