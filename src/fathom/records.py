@@ -231,7 +231,7 @@ class SampleRecord:
     original_tokens: int | None = None
     truncated: bool = False
     # Schema 7: the backend's prefill and decode seconds, where it reports them (``Completion``);
-    # a sample far slower per token than its length's others is listed (``fathom.analysis.slow``).
+    # a sample far slower per token than its task's others at its length is listed (``fathom.analysis.slow``).
     prefill_s: float | None = None
     decode_s: float | None = None
     # Schema 8: what came first of the answer (a ``FirstToken``: "end" is a model that stopped before

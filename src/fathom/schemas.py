@@ -54,8 +54,9 @@ MANIFEST_SCHEMA = 6
 # actual length, truncation, splits) in a suite run's summary. 5: the LLM judges' sections (scores,
 # agreement between judges and with the metric, disagreements), where the run was judged; a suite
 # run's scores by task (``suites.by_task``) and its mean over tasks (``suites.mean``); the samples far
-# slower per token than their length explains (``slow``). 6: the low-overlap scores by the needles'
-# form (``hard.forms``) and apart where a window names a near neighbour of the place (``hard.neighbours``).
+# slower per token than their task's others at their length (``slow``). 6: the low-overlap scores by
+# the needles' form (``hard.forms``) and apart where a window names a near neighbour of the place
+# (``hard.neighbours``).
 SUMMARY_SCHEMA = 6
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1

@@ -118,7 +118,8 @@ class Summary:
     perplexity: Perplexity | None = None
     run: RunFacts | None = None
     # Schema 5: the LLM judges' sections, one per rubric (``fathom.analysis.agreement``), where judged;
-    # the samples far slower per token than their length explains (``fathom.analysis.slow``), if any.
+    # the samples far slower per token than their task's others at their length
+    # (``fathom.analysis.slow``), if any.
     judges: tuple[Row, ...] = ()
     slow: Row | None = None
     schema: int = SUMMARY_SCHEMA
