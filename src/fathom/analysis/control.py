@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from fathom.analysis.failures import REFUSAL_PHRASES
 from fathom.analysis.pairing import (
     CORRECTION,
     TEST,
@@ -52,9 +54,31 @@ def control_summary(controls: Sequence[SampleRecord], samples: Sequence[SampleRe
 
 def answered(controls: Sequence[SampleRecord]) -> list[SampleRecord]:
     """The controls graded without an error that scored above 0 (found an answer, or part of one,
-    without the context), the highest-scoring first."""
-    found = (r for r in controls if r.error is None and r.score > 0)
+    without the context) and did not refuse (``refused``), the highest-scoring first. Their scores
+    stay the task's own (RULER's, LongBench's), for comparability; only this count reads refusals."""
+    found = (r for r in controls if r.error is None and r.score > 0 and not refused(r))
     return sorted(found, key=lambda r: (-r.score, r.sample_id))
+
+
+def refused(record: SampleRecord) -> bool:
+    """Whether a control declined or said it found nothing (``REFUSAL_PHRASES``) and names no gold
+    answer as a whole word: a refusal that a metric scores above 0 answered nothing. RULER's
+    containment finds qa_2's "no" inside "I could not find the answer", and a token F1 credits the
+    words a refusal shares with the answer ("the", "in")."""
+    said = _lowered(record.output)
+    if not any(phrase in said for phrase in REFUSAL_PHRASES):
+        return False
+    return not any(_whole(_lowered(answer)).search(said) for answer in record.answers if answer.strip())
+
+
+def _lowered(text: str) -> str:
+    """Lower-case, typographic apostrophes as plain ones: as ``failures.failure_kind`` reads an output."""
+    return text.lower().replace("\u2019", "'")
+
+
+def _whole(phrase: str) -> re.Pattern[str]:
+    """``phrase`` as a whole word or words: no letter or digit on either side ("no" is not in "not")."""
+    return re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")
 
 
 @dataclass(frozen=True)
