@@ -5,8 +5,9 @@ check does not take that on trust. From every record of the given run folders it
 evaluation drew (answers and needle values; the adjective-noun keys its questions ask about, and
 the distractors' keys; the made-up people they name, and the distractors' people; the low-overlap
 items' anchors), and looks for each, as whole words and with its case, in every message of every
-exported line. A key is also looked for with its hyphen as a space (``amber-anchor`` in "amber
-anchor"), so a key reused as a passphrase counts too.
+exported line. A key is looked for as its needle writes it, hyphen and all (``amber-anchor``): its
+two words apart are ordinary prose ("a little window" is no ``little-window``), which any haystack
+holds, and a passphrase is drawn from training's own words, none of them a key's.
 
 Compared: NIAH records of fathom's generated needle kinds, and RULER's synthetic needles (numbers,
 UUIDs, variable names). Not compared: the sf needle (one published sentence, never exported) and
@@ -181,11 +182,9 @@ class _Index:
     def __init__(self, drawn: Iterable[Drawn]) -> None:
         self._by_first: dict[str, list[tuple[tuple[str, ...], Drawn]]] = {}
         for d in drawn:
-            forms = {d.text, d.text.replace("-", " ")} if d.kind == KEY else {d.text}
-            for form in forms:
-                words = tuple(_WORD.findall(form))
-                if words:
-                    self._by_first.setdefault(words[0], []).append((words, d))
+            words = tuple(_WORD.findall(d.text))
+            if words:
+                self._by_first.setdefault(words[0], []).append((words, d))
 
     def find(self, text: str) -> Iterator[Drawn]:
         words = _WORD.findall(text)
