@@ -8,7 +8,7 @@ import dataclasses
 import math
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -79,6 +79,13 @@ def _lowered(text: str) -> str:
 def _whole(phrase: str) -> re.Pattern[str]:
     """``phrase`` as a whole word or words: no letter or digit on either side ("no" is not in "not")."""
     return re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")
+
+
+def answered_share(control: Mapping[str, Any]) -> float | None:
+    """The share of a summary's graded controls (``control_summary``) answered without the context:
+    the figure to give with their count. Their mean score is another (a partial credit above 0 is
+    answered); None where none was graded."""
+    return control["answered"] / control["n"] if control["n"] else None
 
 
 @dataclass(frozen=True)

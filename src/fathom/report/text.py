@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from fathom.analysis.control import answered_share
 from fathom.analysis.hard import FORM_AXES
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.report.qualification_text import qualification_line
@@ -312,13 +313,6 @@ def suite_tasks_text(suites: Row) -> list[str]:
     ]
 
 
-def answered_share(control: Row) -> str:
-    """The percentage of the graded controls answered without the context: the figure printed with
-    their count. Their mean score is another figure (a partial credit above 0 is answered; RULER's
-    containment scores a refusal), so it is printed apart, named."""
-    return "n/a" if not control["n"] else f"{control['answered'] / control['n']:.1%}"
-
-
 def answered_count(summary: Summary, control: Row) -> str:
     """"2 of 12 questions answered without the context", of ``summary``'s ``control``: a real suite
     counts prompts, one per item and length limit, so several of them ask one question."""
@@ -328,10 +322,10 @@ def answered_count(summary: Summary, control: Row) -> str:
 
 
 def control_text(summary: Summary, control: Row) -> str:
-    """The control in a line, with a warning when questions were answered without the context."""
-    mean = "n/a" if control["mean"] is None else f"{control['mean']:.1%}"
-    counted = f"{answered_share(control)} ({answered_count(summary, control)})"
-    line = f"no-context control: {counted}, mean score {mean}"
+    """The control in a line, with a warning when questions were answered without the context: the
+    share answered with its count, then the mean score (partial credit), named apart."""
+    counted = f"{_percent(answered_share(control))} ({answered_count(summary, control)})"
+    line = f"no-context control: {counted}, mean score {_percent(control['mean'])}"
     line += f", {control['errors']} errors" if control["errors"] else ""
     if control["answered"]:
         line += (

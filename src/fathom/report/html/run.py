@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fathom.analysis.control import answered_share
 from fathom.analysis.failures import failure_kind, hedged_right, rejected_lure
 from fathom.analysis.select import is_literal_twin, split_records
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
@@ -42,7 +43,7 @@ from fathom.report.html.page import (
 )
 from fathom.report.html.suites import suite_boxes, suite_section
 from fathom.report.plots import format_length
-from fathom.report.text import answered_count, answered_share
+from fathom.report.text import answered_count
 from fathom.run.store import RunFolder
 from fathom.units import length_or_none
 
@@ -153,7 +154,7 @@ def headline(summary: Summary) -> str:
     if summary.control is not None:
         control = summary.control
         counted = f"{answered_count(summary, control)}; mean score {percent(control['mean'])}"
-        boxes.append(number_box(answered_share(control), f"no-context control: {counted}"))
+        boxes.append(number_box(percent(answered_share(control)), f"no-context control: {counted}"))
     if summary.perplexity is not None:
         scored = summary.perplexity
         boxes.append(number_box(str(scored.documents), f"perplexity documents ({scored.errors} errors)"))
