@@ -161,7 +161,10 @@ def rewrite_controls(folder: Path, edit: Callable[[list[dict[str, Any]]], list[d
 
 
 def answering(indices: range) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
-    return lambda rs: [dict(r, score=1.0) if i in indices else r for i, r in enumerate(rs)]
+    # The gold answer as the output: sim's control refuses, and a refusal is no answer, whatever its score.
+    return lambda rs: [
+        dict(r, score=1.0, output=r["answers"][0]) if i in indices else r for i, r in enumerate(rs)
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -292,7 +292,7 @@ def test_a_planted_overlap_is_reported_with_its_class_and_line(
     assert out.startswith("1 overlaps:") and f"anchor '{anchor}'" in out and "line 17 (assistant)" in out
 
 
-def test_the_check_matches_whole_words_and_keys_written_as_words(
+def test_the_check_matches_whole_words_and_keys_as_their_needles_write_them(
     exported: Path, evaluated: list[Path], tmp_path: Path
 ) -> None:
     drawn = _drawn(evaluated)
@@ -301,7 +301,7 @@ def test_the_check_matches_whole_words_and_keys_written_as_words(
     examples = exported.read_text(encoding="utf-8").splitlines()[:3]
     contents = [
         f"An identifier 1b4e28ba-{code}-41d4-a716-446655440000, a number 1{code}5.",  # neither holds it
-        f"The passphrase is {key.replace('-', ' ')}.",  # a key reused as words
+        f"The passphrase is {key}.",  # a key as its needle writes it (its words apart are prose)
         f"The code is {code}.",
     ]
     for index, content in enumerate(contents):
