@@ -14,13 +14,16 @@ import pytest
 from test_store import record
 
 from fathom import BackendEntry, registry
+from fathom.analysis.checkpoint import run_numbers
 from fathom.analysis.control import answered, control_summary
 from fathom.backends.base import Completion, Request
 from fathom.backends.sim import SimulatedBackend
 from fathom.cli import main
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import SampleRecord
+from fathom.report.compare import read_run
 from fathom.scoring import SCORERS, grade
+from fathom.track.logged import run_metrics
 
 # "no-context control: 16.7% (2 of 12 prompts answered without the context), mean score 2.0%"
 _LINE = re.compile(r"no-context control: ([\d.]+)% \((\d+) of (\d+) prompts answered without the context\)")
@@ -59,6 +62,8 @@ def test_a_suite_runs_control_percentage_is_the_share_its_count_gives(
     assert f"mean score {control['mean']:.1%}" in found.string  # the mean printed apart, named
     page = (tmp_path / "run" / "report.html").read_text()
     assert "<b>33.3%</b><span>no-context control: 4 of 12 prompts answered" in page
+    # The trackers' "control/answered" is that share too, not the mean score.
+    assert run_metrics(run_numbers(read_run(tmp_path / "run")))["control/answered"] == 4 / 12
 
 
 REFUSAL = "I could not find the answer in the document."

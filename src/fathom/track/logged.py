@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.analysis.checkpoint import Numbers, run_numbers
+from fathom.analysis.control import answered_share
 from fathom.analysis.gate import LEVELS
 from fathom.analysis.paired import Comparison
 from fathom.analysis.series import Series, Step, regressed
@@ -198,9 +199,9 @@ def run_metrics(numbers: Numbers) -> dict[str, float]:
         metrics["effective_length/mean"] = effective.mean or 0
         metrics["effective_length/lower_bound"] = effective.lower_bound or 0
     summary = read_summary(numbers.path)
-    control = None if summary is None or summary.control is None else summary.control.get("mean")
-    if control is not None:
-        metrics["control/answered"] = control
+    answered = None if summary is None or summary.control is None else answered_share(summary.control)
+    if answered is not None:
+        metrics["control/answered"] = answered
     return metrics
 
 
