@@ -72,7 +72,7 @@ def test_a_slow_sample_reaches_the_summary_the_terminal_and_the_report(
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     capsys.readouterr()
     assert main(["report", str(folder)]) == 0
-    assert "slow samples: 1 took at least 10x their length's median" in capsys.readouterr().out
+    assert "slow samples: 1 took at least 10x their task's median" in capsys.readouterr().out
     summary = json.loads((folder / "summary.json").read_text())
     assert [r["sample_id"] for r in summary["slow"]["samples"]] == [lines[3]["sample_id"]]
     assert '<section id="slow"><h2>Slow samples</h2>' in (folder / "report.html").read_text()

@@ -36,8 +36,8 @@ def summary_text(summary: Summary) -> list[str]:
     if summary.slow is not None:
         slow = summary.slow
         lines.append(
-            f"slow samples: {slow['count']} took at least {slow['factor']:g}x their length's median time per "
-            "prompt token (a KV cache paged to host memory?): see report.html"
+            f"slow samples: {slow['count']} took at least {slow['factor']:g}x their task's median time per "
+            "prompt token at their length (a KV cache paged to host memory?): see report.html"
         )
     return lines + [line for section in summary.judges for line in judges_text(section)]
 
@@ -314,8 +314,8 @@ def suite_tasks_text(suites: Row) -> list[str]:
 
 
 def answered_count(summary: Summary, control: Row) -> str:
-    """"2 of 12 questions answered without the context", of ``summary``'s ``control``: a real suite
-    counts prompts, one per item and length limit, so several of them ask one question."""
+    """The count of ``summary``'s ``control`` answered, as "2 of 12 questions answered without the
+    context": a real suite counts prompts, one per item and length limit, so several ask one question."""
     suite = isinstance(summary.sweep, RulerGrid) and bool(summary.sweep.suites)
     unit = "prompts" if suite else "questions"
     return f"{control['answered']} of {control['n']} {unit} answered without the context"

@@ -331,8 +331,8 @@ def _header(manifest: Manifest, records: Sequence[SampleRecord], summary: Summar
 
 
 def _slow_section(slow: Row) -> str:
-    """The samples far slower per token than their length's median: a KV cache paged to host memory
-    or a server in trouble is tens of times slower, which an average hides."""
+    """The samples far slower per token than their task's median at their length: a KV cache paged
+    to host memory or a server in trouble is tens of times slower, which an average hides."""
     rows = [
         (
             r["sample_id"],
@@ -344,11 +344,11 @@ def _slow_section(slow: Row) -> str:
         )
         for r in slow["samples"]
     ]
-    head = ("sample", "seconds", "ms per prompt token", "its length's median", "factor", "timed by")
+    head = ("sample", "seconds", "ms per prompt token", "its task's median", "factor", "timed by")
     return (
         f'<section id="slow"><h2>Slow samples</h2><p>{esc(slow["count"])} samples took at least '
-        f"{esc(slow['factor'])} times their length's median time per prompt token (and at least "
-        f"{esc(slow['least_seconds'])} s): the signature of a KV cache paged out to host memory or a "
+        f"{esc(slow['factor'])} times their task's median time per prompt token at their length (and at "
+        f"least {esc(slow['least_seconds'])} s): the signature of a KV cache paged out to host memory or a "
         "server swapping. Their answers are graded as any; their times are not the model's speed.</p>"
         f"{table(head, rows)}</section>"
     )
