@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from fathom.analysis.failures import REFUSAL_PHRASES
+from fathom.analysis.failures import declines, lowered
 from fathom.analysis.pairing import (
     CORRECTION,
     TEST,
@@ -65,15 +65,10 @@ def refused(record: SampleRecord) -> bool:
     answer as a whole word: a refusal that a metric scores above 0 answered nothing. RULER's
     containment finds qa_2's "no" inside "I could not find the answer", and a token F1 credits the
     words a refusal shares with the answer ("the", "in")."""
-    said = _lowered(record.output)
-    if not any(phrase in said for phrase in REFUSAL_PHRASES):
+    if not declines(record.output):
         return False
-    return not any(_whole(_lowered(answer)).search(said) for answer in record.answers if answer.strip())
-
-
-def _lowered(text: str) -> str:
-    """Lower-case, typographic apostrophes as plain ones: as ``failures.failure_kind`` reads an output."""
-    return text.lower().replace("\u2019", "'")
+    said = lowered(record.output)
+    return not any(_whole(lowered(answer)).search(said) for answer in record.answers if answer.strip())
 
 
 def _whole(phrase: str) -> re.Pattern[str]:

@@ -72,10 +72,18 @@ def failure_kind(record: SampleRecord) -> str | None:
         return "hedged" if set(record.matched) >= set(record.answers) else "distractor"
     if record.score > 0.0:
         return "partial"
-    said = record.output.lower().replace("\u2019", "'")
-    if any(phrase in said for phrase in REFUSAL_PHRASES):
-        return "refusal"
-    return "wrong_answer"
+    return "refusal" if declines(record.output) else "wrong_answer"
+
+
+def lowered(text: str) -> str:
+    """Lower-case, typographic apostrophes as plain ones: how an output is read for its phrases."""
+    return text.lower().replace("\u2019", "'")
+
+
+def declines(output: str) -> bool:
+    """Whether ``output`` declines or says it found nothing: holds one of ``REFUSAL_PHRASES``."""
+    said = lowered(output)
+    return any(phrase in said for phrase in REFUSAL_PHRASES)
 
 
 def failure_counts(records: Iterable[SampleRecord]) -> dict[str | None, int]:
