@@ -107,10 +107,20 @@ def variants_text(variants: dict[str, Row]) -> list[str]:
     return ["by variant:", *lines] if lines else []
 
 
+def hard_to_report(hard: Row) -> bool:
+    """Whether a run had hard needles to report: any hard section but the overlap table, or an overlap
+    table that compares needle kinds. Every run records its needles' overlap with their questions, so a
+    plain run's one row (the number needle's) compares nothing and is no hard needle; redraws are the
+    corpus's, not the needles' hardness."""
+    return len(hard.get("overlap", [])) > 1 or any(
+        hard.get(name) for name in hard if name not in ("overlap", "redraws")
+    )
+
+
 def hard_text(hard: Row) -> list[str]:
     """The hard needles' numbers as lines: distractors taken, every needle found, the literal twins'
-    cost, the odd-name shortcut beside each low-overlap variant, split needles by distance, overlap,
-    redraws."""
+    cost, the odd-name shortcut beside each low-overlap variant, split needles by distance, overlap
+    (where the run had hard needles, ``hard_to_report``), redraws."""
     lines = []
     for row in hard.get("lures", []):
         lured, hedged = row["lured"], row["hedged"]
@@ -147,7 +157,7 @@ def hard_text(hard: Row) -> list[str]:
             "split needles by distance between parts: "
             + ", ".join(f"{r['label']} {_percent(r['mean'])}" for r in rows)
         )
-    for row in hard.get("overlap", []):
+    for row in hard.get("overlap", []) if hard_to_report(hard) else []:
         lines.append(
             f"overlap of {row['label']} needles with their questions: {row['shared_words']:.1f} content "
             f"words, ROUGE-1 {row['rouge1']:.2f} (score {_percent(row['mean'])})"

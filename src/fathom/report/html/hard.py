@@ -25,6 +25,7 @@ from fathom.report.html.page import (
     variant_grid,
 )
 from fathom.report.plots import format_length
+from fathom.report.text import hard_to_report
 from fathom.units import length_or_none
 
 
@@ -233,8 +234,10 @@ _PARTS: tuple[tuple[str, Callable[[Any], str]], ...] = (
 
 
 def hard_section(hard: Row) -> str:
-    """The hard needles' tables that the run has; empty for a run of plain needles."""
+    """The hard needles' tables that the run has (``hard_to_report``); for a run of plain needles, only
+    its needles drawn again, if any, under their own heading."""
+    if not hard_to_report(hard):
+        redraws = hard.get("redraws")
+        return f'<section id="redraws">{_redraws(redraws)}</section>' if redraws else ""
     parts = [draw(hard[name]) for name, draw in _PARTS if hard.get(name)]
-    if not parts:
-        return ""
     return f'<section id="hard"><h2>Hard needles</h2>{"".join(parts)}</section>'

@@ -1,0 +1,86 @@
+"""What a newcomer met in the terminal and report.html (issue #33): a "Hard needles" section on a plain
+run. From small simulated runs, or the summary's rows as they are written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fathom.cli import main
+from fathom.report.files import REPORT
+from fathom.report.html.hard import hard_section
+from fathom.report.text import hard_text, hard_to_report
+
+GRID = [
+    "--tokenizer",
+    "cl100k_base",
+    "--lengths",
+    "1k,2k",
+    "--depths",
+    "2",
+    "--samples",
+    "3",
+    "--no-progress",
+]
+ONE_KIND = {"label": "number", "n": 12, "mean": 1.0, "ci_low": 0.7, "ci_high": 1.0}
+OVERLAP = {**ONE_KIND, "shared_words": 5.0, "rouge1": 0.52}
+
+
+def run(folder: Path, *options: str) -> Path:
+    """A simulated NIAH run, with its no-context controls unless ``options`` say otherwise."""
+    assert main(["run", "niah", "--model", "sim:cliff", *GRID, *options, "--run-dir", str(folder)]) == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A plain run: the number needle, no distractors, one needle a sample, with controls."""
+    return run(tmp_path_factory.mktemp("plain") / "run")
+
+
+def page(folder: Path) -> str:
+    return (folder / REPORT).read_text()
+
+
+def printed(folder: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["report", str(folder)]) == 0
+    return capsys.readouterr().out
+
+
+# 1. The "Hard needles" section only where the run had hard needles.
+
+
+def test_a_plain_run_has_no_hard_needles_section(plain: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = json.loads((plain / "summary.json").read_text())
+    assert [*summary["hard"]] == ["overlap"]  # every run records its needles' overlap: one kind here
+    assert 'id="hard"' not in page(plain) and "Hard needles" not in page(plain)
+    assert "overlap of" not in printed(plain, capsys)
+
+
+def test_a_run_with_distractors_has_its_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = run(tmp_path / "run", "--distractors", "2")
+    html = page(folder)
+    assert '<section id="hard"><h2>Hard needles</h2><h3>Distractors</h3>' in html
+    assert "Lexical overlap with the question" in html  # beside the hard tables, the overlap is shown
+    out = printed(folder, capsys)
+    assert "distractors (samples with look-alikes):" in out and "overlap of number needles" in out
+
+
+def test_an_overlap_table_is_hard_where_it_compares_needle_kinds() -> None:
+    assert not hard_to_report({"overlap": [OVERLAP]})
+    assert hard_section({"overlap": [OVERLAP]}) == "" and hard_text({"overlap": [OVERLAP]}) == []
+    kinds = {"overlap": [OVERLAP, {**OVERLAP, "label": "latent-1", "shared_words": 0.5}]}
+    assert hard_to_report(kinds) and "Hard needles" in hard_section(kinds)
+    assert len([line for line in hard_text(kinds) if line.startswith("overlap of")]) == 2
+
+
+def test_a_plain_runs_redraws_are_shown_without_the_hard_heading() -> None:
+    hard = {"overlap": [OVERLAP], "redraws": {"samples": 2, "first": ["the corpus holds 1234567"]}}
+    assert not hard_to_report(hard)
+    section = hard_section(hard)
+    assert section.startswith('<section id="redraws"><h3>Needles drawn again</h3><p>2 samples')
+    assert "Hard needles" not in section
+    assert hard_text(hard) == ["needles drawn again for 2 samples (e.g. the corpus holds 1234567)"]
