@@ -5,6 +5,7 @@ threshold a summary is asked for."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 from test_store import record
@@ -95,9 +96,10 @@ def test_a_ruler_length_is_beyond_the_window_when_any_of_its_tasks_is() -> None:
         TaskCell("vt", 2048, 2, 0, 0.0, 0.0, 0.5, True),
         TaskCell("cwe", 2048, 2, 0, 0.5, 0.25, 0.75, False),
     ]
+    # The bounds: each side's distances from the task means in quadrature, over the 2 tasks (MOVER).
     assert length_scores(grid) == [
-        LengthScore(1024, 2, 0.75, 0.375, 0.875, False),
-        LengthScore(2048, 2, 0.25, 0.125, 0.625, True),
+        LengthScore(1024, 2, 0.75, pytest.approx(0.75 - math.sqrt(0.5**2 + 0.25**2) / 2), 0.875, False),
+        LengthScore(2048, 2, 0.25, 0.125, pytest.approx(0.25 + math.sqrt(0.5**2 + 0.25**2) / 2), True),
     ]
 
 

@@ -129,8 +129,8 @@ def test_each_task_weighs_the_same_at_a_length() -> None:
     records = [rec("vt", K4, 1.0, sample=i) for i in range(4)] + [rec("cwe", K4, 0.0, depths=())]
     (row,) = length_scores(task_grid(records))
     assert row.mean == pytest.approx(0.5)  # not 0.8, the mean over the five samples
-    # The bounds are the tasks' Wilson bounds averaged: vt's 4 of 4 is (4 / 7.841459, 1) =
-    # (0.510109, 1) and cwe's 0 of 1 is (0, 3.841459 / 4.841459) = (0, 0.793451).
+    # The tasks' Wilson intervals combined (MOVER): vt's 4 of 4 is (4 / 7.841459, 1) = (0.510109, 1) and
+    # cwe's 0 of 1 is (0, 3.841459 / 4.841459) = (0, 0.793451); each side has one task's distance, halved.
     assert (row.ci_low, row.ci_high) == pytest.approx((0.255055, 0.896725), abs=1e-6)
     assert row.tasks == 2
 

@@ -41,7 +41,7 @@ class TaskCell:
 @dataclass(frozen=True)
 class LengthScore:
     """The score at one length: the mean over tasks of each task's mean, so each task weighs the same
-    whatever its sample count; the bounds are the same mean over the tasks' interval bounds.
+    whatever its sample count; the bounds are a 95% interval of that mean (``mean_interval``).
 
     All three are None when some task of the run has nothing scored at this length: a mean over another
     set of tasks would not compare with the other lengths.
@@ -118,19 +118,39 @@ def length_scores(grid: Iterable[TaskCell]) -> list[LengthScore]:
         by_length[cell.length].append(cell)
     rows = []
     for length, group in sorted(by_length.items()):
-        means = [c.mean for c in group if c.mean is not None]
-        complete = len(means) == len(tasks)
+        scored = [(c.mean, c.ci_low, c.ci_high) for c in group if c.mean is not None]
+        mean, low, high = mean_interval(scored) if len(scored) == len(tasks) else (None, None, None)
         rows.append(
             LengthScore(
                 length=length,
-                tasks=len(means),
-                mean=_mean(means) if complete else None,
-                ci_low=_mean([c.ci_low for c in group]) if complete else None,
-                ci_high=_mean([c.ci_high for c in group]) if complete else None,
+                tasks=len(scored),
+                mean=mean,
+                ci_low=low,
+                ci_high=high,
                 beyond_window=any(c.beyond_window for c in group),
             )
         )
     return rows
+
+
+def mean_interval(intervals: Sequence[tuple[float, float, float]]) -> tuple[float, float, float]:
+    """The mean of some (mean, low, high) intervals' means, and its 95% interval: their own intervals
+    combined by MOVER (Zou and Donner 2008), each side's distances from the means added in quadrature.
+
+    The tasks' samples are independent, so the mean of T task means has the standard error
+    sqrt(sum se_t^2) / T, not the average of the tasks' (averaging the bounds keeps each task's whole
+    width: about sqrt(T) times too wide). MOVER reads each se_t off the task's own interval, the Wilson or
+    bootstrap one of ``stats.score_interval``, on each side apart. So it keeps Wilson's asymmetry and
+    its width at 0% and 100%, where a plug-in standard error (or a bootstrap of the samples) is zero;
+    it needs no resampling, and it needs only the grid's cells, as summary.json holds them. One task's
+    interval is its own, and the bounds lie within the averaged bounds, so within [0, 1].
+    """
+    count = len(intervals)
+    mean = math.fsum(m for m, _, _ in intervals) / count
+    below = math.sqrt(math.fsum((m - low) ** 2 for m, low, _ in intervals)) / count
+    above = math.sqrt(math.fsum((high - m) ** 2 for m, _, high in intervals)) / count
+    # Clamped: the square roots can round a hair past a bound of 0 or 1.
+    return mean, max(0.0, mean - below), min(1.0, mean + above)
 
 
 def _mean(values: Sequence[float]) -> float:
