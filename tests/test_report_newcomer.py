@@ -1,5 +1,6 @@
 """What a newcomer met in the terminal and report.html (issue #33): a "Hard needles" section on a plain
-run. From small simulated runs, or the summary's rows as they are written.
+run, and a samples card that counted 180 where the terminal said 360 (the controls). From small simulated
+runs, or the summary's rows as they are written.
 """
 
 from __future__ import annotations
@@ -84,3 +85,22 @@ def test_a_plain_runs_redraws_are_shown_without_the_hard_heading() -> None:
     assert section.startswith('<section id="redraws"><h3>Needles drawn again</h3><p>2 samples')
     assert "Hard needles" not in section
     assert hard_text(hard) == ["needles drawn again for 2 samples (e.g. the corpus holds 1234567)"]
+
+
+# 2. The samples and the controls counted alike in the terminal and on the page.
+
+
+def test_the_terminal_and_the_card_count_samples_and_controls_alike(
+    plain: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 2 lengths x 2 depths x k=3 = 12 samples, and a control for each question.
+    assert "12 samples + 12 controls, errors: 0" in printed(plain, capsys).splitlines()
+    assert '<div class="number"><b>24</b><span>12 samples + 12 controls</span></div>' in page(plain)
+
+
+def test_a_run_without_controls_counts_its_samples(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = run(tmp_path / "run", "--no-control")
+    assert "12 samples, errors: 0" in printed(folder, capsys).splitlines()
+    assert '<div class="number"><b>12</b><span>samples</span></div>' in page(folder)

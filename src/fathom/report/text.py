@@ -30,9 +30,10 @@ def summary_text(summary: Summary) -> list[str]:
         lines += ruler_text(summary.sweep)
         if summary.run is not None and summary.run.fill == "ruler":
             lines.append(RULER_FILL)
-        lines.append(f"samples: {summary.samples}, errors: {summary.errors}")
     elif isinstance(summary.sweep, NiahGrid):
         lines += niah_text(summary.sweep)
+    if summary.sweep is not None:
+        lines.append(f"{samples_count(summary)}, errors: {summary.errors}")
     if summary.slow is not None:
         slow = summary.slow
         lines.append(
@@ -40,6 +41,19 @@ def summary_text(summary: Summary) -> list[str]:
             "prompt token at their length (a KV cache paged to host memory?): see report.html"
         )
     return lines + [line for section in summary.judges for line in judges_text(section)]
+
+
+def controls_count(summary: Summary) -> int:
+    """The no-context controls the run asked, errors included; 0 for a run without them."""
+    control = summary.control
+    return 0 if control is None else control["n"] + control["errors"]
+
+
+def samples_count(summary: Summary) -> str:
+    """The run's samples and, apart, its controls, as the terminal and report.html both say them:
+    "180 samples + 180 controls" (``fathom run`` writes both, and says how many it wrote)."""
+    controls = controls_count(summary)
+    return f"{summary.samples} samples" + (f" + {controls} controls" if controls else "")
 
 
 def _kappa(agreement: Row) -> str:

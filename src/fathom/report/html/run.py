@@ -43,7 +43,7 @@ from fathom.report.html.page import (
 )
 from fathom.report.html.suites import suite_boxes, suite_section
 from fathom.report.plots import format_length
-from fathom.report.text import answered_count
+from fathom.report.text import answered_count, controls_count, samples_count
 from fathom.run.store import RunFolder
 from fathom.units import length_or_none
 
@@ -159,8 +159,10 @@ def headline(summary: Summary) -> str:
         scored = summary.perplexity
         boxes.append(number_box(str(scored.documents), f"perplexity documents ({scored.errors} errors)"))
     kinds = ", ".join(f"{kind} {count}" for kind, count in summary.error_kinds.items())
+    controls = controls_count(summary)
     boxes += [
-        number_box(str(summary.samples), "samples"),
+        # Samples and controls both, as ``fathom run`` counts the records it wrote, each named apart.
+        number_box(str(summary.samples + controls), samples_count(summary) if controls else "samples"),
         number_box(str(summary.errors), f"errors ({kinds})" if kinds else "errors"),
     ]
     return f'<div class="headline">{"".join(boxes)}</div>'
