@@ -1,6 +1,6 @@
 """What a newcomer met in the terminal and report.html (issue #33): a "Hard needles" section on a plain
-run, and a samples card that counted 180 where the terminal said 360 (the controls). From small simulated
-runs, or the summary's rows as they are written.
+run, a samples card that counted 180 where the terminal said 360 (the controls), and the excerpt around
+a needle opening mid-word. From small simulated runs, or the summary's rows as they are written.
 """
 
 from __future__ import annotations
@@ -9,9 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+from test_html_report import data_block
 
 from fathom.cli import main
+from fathom.records import SampleRecord
 from fathom.report.files import REPORT
+from fathom.report.html.excerpt import ELLIPSIS, word_bounded
 from fathom.report.html.hard import hard_section
 from fathom.report.text import hard_text, hard_to_report
 
@@ -104,3 +107,42 @@ def test_a_run_without_controls_counts_its_samples(
     folder = run(tmp_path / "run", "--no-control")
     assert "12 samples, errors: 0" in printed(folder, capsys).splitlines()
     assert '<div class="number"><b>12</b><span>samples</span></div>' in page(folder)
+
+
+# 3. The excerpt around a needle, shown in whole words.
+
+
+@pytest.mark.parametrize(
+    ("excerpt", "shown"),
+    [
+        (
+            "ngs of the sea. The number is 1234567. Remember it, for the ti",
+            "…of the sea. The number is 1234567. Remember it, for the…",
+        ),
+        (" the sea. The number is 1234567. Remember it.", " the sea. The number is 1234567. Remember it."),
+        ("rds\nline two\nthree fo", "…line two\nthree…"),
+        ("onlyoneword", "onlyoneword"),
+        ("ab cd", "ab cd"),  # nothing left between the cuts: shown whole
+        ("", ""),
+    ],
+)
+def test_an_excerpt_is_cut_to_whole_words(excerpt: str, shown: str) -> None:
+    assert word_bounded(excerpt) == shown
+
+
+def test_the_page_shows_each_excerpt_from_a_word_boundary(plain: Path) -> None:
+    lines = (plain / "samples.jsonl").read_text().splitlines()
+    records = {r.sample_id: r for r in map(SampleRecord.from_json, map(json.loads, lines)) if not r.control}
+    shown = json.loads(data_block(page(plain)))["samples"]
+    assert len(shown) == len(records)
+    trimmed = 0
+    for sample in shown:
+        (recorded,) = records[sample["id"]].needle_context or ()
+        (text,) = sample["context"]
+        inner = text.removeprefix(ELLIPSIS).removesuffix(ELLIPSIS).strip()
+        at = recorded.index(inner)  # the page shows the record's own text, less its cut ends
+        assert at == 0 or recorded[at - 1].isspace()
+        end = at + len(inner)
+        assert end == len(recorded) or recorded[end].isspace()
+        trimmed += text.startswith(ELLIPSIS)
+    assert trimmed  # 40 tokens before the needle begin inside a word in some sample

@@ -23,6 +23,7 @@ from fathom.manifest import Environment, Manifest
 from fathom.records import AnyRecord, SampleRecord, error_kind
 from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
 from fathom.report.html.compare import comparison_section
+from fathom.report.html.excerpt import word_bounded
 from fathom.report.html.failures import HEDGED_RIGHT, REJECTED_RIGHT, failures_section
 from fathom.report.html.hard import hard_section, variants_section
 from fathom.report.html.judges import judges_section
@@ -277,7 +278,7 @@ def sample_json(record: SampleRecord) -> dict[str, Any]:
         "latency_s": record.latency_s,
         "finish": record.finish_reason,
         "error": record.error,
-        "context": None if record.needle_context is None else list(record.needle_context),
+        "context": None if record.needle_context is None else list(map(word_bounded, record.needle_context)),
         "failure": failure_kind(record),
         "extracted": record.extracted,
         "lured": list(record.lured),
