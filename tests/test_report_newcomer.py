@@ -1,6 +1,7 @@
 """What a newcomer met in the terminal and report.html (issue #33): a "Hard needles" section on a plain
-run, a samples card that counted 180 where the terminal said 360 (the controls), and the excerpt around
-a needle opening mid-word. From small simulated runs, or the summary's rows as they are written.
+run, a samples card that counted 180 where the terminal said 360 (the controls), the excerpt around a
+needle opening mid-word, and a suite's "n=6 of 3 items". Each from a small simulated run, or the
+summary's rows as they are written.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from fathom.records import SampleRecord
 from fathom.report.files import REPORT
 from fathom.report.html.excerpt import ELLIPSIS, word_bounded
 from fathom.report.html.hard import hard_section
-from fathom.report.text import hard_text, hard_to_report
+from fathom.report.text import hard_text, hard_to_report, suite_tasks_text
 
 GRID = [
     "--tokenizer",
@@ -146,3 +147,19 @@ def test_the_page_shows_each_excerpt_from_a_word_boundary(plain: Path) -> None:
         assert end == len(recorded) or recorded[end].isspace()
         trimmed += text.startswith(ELLIPSIS)
     assert trimmed  # 40 tokens before the needle begin inside a word in some sample
+
+
+# 4. A suite's counts: the prompts and the items they ask, never "6 of 3 items".
+
+
+def test_a_suites_counts_name_prompts_and_items_apart() -> None:
+    scored = {"n": 6, "errors": 0, "mean": 0.5, "ci_low": 0.2, "ci_high": 0.8, "truncated": 1}
+    lengths = [{**scored, "n": 3, "length": 1024}, {**scored, "n": 3, "length": 2048}]
+    row = {"task": "qasper", "scoring": "longbench:qa_f1", **scored, "items": 3, "lengths": lengths}
+    _, task, at_1k, at_2k, mean = suite_tasks_text(
+        {"by_task": [row], "mean": {"tasks": 1, **scored, "items": 3}}
+    )
+    assert task.endswith("6 prompts (3 items at 2 limits), 1 cut  (longbench:qa_f1)")
+    assert at_1k.endswith("3 prompts, 1 cut") and at_2k.endswith("3 prompts, 1 cut")
+    assert mean.endswith("(6 prompts (3 items at 2 limits))")
+    assert not any("items" in line and " of " in line.split("]")[-1] for line in (task, mean))

@@ -300,17 +300,21 @@ def _interval(mean: float | None, low: float, high: float) -> str:
     return "n/a" if mean is None else f"{mean:.1%} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
-def _of_items(row: Row) -> str:
-    """The items a score over all the length limits is over, its interval's units; nothing at one
-    limit, where each item is one sample, nor in a summary written before fathom counted them."""
-    return f" of {row['items']} items" if "items" in row else ""
+def _prompts(row: Row, limits: int) -> str:
+    """The prompts a score is over and, over all the length limits, the items (its interval's units),
+    each asked at every limit: "6 prompts (3 items at 2 limits)", never a count "of" a smaller one. No
+    items at one limit, where each item is one prompt, nor in a summary written before fathom counted
+    them."""
+    at = f"{limits} limit" + ("" if limits == 1 else "s")
+    items = f" ({row['items']} items at {at})" if "items" in row else ""
+    return f"{row['n']} prompts{items}"
 
 
 def _task_row(name: str, length: str, row: Row, width: int) -> str:
     errors = f", {row['errors']} errors" if row["errors"] else ""
     return (
         f"  {name:<{width}}  {length:>4}  {_interval(row['mean'], row['ci_low'], row['ci_high']):<22}"
-        f"n={row['n']}{_of_items(row)}, {row['truncated']} cut{errors}"
+        f"{_prompts(row, len(row.get('lengths', ())))}, {row['truncated']} cut{errors}"
     )
 
 
@@ -330,10 +334,11 @@ def suite_tasks_text(suites: Row) -> list[str]:
         lines.append(f"{_task_row(row['task'], 'all', row, width)}  ({row['scoring']})")
         lines += [_task_row("", format_count(r["length"]), r, width) for r in row["lengths"]]
     mean = suites["mean"]
+    limits = {r["length"] for row in rows for r in row["lengths"]}
     return [
         *lines,
         f"mean over {mean['tasks']} tasks, each weighing the same: "
-        f"{_interval(mean['mean'], mean['ci_low'], mean['ci_high'])} ({mean['n']} samples{_of_items(mean)})",
+        f"{_interval(mean['mean'], mean['ci_low'], mean['ci_high'])} ({_prompts(mean, len(limits))})",
     ]
 
 
