@@ -29,6 +29,7 @@ from fathom.report.files import REPORT, read_summary
 from fathom.report.gallery import ARCHETYPE_NOTES, EXPOSURES, GalleryGrid, gallery
 from fathom.report.html.assets import SCRIPT
 from fathom.report.html.compare import write_comparison_html
+from fathom.report.html.excerpt import word_bounded
 from fathom.report.html.page import DATA_ID, esc, page
 from fathom.report.html.run import page_data, write_report
 from fathom.run.recording import NEEDLE_CONTEXT_TOKENS, needle_context
@@ -368,7 +369,8 @@ def test_the_data_block_cannot_be_closed_by_the_data_and_reads_back_equal() -> N
     assert "<!--" not in html and "\u2028" not in html and "\u2029" not in html
     (shown,) = json.loads(data_block(html))["samples"]
     assert shown["output"] == shown["question"] == hostile
-    assert shown["answers"] == [hostile] and shown["context"] == [hostile, "x"]
+    # The excerpt is shown in whole words (``word_bounded``), its text otherwise the record's.
+    assert shown["answers"] == [hostile] and shown["context"] == [word_bounded(hostile), "x"]
     assert "<title>a &lt;/script&gt; title</title>" in html
 
 

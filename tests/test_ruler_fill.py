@@ -260,7 +260,7 @@ def test_a_run_records_both_lengths_and_checks_the_built_one(
     assert "<dt>fill</dt><dd>RULER&#x27;s: haystacks sized by RULER&#x27;s search, below the length" in report
     # The terminal's summary says so too, in the line before the counts (an exact fill's has no such line).
     printed = capsys.readouterr().out.splitlines()
-    assert printed[-2] == RULER_FILL and printed[-1].startswith("samples: 2")
+    assert printed[-2] == RULER_FILL and printed[-1].startswith("2 samples")
     assert main([*argv, "--lengths", "4k", "--samples", "1", "--out", str(runs)]) == 0
     assert RULER_FILL not in capsys.readouterr().out
 

@@ -197,12 +197,15 @@ def test_the_report_prints_the_tasks_and_the_mean_over_them(
     # Wilson's interval of 7 of 8 by hand: centre (0.875 + z²/16) / (1 + z²/8) = 0.7533, half-width
     # z √(0.875 · 0.125 / 8 + z²/256) / (1 + z²/8) = 0.2242 (z = 1.96): over all limits 7 of 8 items,
     # at 1k 7 of 8 samples.
-    assert "  hotpotqa          all  87.5% [52.9, 97.8]    n=16 of 8 items, 8 cut  (longbench:qa_f1)" in out
-    assert "                     1k  87.5% [52.9, 97.8]    n=8, 8 cut" in out
+    assert (
+        "  hotpotqa          all  87.5% [52.9, 97.8]    16 prompts (8 items at 2 limits), 8 cut  "
+        "(longbench:qa_f1)"
+    ) in out
+    assert "                     1k  87.5% [52.9, 97.8]    8 prompts, 8 cut" in out
     low, high = score_interval(BASE_ITEM_MEANS["hotpotqa"] + BASE_ITEM_MEANS["multifieldqa_en"])[1:]
     assert (
         f"mean over 2 tasks, each weighing the same: 66.4% [{100 * low:.1f}, {100 * high:.1f}] "
-        "(32 samples of 16 items)"
+        "(32 prompts (16 items at 2 limits))"
     ) in out
     assert "effective length" not in out
 
@@ -248,8 +251,8 @@ def test_a_summary_written_before_items_were_counted_shows_its_samples_alone() -
     row = {"task": "hotpotqa", "scoring": "longbench:qa_f1", **scored, "lengths": []}
     older = {"by_task": [row], "mean": {"tasks": 1, **scored}}
     _, task, mean = suite_tasks_text(older)
-    assert task == "  hotpotqa   all  50.0% [20.0, 80.0]    n=8, 0 cut  (longbench:qa_f1)"
-    assert mean.endswith("50.0% [20.0, 80.0] (8 samples)")
+    assert task == "  hotpotqa   all  50.0% [20.0, 80.0]    8 prompts, 0 cut  (longbench:qa_f1)"
+    assert mean.endswith("50.0% [20.0, 80.0] (8 prompts)")
     assert "<td>all</td><td></td><td>8</td>" in suite_section(older, [])
 
 
