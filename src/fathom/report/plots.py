@@ -23,10 +23,12 @@ if TYPE_CHECKING:
     from matplotlib.colors import Colormap
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
+    from matplotlib.transforms import Transform
 
 NA_GREY = "#c8c8c8"
 HATCH = "////"
 DPI = 150
+LEGEND_GAP = 0.05  # inches between the x-axis' label and a legend below it
 
 
 def format_length(n: int) -> str:
@@ -135,8 +137,23 @@ def _finish(fig: Figure, ax: Axes, window: Line2D | None, colorbar: tuple[Colorm
     handles: list[Artist] = [Patch(facecolor="white", edgecolor="0.25", hatch=HATCH, label="wide interval")]
     if window is not None:
         handles.append(window)
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, -0.08), ncol=2, fontsize=8)
+    below = _below_axis(fig, ax)
+    ax.legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(0, 0), bbox_transform=below, ncol=2, fontsize=8
+    )
     fig.colorbar(ScalarMappable(Normalize(0.0, top), cmap), ax=ax, label=label)
+
+
+def _below_axis(fig: Figure, ax: Axes) -> Transform:
+    """The axes' coordinates moved down past the x-axis' label (below its tick labels), so a legend
+    anchored at (0, 0) starts under it. Measured once drawn, in inches: the label keeps its distance
+    from the axes whatever their height, so the legend clears it for any number of rows (an anchor in
+    axes' fractions lands on the label when the axes are short: a run of few depths)."""
+    from matplotlib.transforms import ScaledTranslation
+
+    fig.draw_without_rendering()
+    drop = (ax.get_window_extent().y0 - ax.xaxis.label.get_window_extent().y0) / fig.dpi
+    return ax.transAxes + ScaledTranslation(0, -drop - LEGEND_GAP, fig.dpi_scale_trans)
 
 
 def save_figure(fig: Figure, path: Path, note: str) -> None:
