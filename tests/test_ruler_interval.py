@@ -25,7 +25,7 @@ def test_the_interval_combines_the_tasks_intervals_side_by_side() -> None:
     # By hand: each side's distances from the task means in quadrature, over the 3 tasks.
     below = math.sqrt((1.0 - vt[0]) ** 2 + (0.0 - cwe[0]) ** 2 + (0.5 - qa[0]) ** 2) / 3
     above = math.sqrt((vt[1] - 1.0) ** 2 + (cwe[1] - 0.0) ** 2 + (qa[1] - 0.5) ** 2) / 3
-    assert row.mean == pytest.approx(0.5)
+    assert row.mean == pytest.approx(0.5) and row.ci_low is not None and row.ci_high is not None
     assert (row.ci_low, row.ci_high) == pytest.approx((0.5 - below, 0.5 + above), abs=1e-6)
     assert (row.ci_low, row.ci_high) == pytest.approx((0.299316, 0.789067), abs=1e-6)
     # The tasks' bounds averaged, as the per-length row once was: visibly wider on both sides.
