@@ -27,13 +27,13 @@ def layout(fig: Figure) -> dict[str, Bbox]:
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     ax, colorbar = fig.axes
-    legend = ax.get_legend()
-    assert legend is not None
+    legend, bar = ax.get_legend(), colorbar.get_tightbbox(renderer)  # the bar with its ticks and label
+    assert legend is not None and bar is not None
     return {
         "x-axis label": ax.xaxis.label.get_window_extent(renderer),
         "x tick labels": Bbox.union([t.get_window_extent(renderer) for t in ax.get_xticklabels()]),
         "legend": legend.get_window_extent(renderer),
-        "colour bar": colorbar.get_tightbbox(renderer),  # with its ticks and label
+        "colour bar": bar,
         "note": fig.texts[0].get_window_extent(renderer),
     }
 
