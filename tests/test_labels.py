@@ -15,7 +15,7 @@ from fathom.errors import RunFolderError, SpecError
 from fathom.manifest import Manifest
 from fathom.report.derive import run_spec
 from fathom.report.runs import list_runs
-from fathom.report.text import runs_text
+from fathom.report.runs_text import runs_text
 from fathom.run.labels import check_labels, labels_text, parse_labels
 from fathom.run.runner import default_run_dir
 from fathom.run.store import RunFolder

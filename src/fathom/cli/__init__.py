@@ -34,7 +34,8 @@ from fathom.report.detect import check_detect, detect_text
 from fathom.report.files import COMPARISON_HTML, REPORT, read_summary
 from fathom.report.gallery import gallery
 from fathom.report.runs import list_runs
-from fathom.report.text import runs_text, summary_text
+from fathom.report.runs_text import runs_text
+from fathom.report.text import summary_text
 from fathom.run.labels import parse_labels
 from fathom.run.runner import default_run_dir
 from fathom.run.store import QUARANTINE, RunFolder

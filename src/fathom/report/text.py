@@ -1,17 +1,12 @@
-"""Every summary and listing as lines of text for a terminal: what the CLI prints (a comparison's
-lines are ``compare_text``'s)."""
+"""Every summary as lines of text for a terminal: what the CLI prints (a comparison's lines are
+``compare_text``'s, the run listing's ``runs_text``'s)."""
 
 from __future__ import annotations
-
-from collections import defaultdict
-from collections.abc import Sequence
 
 from fathom.analysis.control import answered_share
 from fathom.analysis.hard import FORM_AXES
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.report.qualification_text import qualification_line
-from fathom.report.runs import RunEntry
-from fathom.run.labels import labels_text
 from fathom.units import format_count, length_or_none
 
 RULER_FILL = (
@@ -162,7 +157,7 @@ def hard_text(hard: Row) -> list[str]:
         )
     for row in hard.get("odd_name", []):  # the knowledge-free baseline beside each low-overlap score
         score, odd = (
-            _interval(r["mean"], r["ci_low"], r["ci_high"]) for r in (row["score"], row["odd_name"])
+            interval_text(r["mean"], r["ci_low"], r["ci_high"]) for r in (row["score"], row["odd_name"])
         )
         lines.append(f"{row['variant']}: {score} (n={row['n']}); odd-name shortcut on these prompts: {odd}")
     rows = hard.get("part_distance", [])
@@ -180,7 +175,8 @@ def hard_text(hard: Row) -> list[str]:
         rows = [r for r in hard.get("forms", []) if r["axis"] == axis]
         if rows:
             by = ", ".join(
-                f"{r['label']} {_interval(r['mean'], r['ci_low'], r['ci_high'])} (n={r['n']})" for r in rows
+                f"{r['label']} {interval_text(r['mean'], r['ci_low'], r['ci_high'])} (n={r['n']})"
+                for r in rows
             )
             lines.append(f"low-overlap by {axis}: {by}")
     rows = hard.get("neighbours", [])
@@ -209,7 +205,9 @@ def knowledge_text(section: Row) -> list[str]:
             f"({_percent(probes['share'])}, 95% {_percent(probes['ci_low'])}-{_percent(probes['ci_high'])})"
         )
     for row in section.get("lengths", []):
-        every, known = (_interval(r["mean"], r["ci_low"], r["ci_high"]) for r in (row["all"], row["known"]))
+        every, known = (
+            interval_text(r["mean"], r["ci_low"], r["ci_high"]) for r in (row["all"], row["known"])
+        )
         lines.append(
             f"  {format_count(row['length']):>6}: all items {every} (n={row['all']['n']}), "
             f"known items {known} (n={row['known']['n']})"
@@ -295,7 +293,7 @@ def suite_text(suites: Row) -> list[str]:
     ]
 
 
-def _interval(mean: float | None, low: float, high: float) -> str:
+def interval_text(mean: float | None, low: float, high: float) -> str:
     """A score in percent with its 95% interval: "25.6% [10.3, 44.0]"."""
     return "n/a" if mean is None else f"{mean:.1%} [{100 * low:.1f}, {100 * high:.1f}]"
 
@@ -313,7 +311,7 @@ def _prompts(row: Row, limits: int) -> str:
 def _task_row(name: str, length: str, row: Row, width: int) -> str:
     errors = f", {row['errors']} errors" if row["errors"] else ""
     return (
-        f"  {name:<{width}}  {length:>4}  {_interval(row['mean'], row['ci_low'], row['ci_high']):<22}"
+        f"  {name:<{width}}  {length:>4}  {interval_text(row['mean'], row['ci_low'], row['ci_high']):<22}"
         f"{_prompts(row, len(row.get('lengths', ())))}, {row['truncated']} cut{errors}"
     )
 
@@ -338,7 +336,7 @@ def suite_tasks_text(suites: Row) -> list[str]:
     return [
         *lines,
         f"mean over {mean['tasks']} tasks, each weighing the same: "
-        f"{_interval(mean['mean'], mean['ci_low'], mean['ci_high'])} ({_prompts(mean, len(limits))})",
+        f"{interval_text(mean['mean'], mean['ci_low'], mean['ci_high'])} ({_prompts(mean, len(limits))})",
     ]
 
 
@@ -362,63 +360,3 @@ def control_text(summary: Summary, control: Row) -> str:
             "(see report.html, 'No-context control')"
         )
     return line
-
-
-NONE = "—"  # an empty column of the run listing
-
-
-def _lengths(lengths: tuple[int, ...]) -> str:
-    if not lengths:
-        return NONE
-    low, high = format_count(lengths[0]), format_count(lengths[-1])
-    return low if low == high else f"{low}-{high}"
-
-
-def _created(created: str | None) -> str:
-    # "2026-11-23T14:00:00+00:00" -> "2026-11-23 14:00": the minute is enough to tell runs apart.
-    return NONE if created is None else created[:16].replace("T", " ")
-
-
-def _columns(entry: RunEntry, labelled: bool) -> list[str]:
-    if entry.problem is not None:
-        return [_created(entry.created), entry.folder.name, entry.status]
-    return [
-        _created(entry.created),
-        entry.folder.name,
-        *([labels_text(entry.labels)] if labelled else []),
-        entry.model or NONE,
-        entry.task or NONE,
-        _lengths(entry.lengths),
-        NONE if entry.samples is None else f"k={entry.samples}",
-        entry.status,
-        _controls(entry),
-        _found(entry),
-    ]
-
-
-def _controls(entry: RunEntry) -> str:
-    """Its no-context controls answered without the context, of those graded: "ctl 2/24"."""
-    count = entry.controls
-    return "ctl " + (NONE if count is None else f"{count.answered}/{count.graded}")
-
-
-def _found(entry: RunEntry) -> str:
-    """What the run found: a suite's mean over tasks, or the effective length."""
-    if entry.task_mean is not None:
-        mean = entry.task_mean
-        return f"mean {_interval(mean.mean, mean.ci_low, mean.ci_high)} over {mean.tasks} tasks"
-    return "effective " + (NONE if entry.effective_length is None else format_count(entry.effective_length))
-
-
-def runs_text(entries: Sequence[RunEntry]) -> list[str]:
-    """One line per run: created, folder, its labels (where any run has some), model, task, lengths, k,
-    status, the no-context controls answered and effective length (a suite's mean over tasks), in
-    aligned columns; an unreadable folder's line gives the reason instead."""
-    labelled = any(entry.labels for entry in entries)
-    rows = [_columns(entry, labelled) for entry in entries]
-    # The last column is never padded, so a long reason does not widen the columns of the others.
-    widths: defaultdict[int, int] = defaultdict(int)
-    for row in rows:
-        for index, cell in enumerate(row[:-1]):
-            widths[index] = max(widths[index], len(cell))
-    return ["  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])), row[-1]]) for row in rows]
