@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import random
+import sys
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -190,6 +191,8 @@ def _sweep(
     """Wait for every replica to be ready, take the folder (its caller closes it), and run what is left
     of the sweep."""
     first = _ready(ray, slots)
+    if show_progress:
+        _say_plan(ray, slots[0])
     folder.start(first.labelled(labels))
     done = folder.finished_ids()
     todo: list[Cell] = ray.get(slots[0].actor.todo.remote(frozenset(done)))
@@ -231,6 +234,14 @@ def _ready(ray: ModuleType, slots: list[_Slot]) -> Manifest:
                         "the manifest records replica 0's, and a real model's greedy answers can differ "
                         "between them", slot.index, ", ".join(differing))  # fmt: skip
     return first
+
+
+def _say_plan(ray: ModuleType, slot: _Slot) -> None:
+    """Print the plan's line a local run prints for a real backend, once: replica 0's, whose manifest
+    is the one recorded (a replica prints nothing, where its stderr may not reach the user)."""
+    plan: str | None = ray.get(slot.actor.plan.remote())
+    if plan is not None:
+        print(plan, file=sys.stderr)
 
 
 def _dispatch(ray: ModuleType, slots: list[_Slot], queue: deque[list[Cell]], write: Write) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from fathom.errors import FathomError
 from fathom.manifest import Manifest
+from fathom.plan.check import check_run
 from fathom.records import AnyRecord, Cell
 from fathom.run.clock import BackendClock
 from fathom.run.manifest import manifest
@@ -41,6 +42,7 @@ class Replica:
 
     def __init__(self, spec: RunSpec, order: str, keep_too_long: bool = False) -> None:
         self.spec = spec
+        self.keep_too_long = keep_too_long
         self.feed: queue.SimpleQueue[list[Cell] | None] = queue.SimpleQueue()
         self.written_at = time.monotonic()
         try:
@@ -59,6 +61,13 @@ class Replica:
             return self.problem
         backend = self.clock.backend
         return manifest(self.spec, backend.tokenizer, self.task, backend, sum(1 for _ in self._planned()))
+
+    def plan(self) -> str | None:
+        """The plan's line a local run prints for a real backend (None for a simulated one), for the
+        driver to print once: asked of one replica, after ``ready``, so it is checked a second time there
+        (an estimate from the lengths, no prompt built)."""
+        backend = self.clock.backend
+        return check_run(self.spec, self.task, backend, keep_too_long=self.keep_too_long)
 
     def todo(self, done: frozenset[str]) -> list[Cell]:
         """The run's cells not in ``done``, in the runner's order."""
