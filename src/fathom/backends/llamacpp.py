@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -68,6 +69,17 @@ def _model_file(target: str) -> Path:
     return path
 
 
+def threads_note(given: Mapping[str, str], threads: int) -> str | None:
+    """The line that says how many threads llama.cpp runs on when ``threads`` was not ``given`` (every
+    core, where other work slows each of its steps), and how to set it; None when it was."""
+    if "threads" in given:
+        return None
+    return (
+        f"llamacpp: {threads} threads, one per core (llama.cpp's default); on a busy machine fewer "
+        "can be faster: set them with ?threads=N"
+    )
+
+
 class _Answer(NamedTuple):
     """What greedy decoding gave: the text, the tokens generated (the end's too), why it ended, when
     the first token came (``time.perf_counter``; None if none did), and what that token was."""
@@ -101,6 +113,8 @@ class LlamaCppBackend:
         self.seed: int = values["seed"]
         self.flash_attn: bool = values["flash_attn"]
         self.llm = self._load(values["n_ctx"])
+        if (note := threads_note(options, self.threads)) is not None:
+            print(note, file=sys.stderr)  # beside the plan's line: a busy machine's run looks hung without it
         self.name = f"llamacpp:{target}"
         self.tokenizer = LlamaCppTokenizer(self.llm)
         self.input: InputKind = "ids"
