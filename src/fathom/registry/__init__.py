@@ -16,27 +16,22 @@ and the "unknown name" messages show both, and a plugin's task has its options c
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import importlib
-import logging
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
-from typing import Generic, TypeVar
+from collections.abc import Sequence
 from urllib.parse import unquote_plus
 
 from fathom.backends.base import Backend, BackendEntry, BackendFactory, Scorer, cannot_score
 from fathom.errors import SpecError
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Score
+from fathom.registry.plugins import BUILT_IN as BUILT_IN
+from fathom.registry.plugins import Kind, close_match
 from fathom.scoring import SCORERS, ScoringEntry, grade
 from fathom.spec import RunSpec
 from fathom.tasks.base import Task, TaskEntry
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS as RULER_TASKS
-
-_log = logging.getLogger(__name__)
 
 
 def _niah(spec: RunSpec, tokenizer: Tokenizer) -> Task:
@@ -166,123 +161,10 @@ BACKENDS: dict[str, BackendEntry] = {
     "sim-judge": BackendEntry(_sim_judge, "a simulated LLM judge (--judge), gullible outside its blocks"),
 }
 
-EntryT = TypeVar("EntryT", TaskEntry, BackendEntry, ScoringEntry)
-BUILT_IN = "fathom"
-
-
-@dataclass(frozen=True)
-class Listed(Generic[EntryT]):
-    """An entry by name, and where it comes from: ``BUILT_IN``, or a plugin's package and version."""
-
-    name: str
-    origin: str
-    entry: EntryT
-
-
-@dataclass(frozen=True)
-class Kind(Generic[EntryT]):
-    """One kind of named entry: fathom's own in ``built_in``, plugins' in the entry-point ``group``."""
-
-    noun: str
-    group: str
-    entry_type: type[EntryT]
-    built_in: Mapping[str, EntryT]
-
-    def names(self) -> list[str]:
-        """Every name, fathom's first, read without importing any plugin."""
-        return [*self.built_in, *(name for name in _claims(self.group) if name not in self.built_in)]
-
-    def entry(self, name: str) -> EntryT:
-        """The entry named ``name``; a SpecError if there is none, or if a plugin's cannot be used."""
-        found = self.find(name)
-        if found is None:
-            names = self.names()
-            raise SpecError(
-                f"unknown {self.noun} '{name}'{_close(name, names)}: use one of {', '.join(names)}"
-            )
-        return found
-
-    def find(self, name: str) -> EntryT | None:
-        """The entry named ``name``, None if no one has it, or a SpecError if a plugin's cannot be used."""
-        if name in self.built_in:
-            return self.built_in[name]
-        claims = _claims(self.group).get(name, ())
-        return self._plugin(claims) if claims else None
-
-    def listed(self) -> list[Listed[EntryT]]:
-        """Every entry that can be used, fathom's first; a plugin's that cannot is a warning."""
-        found = [Listed(name, BUILT_IN, entry) for name, entry in self.built_in.items()]
-        for name, claims in _claims(self.group).items():
-            try:
-                found.append(Listed(name, _origin(claims[0]), self._plugin(claims)))
-            except SpecError as refused:
-                _log.warning(str(refused))
-        return found
-
-    def warn_if_claimed(self, name: str) -> None:
-        """A warning for each plugin that claims the name of one of fathom's own, which is used."""
-        if name in self.built_in:
-            for claim in _claims(self.group).get(name, ()):
-                _log.warning(self._refusal(claim))
-
-    def _plugin(self, claims: Sequence[EntryPoint]) -> EntryT:
-        name = claims[0].name
-        if name in self.built_in:
-            raise SpecError(self._refusal(claims[0]))
-        if len(claims) > 1:
-            plugins = " and ".join(_origin(claim) for claim in claims)
-            raise SpecError(
-                f"{self.noun} '{name}' is claimed by the plugins {plugins}, so neither is used: "
-                "uninstall one of them"
-            )
-        what = f"{self.noun} '{name}' of the plugin {_origin(claims[0])}"
-        try:
-            loaded = claims[0].load()
-        except Exception as exc:  # a plugin may fail to import in any way; it must not take fathom down
-            raise SpecError(
-                f"{what} failed to load ({type(exc).__name__}: {exc}): fix or uninstall it"
-            ) from exc
-        if not isinstance(loaded, self.entry_type):
-            raise SpecError(
-                f"{what} loads {claims[0].value}, a {type(loaded).__name__}, not a "
-                f"fathom.{self.entry_type.__name__}: fix or uninstall the plugin"
-            )
-        return loaded
-
-    def _refusal(self, claim: EntryPoint) -> str:
-        return (
-            f"the plugin {_origin(claim)}'s {self.noun} '{claim.name}' is refused: fathom has one of "
-            "that name, which it uses; the plugin must rename its entry point"
-        )
-
 
 TASK = Kind("task", "fathom.tasks", TaskEntry, TASKS)
 BACKEND = Kind("backend", "fathom.backends", BackendEntry, BACKENDS)
 SCORING = Kind("scoring", "fathom.scorers", ScoringEntry, SCORERS)
-
-
-def _claims(group: str) -> Mapping[str, tuple[EntryPoint, ...]]:
-    """The plugins' names in ``group``, sorted, each with the entry points that claim it, read from
-    the installed packages' metadata without importing any."""
-    return _scan(group, tuple(sys.path))
-
-
-@functools.lru_cache(maxsize=16)
-def _scan(group: str, path: tuple[str, ...]) -> Mapping[str, tuple[EntryPoint, ...]]:
-    # ``path`` is only the cache key: packages are found on sys.path, so a changed one is read afresh.
-    claims: dict[str, list[EntryPoint]] = {}
-    for claim in entry_points(group=group):
-        claims.setdefault(claim.name, []).append(claim)
-    return {name: tuple(claims[name]) for name in sorted(claims)}
-
-
-def _origin(claim: EntryPoint) -> str:
-    return f"{claim.dist.name} {claim.dist.version}" if claim.dist is not None else claim.value
-
-
-def _close(name: str, names: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 # The RunSpec fields that every task reads, or that concern the run rather than the task. Every other
@@ -383,7 +265,7 @@ def create_backend(model: str, tokenizer: str) -> Backend:
     if entry is None:
         known = ", ".join(f"{name}:..." for name in BACKEND.names())
         raise SpecError(
-            f"unknown model '{model}'{_close(prefix, BACKEND.names())}: name it as backend:model, "
+            f"unknown model '{model}'{close_match(prefix, BACKEND.names())}: name it as backend:model, "
             f"with backend one of {known}"
         )
     BACKEND.warn_if_claimed(prefix)
