@@ -31,11 +31,20 @@ def summary_text(summary: Summary) -> list[str]:
         lines.append(f"{samples_count(summary)}, errors: {summary.errors}")
     if summary.slow is not None:
         slow = summary.slow
+        cause = slow_cause("" if summary.run is None else summary.run.model)  # unknown: a real one's
         lines.append(
             f"slow samples: {slow['count']} took at least {slow['factor']:g}x their task's median time per "
-            "prompt token at their length (a KV cache paged to host memory?): see report.html"
+            f"prompt token at their length (likely {cause}): see report.html"
         )
     return lines + [line for section in summary.judges for line in judges_text(section)]
+
+
+def slow_cause(model: str) -> str:
+    """What likely made samples slow, by the backend of ``model``: a simulated one holds no KV cache, so
+    its slow samples are the machine's load or its own delay; any other's may be its cache paged out."""
+    if model.partition(":")[0] == "sim":
+        return "the machine's load or the simulated delay: a simulated backend holds no KV cache"
+    return "a KV cache paged to host memory or a server swapping"
 
 
 def controls_count(summary: Summary) -> int:

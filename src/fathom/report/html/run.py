@@ -44,7 +44,7 @@ from fathom.report.html.page import (
 )
 from fathom.report.html.suites import suite_boxes, suite_section
 from fathom.report.plots import format_length
-from fathom.report.text import answered_count, controls_count, samples_count
+from fathom.report.text import answered_count, controls_count, samples_count, slow_cause
 from fathom.run.store import RunFolder
 from fathom.units import length_or_none
 
@@ -333,9 +333,10 @@ def _header(manifest: Manifest, records: Sequence[SampleRecord], summary: Summar
     )
 
 
-def _slow_section(slow: Row) -> str:
+def _slow_section(slow: Row, model: str) -> str:
     """The samples far slower per token than their task's median at their length: a KV cache paged
-    to host memory or a server in trouble is tens of times slower, which an average hides."""
+    to host memory or a server in trouble is tens of times slower, which an average hides (a simulated
+    backend's slow samples are named as the machine's load, ``slow_cause``)."""
     rows = [
         (
             r["sample_id"],
@@ -351,8 +352,8 @@ def _slow_section(slow: Row) -> str:
     return (
         f'<section id="slow"><h2>Slow samples</h2><p>{esc(slow["count"])} samples took at least '
         f"{esc(slow['factor'])} times their task's median time per prompt token at their length (and at "
-        f"least {esc(slow['least_seconds'])} s): the signature of a KV cache paged out to host memory or a "
-        "server swapping. Their answers are graded as any; their times are not the model's speed.</p>"
+        f"least {esc(slow['least_seconds'])} s): likely {esc(slow_cause(model))}. Their answers are "
+        "graded as any; their times are not the model's speed.</p>"
         f"{table(head, rows)}</section>"
     )
 
@@ -392,7 +393,7 @@ def write_report(
     if summary.perplexity is not None:
         body.append(_perplexity_section(summary.perplexity, folder))
     if summary.slow is not None:
-        body.append(_slow_section(summary.slow))
+        body.append(_slow_section(summary.slow, manifest.spec.model))
     body.append(judges_section(summary.judges))
     if comparison is not None:
         body.append(comparison_section(comparison))
