@@ -7,13 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cache_entries import Arrays, plant_arrays
+from test_cache_entries import Arrays, _truncated, plant_arrays
 
 from fathom.prompts import hygiene
 from fathom.prompts.haystack import entry, index, words
@@ -175,10 +174,6 @@ BAD_ARRAYS: dict[Callable[[Arrays], Arrays], str] = {
     _foreign: "was made from another corpus text or fathom format",
     _oversized: "bytes of units, more than its corpus could make",
 }
-
-
-def _truncated(path: Path) -> None:
-    os.truncate(path, path.stat().st_size // 2)
 
 
 def _garbage(path: Path) -> None:
