@@ -4,11 +4,11 @@ cache may have been paged to host memory."""
 
 from __future__ import annotations
 
-import json
 from html import unescape
 from pathlib import Path
 
 import pytest
+from test_slow import stalled_run
 
 from fathom.analysis.summary import RunFacts, Summary
 from fathom.cli import main
@@ -48,14 +48,7 @@ def test_a_simulated_runs_report_and_terminal_say_no_kv_cache(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "run"
-    args = ["run", "niah", "--model", "sim:perfect?delay=0.001", "--lengths", "1k", "--depths", "5"]
-    assert main([*args, "--samples", "2", "--run-dir", str(folder), "--no-progress", "--no-control"]) == 0
-    path = folder / "samples.jsonl"
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    for line in lines:
-        line["prefill_s"] = 0.2
-    lines[3]["prefill_s"] = 5.0  # 25x the others: as a loaded machine's stall would make it
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    stalled_run(folder)
     capsys.readouterr()
     assert main(["report", str(folder)]) == 0
     out = capsys.readouterr().out
