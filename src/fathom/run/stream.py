@@ -19,6 +19,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from fathom.backends.base import Request
 from fathom.records import Cell
@@ -51,6 +52,7 @@ class BuiltSample:
 
 
 Ready = BuiltSample | Document  # a cell made ready: a sample to ask, or a document to score
+Kind = TypeVar("Kind", BuiltSample, Document)
 
 
 def held_tokens(ready: Ready) -> int:
@@ -97,16 +99,16 @@ class Ahead:
 
     def samples(self) -> Iterator[BuiltSample]:
         """The next prompts while they are samples'."""
-        while isinstance(ready := self.peek(), BuiltSample):
-            self._next = None
-            yield ready
+        return self._while(BuiltSample)
 
     def alike(self) -> Iterator[Ready]:
         """The next prompts while they are of the first one's kind (samples, or documents)."""
         if isinstance(self.peek(), BuiltSample):
-            yield from self.samples()
-            return
-        while isinstance(ready := self.peek(), Document):
+            return self._while(BuiltSample)
+        return self._while(Document)
+
+    def _while(self, kind: type[Kind]) -> Iterator[Kind]:
+        while isinstance(ready := self.peek(), kind):
             self._next = None
             yield ready
 
