@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from fathom.errors import FathomError
 from fathom.manifest import Manifest
-from fathom.plan.check import check_run
 from fathom.records import AnyRecord, Cell
 from fathom.run.clock import BackendClock
 from fathom.run.manifest import manifest
@@ -42,18 +41,18 @@ class Replica:
 
     def __init__(self, spec: RunSpec, order: str, keep_too_long: bool = False) -> None:
         self.spec = spec
-        self.keep_too_long = keep_too_long
         self.feed: queue.SimpleQueue[list[Cell] | None] = queue.SimpleQueue()
         self.written_at = time.monotonic()
         try:
-            backend, self.task, self.loading = prepare(spec, order, keep_too_long=keep_too_long)
+            prepared = prepare(spec, order, keep_too_long=keep_too_long)
         except FathomError as exc:
             # Kept to be told, not raised: raised here it would reach the driver as the actor's death,
             # a traceback where a local run prints one line.
             self.problem: str | None = str(exc)
             return
         self.problem = None
-        self.clock = BackendClock(backend)
+        self.task, self.loading, self.plan_line = prepared.task, prepared.loading, prepared.plan
+        self.clock = BackendClock(prepared.backend)
 
     def ready(self) -> Manifest | str:
         """The manifest this replica would write, or why it cannot run."""
@@ -63,11 +62,9 @@ class Replica:
         return manifest(self.spec, backend.tokenizer, self.task, backend, sum(1 for _ in self._planned()))
 
     def plan(self) -> str | None:
-        """The plan's line a local run prints for a real backend (None for a simulated one), for the
-        driver to print once: asked of one replica, after ``ready``, so it is checked a second time there
-        (an estimate from the lengths, no prompt built)."""
-        backend = self.clock.backend
-        return check_run(self.spec, self.task, backend, keep_too_long=self.keep_too_long)
+        """The plan's line a local run prints for a real backend (None for a simulated one), made when
+        the replica was prepared, for the driver to print once."""
+        return self.plan_line
 
     def todo(self, done: frozenset[str]) -> list[Cell]:
         """The run's cells not in ``done``, in the runner's order."""

@@ -23,6 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -87,10 +88,11 @@ def run(
     folder = RunFolder(run_dir)
     folder.claim()  # a second writer is refused now, not after the preparation's minutes
     try:
-        backend, task, loading = prepare(spec, order, say=show_progress, keep_too_long=keep_too_long)
+        prepared = prepare(spec, order, say=show_progress, keep_too_long=keep_too_long)
     except BaseException:
         folder.close()
         raise
+    backend, task = prepared.backend, prepared.task
     tokenizer = backend.tokenizer
 
     def planned() -> Iterator[Cell]:
@@ -115,16 +117,24 @@ def run(
             answer_cells(spec, clock, task, cells, write)
         finally:
             progress.close()
-        return write.result(len(done), time.perf_counter() - started, loading + clock.seconds)
+        return write.result(len(done), time.perf_counter() - started, prepared.loading + clock.seconds)
 
 
-def prepare(
-    spec: RunSpec, order: str = "prefix", say: bool = False, keep_too_long: bool = False
-) -> tuple[Backend, Task, float]:
-    """The run's backend and task, and the seconds loading the model took, with everything checked
-    that can be before the run folder is touched: a bad name, setting or length, or a sweep whose
-    KV cache or prompts cannot fit (``fathom.plan.check``; ``say`` prints its line), leaves no folder
-    behind."""
+@dataclass(frozen=True)
+class Prepared:
+    """A run made ready: its backend and task, the seconds loading the model took, and the plan's
+    line (None for a simulated backend)."""
+
+    backend: Backend
+    task: Task
+    loading: float
+    plan: str | None
+
+
+def prepare(spec: RunSpec, order: str = "prefix", say: bool = False, keep_too_long: bool = False) -> Prepared:
+    """The run's backend and task, with everything checked that can be before the run folder is
+    touched: a bad name, setting or length, or a sweep whose KV cache or prompts cannot fit
+    (``fathom.plan.check``; ``say`` prints its line), leaves no folder behind."""
     if order not in ORDERS:
         raise SpecError(f"unknown order '{order}': use one of {', '.join(ORDERS)}")
     check_spec(spec)
@@ -135,8 +145,7 @@ def prepare(
     check_backend(spec, backend)
     _check_closed_book(task, spec, backend)
     _check_shortest(task, min(spec.lengths))
-    check_run(spec, task, backend, say, keep_too_long)
-    return backend, task, loading
+    return Prepared(backend, task, loading, check_run(spec, task, backend, say, keep_too_long))
 
 
 def _check_closed_book(task: Task, spec: RunSpec, backend: Backend) -> None:
