@@ -110,7 +110,7 @@ def test_sql_gives_each_checkpoints_score_by_length_and_the_samples_one_newly_fa
 ) -> None:
     index = tmp_path / "results.duckdb"
     index_runs([runs], index)
-    # docs/index.md's queries, as a user types them.
+    # docs/run-index.md's queries, as a user types them.
     by_length = query(index, """
         SELECT r.labels['step'] AS step, s.length, avg(s.score) AS score
         FROM latest_samples s JOIN runs r USING (run_id)

@@ -3,7 +3,7 @@ runs (every checkpoint of a training run) and for reading them back without the 
 
 ``fathom index DIR... --out FILE`` (``index_runs``) makes or updates it, skipping unchanged folders;
 ``read_runs`` gives its runs back as fathom's objects; ``write_parquet`` exports its tables. DuckDB
-is the ``index`` extra, imported only when an index is opened. docs/index.md lists the tables.
+is the ``index`` extra, imported only when an index is opened. docs/run-index.md lists the tables.
 """
 
 from fathom.index.build import Outcome, index_runs, write_parquet
