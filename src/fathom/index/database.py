@@ -77,7 +77,8 @@ def duckdb() -> ModuleType:
 @contextmanager
 def writing(path: Path) -> Iterator[DuckDBPyConnection]:
     """The index at ``path`` to write to, made there if absent; refused, untouched, unless it is this
-    fathom's. DuckDB's errors, in it or in the caller's statements, are one line naming the file."""
+    fathom's. DuckDB's errors, in it or in the caller's statements, are one line naming the file and
+    the fix."""
     if path.exists():
         with reading(path):  # the checks, read-only: a refusal writes nothing
             pass
@@ -107,23 +108,32 @@ def reading(path: Path) -> Iterator[DuckDBPyConnection]:
         problem = "is not a file" if path.exists() else "does not exist"
         raise IndexFileError(f"index '{path}' {problem}: make it with fathom index RUNS --out {path}")
     with _connected(path, read_only=True) as connection:
-        _check(connection, path)
         yield connection
 
 
 @contextmanager
 def _connected(path: Path, read_only: bool) -> Iterator[DuckDBPyConnection]:
+    """``path`` opened and checked to be this fathom's index. A failure to open or check it is a
+    refusal of the file; DuckDB's errors after that, in the caller's statements, are failures of the
+    work (a full disk, too little memory), which never call the file unusable."""
     module = duckdb()
     try:
         # Extensions (Parquet, JSON) come built into DuckDB's wheel; never fetched from the network.
         config = {"autoinstall_known_extensions": False}
         connection: DuckDBPyConnection = module.connect(str(path), read_only=read_only, config=config)
-        try:
-            yield connection
-        finally:
-            connection.close()
     except module.Error as exc:
         raise _refusal(path, exc) from None
+    try:
+        try:
+            if read_only:  # a writer's file was checked by a reader first, or is new
+                _check(connection, path)
+        except module.Error as exc:
+            raise _refusal(path, exc) from None
+        yield connection
+    except module.Error as exc:
+        raise _failed(path, exc, module) from None
+    finally:
+        connection.close()
 
 
 def _refusal(path: Path, exc: Exception) -> IndexFileError:
@@ -133,6 +143,20 @@ def _refusal(path: Path, exc: Exception) -> IndexFileError:
     return IndexFileError(
         f"'{path}' is no index this fathom can use ({reason}): name a new file, or delete this one and "
         "index the run folders again"
+    )
+
+
+def _failed(path: Path, exc: Exception, module: ModuleType) -> IndexFileError:
+    """DuckDB's error in work on a usable index: what went wrong and what to do, the index as it was
+    before the statement's transaction (DuckDB discards one that did not commit)."""
+    if isinstance(exc, module.OutOfMemoryException):
+        fix = "index fewer run folders at a time, or free memory"
+    elif isinstance(exc, module.IOException | module.PermissionException):
+        fix = "check the free space of its disk and the file's permissions"
+    else:
+        fix = "if it happens again, index the run folders into a new file"
+    return IndexFileError(
+        f"index '{path}': DuckDB failed ({_first_line(exc)}); what was not committed is not in it: {fix}"
     )
 
 
