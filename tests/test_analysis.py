@@ -294,7 +294,13 @@ def test_summarize_is_json_ready_and_counts_errors() -> None:
     assert summary["samples"] == 8
     assert summary["errors"] == 3
     assert summary["error_kinds"] == {"http": 1, "timeout": 2}
-    assert summary["effective_length"] == {"threshold": 0.9, "mean": 1024, "lower_bound": None}
+    # At 2k the depth 1.0 cell has nothing scored (errors only): it fails the worst depth there.
+    assert summary["effective_length"] == {
+        "threshold": 0.9,
+        "mean": 1024,
+        "lower_bound": None,
+        "worst_depth": 1024,
+    }
     assert summary["lost_in_the_middle_index"] == pytest.approx(1.0 - 0.5)
     assert len(summary["cells"]) == 6
     assert summary["cells"][-1] == {

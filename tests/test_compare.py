@@ -218,8 +218,10 @@ def test_a_planted_regression_is_found_past_the_cliff_and_nowhere_else(
         else:
             assert cell.verdict == "unchanged"
     assert comparison.overall.p_value < 1e-6 and comparison.overall.worse >= 27
-    assert comparison.base_effective_length == EffectiveLength(mean=16384, lower_bound=16384)
-    assert comparison.new_effective_length == EffectiveLength(mean=4096, lower_bound=1024)
+    assert comparison.base_effective_length == EffectiveLength(
+        mean=16384, lower_bound=16384, worst_depth=16384
+    )
+    assert comparison.new_effective_length == EffectiveLength(mean=4096, lower_bound=1024, worst_depth=4096)
 
     capsys.readouterr()
     assert cli("compare", base, new) == 1  # a regression fails the gate
@@ -316,8 +318,8 @@ def test_comparison_json_has_exactly_the_agreed_shape(cliff_pair: tuple[Path, Pa
     assert data["left_out"] == {"errors": 0, "unpaired": 0}
     assert set(data["overall"]) == {"base_mean", "new_mean", "worse", "better", "p_value"}
     assert data["effective_length"] == {
-        "base": {"mean": 16384, "lower_bound": 16384},
-        "new": {"mean": 4096, "lower_bound": 1024},  # see the test below
+        "base": {"mean": 16384, "lower_bound": 16384, "worst_depth": 16384},
+        "new": {"mean": 4096, "lower_bound": 1024, "worst_depth": 4096},  # see the test below
     }
     cell_keys = {"length", "depth", "task", "pairs", "base_mean", "new_mean", "difference", "worse", "better",
                  "p_value", "p_adjusted", "verdict"}  # fmt: skip
@@ -362,9 +364,12 @@ def test_the_effective_lengths_on_the_lower_bound_follow_from_the_hit_counts(
     assert hits["base"] == {1024: 30.0, 4096: 30.0, 16384: 30.0}
     assert hits["new"] == {1024: 30.0, 4096: 29.0, 16384: 0.0}  # sim:cliff's accuracy 0.98 missed one
     comparison = compare_runs(base, new)
-    assert comparison.base_effective_length == EffectiveLength(mean=16384, lower_bound=16384)
-    # The mean: 30/30 and 29/30 = 0.967 pass 0.85, 0/30 fails.
-    assert comparison.new_effective_length == EffectiveLength(mean=4096, lower_bound=1024)
+    assert comparison.base_effective_length == EffectiveLength(
+        mean=16384, lower_bound=16384, worst_depth=16384
+    )
+    # The mean: 30/30 and 29/30 = 0.967 pass 0.85, 0/30 fails. The worst depth: 4k's worst cell
+    # is 9 of 10 = 0.9 (the miss), which passes 0.85; every 16k cell is 0 of 10.
+    assert comparison.new_effective_length == EffectiveLength(mean=4096, lower_bound=1024, worst_depth=4096)
 
 
 # --- the verdict: significant, and the mean and the pairs agree on the direction --------------------

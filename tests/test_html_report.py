@@ -541,8 +541,8 @@ def comparison() -> dict[str, Any]:
         "left_out": {"errors": 1, "unpaired": 0},
         "overall": {"base_mean": 0.75, "new_mean": 0.75, "worse": 5, "better": 5, "p_value": 1.0},
         "cells": cells,
-        "effective_length": {"base": {"mean": 2048, "lower_bound": 1024},
-                             "new": {"mean": 1024, "lower_bound": None}},
+        "effective_length": {"base": {"mean": 2048, "lower_bound": 1024, "worst_depth": 2048},
+                             "new": {"mean": 1024, "lower_bound": None, "worst_depth": None}},
         "regressions": 1, "improvements": 1,
         "failures": {kind: {"base": 0, "new": 0} for kind in FAILURE_KINDS}
         | {"wrong_answer": {"base": 5, "new": 5}, "distractor": {"base": 0, "new": 3}},
@@ -559,6 +559,7 @@ def test_the_comparison_page_marks_regressed_and_improved_cells(tmp_path: Path) 
     rows = re.findall(r"<tr><td>(regressed|improved)</td><td>([^<]+)</td>", html)
     assert rows == [("improved", "2k · 100%"), ("regressed", "2k · 0%")]
     assert "2k → 1k" in html and "1k → none" in html  # effective length, on the mean and the lower bound
+    assert "<b>2k → none</b><span>effective length at the worst depth</span>" in html
     assert "&lt;b&gt;sim:cliff&lt;/b&gt;" in html and "<b>sim:cliff" not in html
 
 

@@ -85,8 +85,14 @@ def test_a_summary_judges_the_effective_length_at_the_threshold_it_is_given() ->
         "threshold": 0.5,
         "mean": 2048,
         "lower_bound": 1024,
+        "worst_depth": 2048,  # one depth: its cell is the length
     }
-    assert summarize(samples)["effective_length"] == {"threshold": 0.85, "mean": 1024, "lower_bound": None}
+    assert summarize(samples)["effective_length"] == {
+        "threshold": 0.85,
+        "mean": 1024,
+        "lower_bound": None,
+        "worst_depth": 1024,
+    }
 
 
 def test_a_ruler_length_is_beyond_the_window_when_any_of_its_tasks_is() -> None:

@@ -56,8 +56,8 @@ MANIFEST_SCHEMA = 6
 # run's scores by task (``suites.by_task``) and its mean over tasks (``suites.mean``); the samples far
 # slower per token than their task's others at their length (``slow``). 6: the low-overlap scores by
 # the needles' form (``hard.forms``) and apart where a window names a near neighbour of the place
-# (``hard.neighbours``).
-SUMMARY_SCHEMA = 6
+# (``hard.neighbours``). 7: NIAH's effective length at the worst depth (``effective_length.worst_depth``).
+SUMMARY_SCHEMA = 7
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1
 # 1: a judge's result on a qualification set (qualifications.jsonl), the first form.

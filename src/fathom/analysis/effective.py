@@ -26,15 +26,17 @@ _SAME = 1e-9
 
 @dataclass(frozen=True)
 class EffectiveLength:
-    """A run's effective length judged on the mean score and on its 95% lower bound."""
+    """A run's effective length judged on the mean score and on its 95% lower bound, and NIAH's at
+    its worst depth (``niah.worst_depth_effective_length``); None for RULER, whose depths are drawn."""
 
     mean: int | None
     lower_bound: int | None
+    worst_depth: int | None = None
 
 
 def run_effective_length(samples: Sequence[SampleRecord]) -> EffectiveLength:
     """NIAH's effective length (threshold 0.85) or RULER's (its absolute threshold, 85.6), each on the
-    mean and on the 95% lower bound; both None without samples."""
+    mean and on the 95% lower bound, and NIAH's at the worst depth; all None without samples."""
     if not samples:
         return EffectiveLength(None, None)
     samples = [r for r in samples if not is_literal_twin(r.task)]  # as the summary pools them
@@ -46,7 +48,7 @@ def run_effective_length(samples: Sequence[SampleRecord]) -> EffectiveLength:
             aggregates["mean"]["effective_length"], aggregates["lower_bound"]["effective_length"]
         )
     effective = summarize(samples, NIAH_THRESHOLD)["effective_length"]
-    return EffectiveLength(effective["mean"], effective["lower_bound"])
+    return EffectiveLength(effective["mean"], effective["lower_bound"], effective["worst_depth"])
 
 
 @dataclass(frozen=True)

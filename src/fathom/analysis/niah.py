@@ -1,5 +1,5 @@
 """NIAH's numbers from sample records: accuracy per (length, depth) and per length, effective length
-and a lost-in-the-middle index.
+(pooled over depths, and at the worst depth) and a lost-in-the-middle index.
 
 Pure functions over ``SampleRecord``: no I/O, so reports, plots and tests share one source of numbers.
 Samples whose ``error`` is set never reached a grade; they are counted per cell but are not data points.
@@ -126,6 +126,25 @@ def effective_length(
     return longest_passing(points, threshold)
 
 
+def worst_depth_effective_length(cells: Iterable[CellStats], threshold: float = 0.85) -> int | None:
+    """The longest length up to which every depth's cell, not only the pooled length, scores at least
+    ``threshold``: a hole at one depth (a cell at 50% beside cells at 100%) can pass pooled, not here.
+
+    The pooled rule applied to each length's worst cell: its mean at exactly the threshold passes, the
+    scan stops at the first failing length, and a cell with nothing scored fails its length. It is
+    judged on the cells' means only, never their 95% intervals: a cell holds few samples, and the
+    Wilson lower bound of 20 of 20 is 0.84, so on the lower bound nearly every run would pass nothing.
+    """
+    by_length: defaultdict[int, list[float | None]] = defaultdict(list)
+    for cell in cells:
+        by_length[cell.length].append(cell.mean)
+    points = []
+    for length, means in by_length.items():
+        scored = [mean for mean in means if mean is not None]
+        points.append((length, min(scored) if len(scored) == len(means) else None))
+    return longest_passing(points, threshold)
+
+
 def _pooled_mean(cells: Iterable[CellStats]) -> float | None:
     total, n = _pool(cells)
     return total / n if n else None
@@ -159,6 +178,7 @@ def summarize(records: Iterable[SampleRecord], threshold: float = 0.85) -> dict[
             "threshold": threshold,
             "mean": effective_length(lengths, threshold),
             "lower_bound": effective_length(lengths, threshold, use_lower_bound=True),
+            "worst_depth": worst_depth_effective_length(cells, threshold),
         },
         "lost_in_the_middle_index": lost_in_the_middle_index(cells),
         "samples": len(rows),

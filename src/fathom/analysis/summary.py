@@ -17,7 +17,7 @@ from fathom.analysis.agreement import judge_sections
 from fathom.analysis.control import control_summary
 from fathom.analysis.hard import hard_summary
 from fathom.analysis.knowledge import knowledge_summary
-from fathom.analysis.niah import summarize
+from fathom.analysis.niah import CellStats, summarize, worst_depth_effective_length
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import ruler_summary
 from fathom.analysis.select import (
@@ -40,8 +40,8 @@ Row = dict[str, Any]  # a row of a table, or a table's header numbers, as summar
 @dataclass(frozen=True)
 class NiahGrid:
     """NIAH's sweep: accuracy per (length, depth) cell and per length, the effective length on the
-    mean and on the 95% lower bound (``threshold``, ``mean``, ``lower_bound``), and the
-    lost-in-the-middle index (edges minus middle; None without both)."""
+    mean, on the 95% lower bound and at the worst depth (``threshold``, ``mean``, ``lower_bound``,
+    ``worst_depth``), and the lost-in-the-middle index (edges minus middle; None without both)."""
 
     cells: tuple[Row, ...]
     lengths: tuple[Row, ...]
@@ -230,7 +230,23 @@ def v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6))
+def v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 7 added the effective length at the worst depth (``effective_length.worst_depth``) to
+    NIAH's grid and each variant's: made here from the summary's own cells, as the records give it."""
+    if data["kind"] != "niah":
+        return data
+    variants = {task: _with_worst_depth(grid) for task, grid in data.get("variants", {}).items()}
+    return _with_worst_depth(data) | ({"variants": variants} if variants else {})
+
+
+def _with_worst_depth(grid: dict[str, Any]) -> dict[str, Any]:
+    effective = grid["effective_length"]
+    cells = [CellStats(**row) for row in grid["cells"]]
+    worst = worst_depth_effective_length(cells, effective["threshold"])
+    return grid | {"effective_length": effective | {"worst_depth": worst}}
+
+
+SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7))
 # A sweep's sections that only some runs have: absent from summary.json where empty.
 _OPTIONAL = ("variants", "hard", "suites")
 

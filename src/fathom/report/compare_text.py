@@ -87,10 +87,16 @@ def _cells_text(comparison: Comparison) -> list[str]:
         lines.append(f"{name} cells (by the gate, of {len(comparison.cells)}): {len(cells) or 'none'}")
         lines += [_cell_line(cell) for cell in cells]
     base_length, new_length = comparison.base_effective_length, comparison.new_effective_length
+    worst = ""
+    if any(cell.depth is not None for cell in comparison.cells):  # NIAH's: RULER's depths are drawn
+        worst = (
+            f"; at the worst depth: {length_or_none(base_length.worst_depth)} → "
+            f"{length_or_none(new_length.worst_depth)}"
+        )
     lines.append(
         f"effective length: {length_or_none(base_length.mean)} → {length_or_none(new_length.mean)}; "
         f"on the 95% lower bound: {length_or_none(base_length.lower_bound)} → "
-        f"{length_or_none(new_length.lower_bound)}"
+        f"{length_or_none(new_length.lower_bound)}{worst}"
     )
     return lines
 

@@ -95,8 +95,8 @@ def judges_text(section: Row) -> list[str]:
 
 
 def niah_text(grid: NiahGrid) -> list[str]:
-    """NIAH's sweep as lines: the score per length, the effective length on the mean and on the
-    95% lower bound, and the lost-in-the-middle index."""
+    """NIAH's sweep as lines: the score per length, the effective length on the mean, on the 95%
+    lower bound and at the worst depth, and the lost-in-the-middle index."""
     lines = []
     for row in grid.lengths:
         mean = "n/a" if row["mean"] is None else f"{row['mean']:.1%}"
@@ -104,7 +104,9 @@ def niah_text(grid: NiahGrid) -> list[str]:
     effective = grid.effective_length
     lines.append(
         f"effective length (score >= {effective['threshold']}): {length_or_none(effective['mean'])}; "
-        f"on the 95% lower bound: {length_or_none(effective['lower_bound'])}"
+        f"on the 95% lower bound: {length_or_none(effective['lower_bound'])}; "
+        f"at the worst depth (every depth's cell >= {effective['threshold']}): "
+        f"{length_or_none(effective['worst_depth'])}"
     )
     lim = grid.lost_in_the_middle_index
     lines.append(f"lost-in-the-middle index: {'n/a' if lim is None else f'{lim:+.3f}'}")
@@ -116,12 +118,16 @@ def _percent(value: float | None) -> str:
 
 
 def variants_text(variants: dict[str, Row]) -> list[str]:
-    """Each variant's score per length and effective length, one line a variant."""
+    """Each variant's score per length and effective length (pooled, and at the worst depth), one line
+    a variant."""
     lines = []
     for task, grid in variants.items():
         scores = " ".join(f"{format_count(r['length'])} {_percent(r['mean'])}" for r in grid["lengths"])
         effective = grid["effective_length"]
-        lines.append(f"  {task}: {scores}; effective length {length_or_none(effective['mean'])}")
+        lines.append(
+            f"  {task}: {scores}; effective length {length_or_none(effective['mean'])}, "
+            f"at the worst depth {length_or_none(effective['worst_depth'])}"
+        )
     return ["by variant:", *lines] if lines else []
 
 

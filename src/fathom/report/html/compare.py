@@ -109,6 +109,13 @@ def _comparison_boxes(comparison: Mapping[str, Any]) -> str:
                 "effective length on the 95% lower bound",
             ),
         ]
+        if any(cell["depth"] is not None for cell in comparison["cells"]):  # NIAH's: RULER's are drawn
+            boxes.append(
+                number_box(
+                    f"{length_or_none(base['worst_depth'])} → {length_or_none(new['worst_depth'])}",
+                    "effective length at the worst depth",
+                )
+            )
     return f'<div class="headline">{"".join(boxes)}</div>'
 
 

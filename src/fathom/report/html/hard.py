@@ -47,14 +47,15 @@ def variants_section(variants: Mapping[str, Row]) -> str:
         effective, lim = grid["effective_length"], grid["lost_in_the_middle_index"]
         rows.append((
             _variant_name(task), *scores, length_or_none(effective["mean"]),
-            length_or_none(effective["lower_bound"]), "n/a" if lim is None else f"{lim:+.3f}",
+            length_or_none(effective["lower_bound"]), length_or_none(effective["worst_depth"]),
+            "n/a" if lim is None else f"{lim:+.3f}",
         ))  # fmt: skip
         figures.append(
             f'<figure class="variant" data-variant="{esc(task)}"><figcaption>{esc(_variant_name(task))}'
             f"</figcaption>{niah_heatmap(variant_grid(grid), variant=task)}</figure>"
         )
     head = ("variant", *(format_length(n) for n in lengths), "effective length", "on the 95% lower bound",
-            "lost-in-the-middle index")  # fmt: skip
+            "at the worst depth", "lost-in-the-middle index")  # fmt: skip
     return (
         '<section id="variants"><h2>Variants</h2><p>The run swept variants beside length and depth (haystack '
         "domains, literal twins of low-overlap needles). The grid above pools the variants asked; a literal "

@@ -121,6 +121,9 @@ def headline(summary: Summary) -> str:
         boxes += [
             number_box(length_or_none(effective["mean"]), f"effective length ({threshold})"),
             number_box(length_or_none(effective["lower_bound"]), f"on the 95% lower bound ({threshold})"),
+            number_box(
+                length_or_none(effective["worst_depth"]), f"at the worst depth (every cell's {threshold})"
+            ),
             number_box("n/a" if lim is None else f"{lim:+.3f}", "lost-in-the-middle index (edges - middle)"),
         ]
     if summary.control is not None:
