@@ -4,7 +4,8 @@ tensor-parallel degree that holds the longest prompt, prefill and decode time, G
 for every cell and in total (docs/plan.md derives the formulas and states the assumptions).
 
 ``arch.py`` (the shape and its arithmetic), ``presets.py`` and ``readers.py`` (where a shape comes
-from), ``gpus.py`` (the datasheets), ``costs.py`` (memory and time on a GPU), ``prompts.py`` (the
+from), ``gpus.py`` (the datasheets), ``costs.py`` (memory and time on a GPU), ``activations.py`` (a
+prefill's peak activations over the backend's chunk), ``prompts.py`` (the
 sweep's prompts, built or estimated), ``sweep.py`` (the plan), ``text.py`` (terminal and JSON),
 ``check.py`` (the check ``fathom run`` makes of a real backend), ``arguments.py`` (the options).
 """

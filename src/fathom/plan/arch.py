@@ -84,6 +84,22 @@ class Architecture:
         layers are counted in full, as llama.cpp stores them with ``swa_full`` (fathom's setting)."""
         return self.layers * self.kv_heads * self.head_dim * 2 * bytes_per_value
 
+    def activation_bytes(self, chunk: int, cache: int, value_bytes: float, scores: bool) -> float:
+        """The peak transient memory of one forward pass over ``chunk`` new tokens with ``cache``
+        tokens (those included) in the KV cache. Layers run one after another, so one layer's
+        transients count once: the residual stream and its normed copy (2 x chunk x hidden), plus
+        the larger of the MLP's gate, up and their product (3 x chunk x intermediate, for each
+        expert a token is routed to) and attention's q, k and v (chunk x (heads + 2 KV heads) x
+        head dim) with, where ``scores`` are materialised, the fp32 scores of the chunk's queries
+        against the cache (heads x chunk x cache); ``value_bytes`` a value. Then the last token's
+        logits in fp32 (vocab): a generation needs no other position's."""
+        stream = 2 * chunk * self.hidden * value_bytes
+        mlp = 3 * chunk * self.routed * self.intermediate * value_bytes
+        attention = chunk * (self.heads + 2 * self.kv_heads) * self.head_dim * value_bytes
+        if scores:
+            attention += 4.0 * self.heads * chunk * cache
+        return stream + max(mlp, attention) + 4.0 * self.vocab
+
     def weight_flops(self, tokens: int) -> float:
         """Multiply-adds with the weights, 2 FLOPs each: every new prompt token through the layers,
         and the output head once, for the first answer token's logits."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from fathom.plan.activations import Chunking, chunking, prefill_activations
 from fathom.plan.arch import Architecture
 from fathom.plan.costs import Setup, decode_seconds, kv_bytes, prefill_seconds, tp_degree, weights_bytes
 from fathom.plan.prompts import PromptCost, SweepPrompts
@@ -82,6 +83,10 @@ class Plan:
     # The lengths whose prompts exceed the architecture's trained window (``arch.context``): a run's
     # samples there are marked beyond_window, their scores extrapolation. Empty where it is unknown.
     beyond_window: tuple[int, ...]
+    # How the backend that ``spec.model`` names prefills, and the peak activations of the longest
+    # prompt's prefill (``fathom.plan.activations``): beside the memory above, not in it.
+    chunking: Chunking
+    activations_bytes: float
 
 
 def plan_prompts(spec: RunSpec, swept: SweepPrompts, arch: Architecture, setup: Setup, order: str) -> Plan:
@@ -96,7 +101,11 @@ def plan_prompts(spec: RunSpec, swept: SweepPrompts, arch: Architecture, setup: 
             rows.append(_tally(str(length), group, tp, setup))
     total = _tally("total", cells, tp, setup)
     beyond = _beyond_window(cells, arch.context)
-    return Plan(spec, arch, setup, order, swept, weights, tp, cells, tuple(rows), total, beyond)
+    chunks = chunking(spec.model, setup.gpu)
+    activations = prefill_activations(arch, chunks, max(c.prompt_tokens for c in cells))
+    return Plan(
+        spec, arch, setup, order, swept, weights, tp, cells, tuple(rows), total, beyond, chunks, activations
+    )
 
 
 def _beyond_window(cells: Sequence[CellPlan], window: int | None) -> tuple[int, ...]:

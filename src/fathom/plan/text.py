@@ -79,6 +79,7 @@ def plan_text(plan: Plan) -> list[str]:
         f"{duration(total.prefill_hours)}; {duration(total.prefill_hours_uncached)} without a prefix "
         "cache, as the hf backend runs)",
         _fit_line(plan),
+        _activations_line(plan),
         _time_line(plan),
     ]
 
@@ -161,6 +162,30 @@ def _fit_line(plan: Plan) -> str:
     return line
 
 
+def _activations_line(plan: Plan) -> str:
+    """The longest prompt's prefill activations: what is counted and what is not, and whether weights,
+    KV cache and activations together pass the memory of the GPUs that hold the prompt."""
+    chunks, longest = plan.chunking, max(c.prompt_tokens for c in plan.cells)
+    scores = " (with their fp32 scores against the cache)" if chunks.scores else ""
+    line = (
+        f"activations: {gib(plan.activations_bytes)} at the peak of the longest prompt's prefill, "
+        f"{chunks.chunk(longest):,} tokens a pass ({chunks.source}): the residual stream and its normed "
+        f"copy, then the larger of the MLP's gate, up and product and attention's q, k, v{scores}, in "
+        f"{chunks.dtype}, and the last token's logits; not counted: "
+        + ("" if chunks.scores else "attention scores (fused), ")
+        + "the CUDA context, the allocator's slack"
+    )
+    if chunks.tokens is None:
+        line += "; hf runs batch= prompts at once (8 on a GPU): as many times these and the KV cache"
+    if plan.tp is not None:
+        need = plan.weights_bytes + plan.total.kv_bytes + plan.activations_bytes
+        memory = plan.tp * plan.setup.gpu.memory
+        line += f"; weights + KV + activations {gib(need)} of {gib(memory)}"
+        if need > memory:
+            line += ": more than the GPUs hold, expect out of memory"
+    return line
+
+
 def _time_line(plan: Plan) -> str:
     total, setup = plan.total, plan.setup
     text = (
@@ -201,6 +226,8 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "fits_one_gpu": plan.tp == 1,
         # The lengths past the architecture's trained window; null where the window is unknown.
         "beyond_window": None if plan.arch.context is None else list(plan.beyond_window),
+        # The longest prompt's prefill: its peak activations and the backend's chunk they are of.
+        "activations": {"bytes": plan.activations_bytes, **dataclasses.asdict(plan.chunking)},
         "rows": [_tally_json(row) for row in plan.rows],
         "total": _tally_json(plan.total),
         "cells": [dataclasses.asdict(cell) for cell in plan.cells],
