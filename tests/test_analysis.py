@@ -113,7 +113,8 @@ BOOTSTRAP_VALUES = [0.1, 0.9, 0.4, 0.4, 0.75, 0.0, 1.0, 0.6, 0.3, 0.55, 0.2, 0.8
 
 def test_bootstrap_is_the_percentile_bootstrap_with_the_documented_seed() -> None:
     """2000 resamples with replacement drawn by numpy's default_rng(0), and the 2.5th and 97.5th
-    percentiles of their means (README, "Analysis": a seeded percentile bootstrap), done here apart."""
+    percentiles of their means (docs/niah.md, "The numbers": a seeded percentile bootstrap), done here
+    apart."""
     values = np.asarray(BOOTSTRAP_VALUES)
     picks = np.random.default_rng(0).integers(0, len(values), size=(2000, len(values)))
     expected = np.percentile(values[picks].mean(axis=1), [2.5, 97.5])

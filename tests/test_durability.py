@@ -1,5 +1,5 @@
 """Durability, observed rather than assumed: ``os.fsync``, ``os.write`` and ``os.replace`` are spied
-on, each call logged with the file its descriptor names, so that each promise of the README's
+on, each call logged with the file its descriptor names, so that each promise of docs/run-folder.md's
 Guarantees is checked as an order of calls: every record's line (samples.jsonl, judgements.jsonl,
 qualifications.jsonl) written and then fsynced before its append returns, and every whole-file write
 made as a new file, flushed, fsynced and only then renamed over its target.

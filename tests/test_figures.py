@@ -97,7 +97,7 @@ def test_the_gallery_holds_the_numbers_fathom_gallery_makes_today(
     gallery = committed("gallery/gallery.json")
     run(gallery["command"], tmp_path, monkeypatch)
     runs = gallery["runs"]
-    # README's gallery shows the readers a plain grid cannot tell apart a second time, on the needles
+    # The gallery shows the readers a plain grid cannot tell apart a second time, on the needles
     # that expose them.
     assert {"pattern-matcher", "pattern-matcher+distractors", "literal", "literal+latent-1"} <= runs.keys()
     assert sorted(runs) == sorted(p.parent.name for p in (tmp_path / "gallery").glob("*/summary.json"))

@@ -1,4 +1,4 @@
-"""What a run folder promises (README, "Guarantees"), checked the hard way: kill -9 at random
+"""What a run folder promises (docs/run-folder.md, "Guarantees"), checked the hard way: kill -9 at random
 moments, two writers at once, readers beside a writer, arbitrary damage to the record file."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 writes there either refuses the folder (exit 2, one line naming the link) or writes a regular file
 in place of the link; what the link points at never changes.
 
-Which policy applies where (README, "Guarantees"):
+Which policy applies where (docs/run-folder.md, "Guarantees"):
 
 - refused: a link, or any non-regular file, at a name fathom reads or appends to (manifest.json,
   run.lock, samples.jsonl, judgements.jsonl, qualifications.jsonl and their .quarantine files), and

@@ -1,6 +1,6 @@
 """The run folder: manifest.json, the append-only samples.jsonl, and the files derived from them.
 
-What a run folder promises (README, "Guarantees"): one writer at a time, holding ``run.lock``;
+What a run folder promises (docs/run-folder.md, "Guarantees"): one writer at a time, holding ``run.lock``;
 records appended whole, one line each, on disk before the next sample starts; no record of another
 run adopted; damaged lines moved aside, never silently dropped (see ``fathom.run.lines``).
 """

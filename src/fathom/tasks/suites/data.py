@@ -1,6 +1,6 @@
 """Reading the suites' official files from the user's data folder, each item checked as it is read.
 
-Layouts (nothing is downloaded; the README's "Real long-document suites" lists them):
+Layouts (nothing is downloaded; docs/suites.md lists them):
 
 - LongBench, LongBench-E: ``{task}.jsonl`` and ``{task}_e.jsonl`` (the release's ``data.zip``), one
   item a line: ``input``, ``context``, ``answers`` (a list), ``length``, ``all_classes`` (a list or
@@ -63,7 +63,7 @@ def read_task(folder: Path, suite: str, task: SuiteTask, limit: int) -> TaskData
     if not path.is_file():
         raise DataError(
             f"{suite} task '{task.name}' needs {path}, which is missing: place the suite's official "
-            f"{task.file} in {folder} (see the README, 'Real long-document suites')"
+            f"{task.file} in {folder} (see docs/suites.md)"
         )
     if suite == LONGBENCH_V2:
         items = _v2_items(path, limit)
