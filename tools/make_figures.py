@@ -3,14 +3,14 @@
 
     python tools/make_figures.py [--only NAME] [--check]
 
-Simulated figures: each runs the very command README.md shows above it, in a scratch folder, and
+Simulated figures: each runs the very command the docs show above it, in a scratch folder, and
 copies the figure its run folder holds; beside it goes a JSON of the numbers the figure plots (each
 cell's accuracy, k and 95% interval, from the run's summary.json). A simulated run is the same bit
 for bit on every machine, so these numbers are too, and ``tests/test_figures.py`` checks them:
 
-- heatmap-sim-cliff  docs/heatmap-sim-cliff.png (+ .json): the NIAH heatmap of README's simulated sweep
+- heatmap-sim-cliff  docs/heatmap-sim-cliff.png (+ .json): the NIAH heatmap of the README's simulated sweep
                      ``fathom run niah --model sim:cliff ... --run-dir runs/cliff``
-- ruler-sim-cliff    docs/ruler-sim-cliff.png (+ .json): RULER's task grid of README's
+- ruler-sim-cliff    docs/ruler-sim-cliff.png (+ .json): RULER's task grid of docs/ruler.md's
                      ``fathom run ruler --model sim:cliff ...`` (needs the ``ruler`` extra's data)
 - gallery            docs/gallery/: ``fathom gallery`` (every simulated archetype, and the runs that
                      expose the readers plain needles cannot tell apart), its gallery.html and each
@@ -27,7 +27,7 @@ committed beside it, which ``fathom trap`` drew it from:
                      ``n_ctx=17k``, then ``fathom trap RUN RUN_16K``
 - trap-gemma3        docs/trap-gemma3.png from docs/trap-gemma3.json: Gemma 3 270M, made on the same
                      machine by the two ``fathom run niah --model 'llamacpp:gemma3-270m?...'`` commands
-                     README shows (1k-30k, then 40k), then ``fathom trap RUN RUN_40K``
+                     docs/perplexity.md shows (1k-30k, then 40k), then ``fathom trap RUN RUN_40K``
 
 ``--check`` makes everything into a scratch folder instead and compares numbers, not pixels: each
 simulated figure's JSON against the committed one (exit status 1 where any differs). The
