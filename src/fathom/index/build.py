@@ -36,7 +36,7 @@ from fathom.index.rows import (
 from fathom.manifest import Manifest
 from fathom.report.runs import run_folders
 from fathom.run.judgements import JUDGEMENTS, judgement_reader
-from fathom.run.lines import Damage, file_lines, read_line, sample_reader
+from fathom.run.lines import Damage, Overlong, file_lines, read_line, sample_reader
 from fathom.run.store import MANIFEST, SAMPLES, RunFolder
 from fathom.safe_files import write_through
 
@@ -166,12 +166,14 @@ def _chunks(
     chunk: list[Line[R]] = []
     size, reader = 0, make_reader()
     for number, line in enumerate(file_lines(path), start=1):
+        if isinstance(line, Overlong):
+            tally.damage(line.damage(number))
+            continue
         if not line.endswith(b"\n"):
             break
         read = read_line(number, line[:-1], str(path), reader)
         if isinstance(read, Damage):
-            tally.damaged += 1
-            tally.first_damage = tally.first_damage or read
+            tally.damage(read)
             continue
         chunk.append(Line(number, line[:-1], read))
         size += len(line)

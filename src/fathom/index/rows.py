@@ -70,6 +70,10 @@ class Tally:
     damaged: int = 0
     first_damage: Damage | None = None
 
+    def damage(self, damage: Damage) -> None:
+        self.damaged += 1
+        self.first_damage = self.first_damage or damage
+
 
 def run_row(
     run_id: int,

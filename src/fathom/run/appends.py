@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fathom.errors import RunFolderError
-from fathom.run.lines import Parsed
+from fathom.run.lines import Overlong, Parsed, bounded_lines
 from fathom.safe_files import open_append, replacing
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,9 @@ def quarantine(parsed: Parsed[Any], path: Path, aside: Path) -> None:
     damaged = {d.line for d in parsed.damaged}
     try:
         with path.open("rb") as lines, os.fdopen(append_to(aside), "ab") as moved, replacing(path) as kept:
-            for number, line in enumerate(lines, start=1):
+            for number, line in enumerate(bounded_lines(lines, spill=moved), start=1):
+                if isinstance(line, Overlong):
+                    continue  # damage, copied aside as it was read
                 if not line.endswith(b"\n"):
                     moved.write(line + b"\n")  # the torn tail, made a line of its own
                 else:

@@ -12,6 +12,8 @@ Files are read line by line: what is held is the records, never a line or the fi
 reader's memory follows the records, not the file's bytes; the index, which holds no records, reads
 each line with ``read_line``, a chunk of lines at a time (``fathom.index.build``). A writer that
 moves damage aside keeps no line: it reads the file a second time (``fathom.run.appends.quarantine``).
+No line is held longer than a record can be (``MAX_LINE_BYTES``): a longer one is damage, read a
+piece at a time and never whole, so a file of one endless line costs no more than a record.
 """
 
 from __future__ import annotations
@@ -21,14 +23,19 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 from fathom.errors import NewerSchemaError, RunFolderError
 from fathom.manifest import Manifest
 from fathom.records import AnyRecord, SampleRecord, record_from_json
-from fathom.spec import RunSpec
+from fathom.spec import MAX_LENGTH, RunSpec
 
 R = TypeVar("R")
+
+# The longest line a record can take: a perplexity document of MAX_LENGTH tokens, whose
+# log-probabilities JSON writes in at most 25 bytes each, and 1 MiB for the rest of the record.
+MAX_LINE_BYTES = 25 * MAX_LENGTH + (1 << 20)
+_PIECE = 1 << 20  # what an over-long line is read (and copied aside) by
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,16 @@ class Damage:
 
     line: int  # 1-based
     reason: str
+
+
+@dataclass(frozen=True)
+class Overlong:
+    """A line longer than any record (``MAX_LINE_BYTES``), read past, never held: its size."""
+
+    size: int
+
+    def damage(self, number: int) -> Damage:
+        return Damage(number, f"a line of {self.size:,} bytes, longer than any record ({MAX_LINE_BYTES:,})")
 
 
 @dataclass(frozen=True)
@@ -60,24 +77,51 @@ def read_file(path: Path, reader: Callable[[dict[str, Any]], R]) -> Parsed[R]:
     return parse_stream(file_lines(path), str(path), reader)
 
 
-def file_lines(path: Path) -> Iterator[bytes]:
+def file_lines(path: Path) -> Iterator[bytes | Overlong]:
     """The lines of the file at ``path``, each with its newline (a last one without is the torn tail),
     read one at a time; a missing file has none."""
     try:
         with path.open("rb") as handle:
-            yield from handle
+            yield from bounded_lines(handle)
     except FileNotFoundError:
         return
     except OSError as exc:
         raise RunFolderError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def parse_stream(lines: Iterable[bytes], name: str, reader: Callable[[dict[str, Any]], R]) -> Parsed[R]:
+def bounded_lines(handle: BinaryIO, spill: BinaryIO | None = None) -> Iterator[bytes | Overlong]:
+    """The lines of ``handle`` (each with its newline; a last one without is the torn tail), but a line
+    longer than ``MAX_LINE_BYTES`` comes as its Overlong, its bytes read a piece at a time and written
+    to ``spill`` as they are read (ended with a newline there if the file's did not end it)."""
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+            yield line
+            continue
+        size = 0
+        while line:
+            size += len(line)
+            if spill is not None:
+                spill.write(line)
+            if line.endswith(b"\n"):
+                break
+            line = handle.readline(_PIECE)
+        else:  # the file ended inside it: far too long to be a write in flight, it is damage
+            if spill is not None:
+                spill.write(b"\n")
+        yield Overlong(size - 1 if line.endswith(b"\n") else size)
+
+
+def parse_stream(
+    lines: Iterable[bytes | Overlong], name: str, reader: Callable[[dict[str, Any]], R]
+) -> Parsed[R]:
     """The lines of a binary file (each with its newline; a last one without is the torn tail) as
     records and damage: only the records and each damage's place and reason are held, not the lines."""
     records: list[R] = []
     damaged: list[Damage] = []
     for number, line in enumerate(lines, start=1):
+        if isinstance(line, Overlong):
+            damaged.append(line.damage(number))
+            continue
         if not line.endswith(b"\n"):
             return Parsed(records, damaged, line)  # only the last line lacks its newline
         read = read_line(number, line[:-1], name, reader)
