@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from mkdocs.structure.files import Files
 
 PAGE = "reference/cli.md"
-# Wide enough that argparse wraps no usage line and no description: the browser wraps them.
-WIDTH = 10_000
+# A usage as a terminal of 100 columns shows it (a code block does not wrap); help text and
+# descriptions unwrapped, for the browser to wrap.
+USAGE_WIDTH = 100
+UNWRAPPED = 10_000
 
 
 @dataclass(frozen=True)
@@ -74,23 +76,20 @@ def markdown() -> str:
 
 
 def _section(command: Command) -> list[str]:
-    formatter = argparse.HelpFormatter(command.parser.prog, width=WIDTH)
-    formatter.add_usage(
-        command.parser.usage, command.parser._actions, command.parser._mutually_exclusive_groups
-    )
+    prog, actions = command.parser.prog, command.parser._actions
+    usage = argparse.HelpFormatter(prog, width=USAGE_WIDTH)
+    usage.add_usage(command.parser.usage, actions, command.parser._mutually_exclusive_groups)
+    text = argparse.HelpFormatter(prog, width=UNWRAPPED)
     lines = [f"## {command.name}", "", _cell(command.summary)]
     description = command.parser.description
     if description and description != command.summary:
-        lines += ["", _cell(formatter._format_text(description).strip())]
-    lines += ["", "```text", formatter.format_help().strip(), "```"]
-    arguments = [a for a in command.parser._actions if not _hidden(a)]
+        lines += ["", _cell(text._format_text(description))]
+    lines += ["", "```text", usage.format_help().strip(), "```"]
+    arguments = [action for action in actions if not _hidden(action)]
     if arguments:
         lines += ["", "| argument | default | what it is |", "|---|---|---|"]
         for action in arguments:
-            invocation, help_text = (
-                formatter._format_action_invocation(action),
-                formatter._expand_help(action),
-            )
+            invocation, help_text = text._format_action_invocation(action), text._expand_help(action)
             lines.append(f"| `{invocation}` | {_default(action)} | {_cell(help_text)} |")
     return lines
 
