@@ -225,6 +225,22 @@ def parsers(
                 yield from parsers(sub, (*words, word))
 
 
+def unsectioned(root: argparse.ArgumentParser, page: str) -> list[str]:
+    """Each command under ``root`` without its ``## fathom ...`` section in ``page``."""
+    headings = set(re.findall(r"^## (.+)$", page, flags=re.M))
+    return [name for name, _ in parsers(root) if name != "fathom" and name not in headings]
+
+
+def unnamed(root: argparse.ArgumentParser, text: str) -> list[str]:
+    """Each command under ``root`` that ``text`` never names (``fathom export-check`` does not name
+    ``fathom export``)."""
+    return [
+        name
+        for name, _ in parsers(root)
+        if name != "fathom" and not re.search(rf"{re.escape(name)}(?![\w-])", text)
+    ]
+
+
 def flags(text: str) -> Iterator[tuple[int, str]]:
     """Each ``--flag`` a page writes where a reader would type it to fathom: in inline code and in
     the lines of shell and plain blocks, where the code or line starts with ``fathom`` or a flag (so
