@@ -185,21 +185,22 @@ def test_the_gate_fires_below_alpha_and_not_at_it(better: bool) -> None:
 
 
 def test_the_gates_power_rows_worked_out_by_hand() -> None:
-    # Five pairs, all worse, alpha 0.1 for the signs. A drop of w pairs is flagged when 1/2^w plus the
-    # share of the 32 flip vectors whose least p is at most 1/2^w stays within alpha. w = 4: 1/16, and
-    # only the vector of five worse (p = 1/32) is that low: 1/16 + 1/32 = 0.09375, within 0.1. w = 3:
-    # 1/8 alone is over it. So 4 of 5 pairs: 0.8, at each level (one test each).
+    # Five pairs, all worse. A drop of w pairs is flagged when the share of the 32 flip vectors whose
+    # least p is at most 1/2^w (the step-down's adjusted p, the test's own chance in it), and never
+    # less than 1/2^w, stays within alpha. A vector of j worse has p = P(X >= j), X ~ Bin(5, 1/2):
+    # 1/32 at j = 5, 6/32 at j = 4. w = 4: only j = 5 reaches 1/16, so max(1/16, 1/32) = 1/16, within
+    # 0.1; w = 3: 1/8 is over it. So 4 of 5 pairs: 0.8, at each level (one test each).
     def rows(alpha: float) -> list[tuple[str, int, int, float | None]]:
         power = gate(worse(5), alpha, lambda r: r.sample_id, effective=False).power
         return [(p.level, p.tests, p.pairs, p.detectable_drop) for p in power]
 
     assert rows(0.1) == [("overall", 1, 5, 0.8), ("cell", 1, 5, 0.8)]
-    # "Within alpha" (docs/gate.md): at exactly 3/32 the four pairs still count; an ulp below, only all
-    # five do (1/32 + 1/32 = 1/16); below 1/16, none.
-    assert rows(3 / 32) == [("overall", 1, 5, 0.8), ("cell", 1, 5, 0.8)]
-    assert rows(math.nextafter(3 / 32, 0.0)) == [("overall", 1, 5, 1.0), ("cell", 1, 5, 1.0)]
-    assert rows(1 / 16) == [("overall", 1, 5, 1.0), ("cell", 1, 5, 1.0)]
-    assert rows(math.nextafter(1 / 16, 0.0)) == [("overall", 1, 5, None), ("cell", 1, 5, None)]
+    # "Within alpha" (docs/gate.md): at exactly 1/16 the four pairs still count; an ulp below, only all
+    # five do (1/32: the p the verdict flags them at); below 1/32, none.
+    assert rows(1 / 16) == [("overall", 1, 5, 0.8), ("cell", 1, 5, 0.8)]
+    assert rows(math.nextafter(1 / 16, 0.0)) == [("overall", 1, 5, 1.0), ("cell", 1, 5, 1.0)]
+    assert rows(1 / 32) == [("overall", 1, 5, 1.0), ("cell", 1, 5, 1.0)]
+    assert rows(math.nextafter(1 / 32, 0.0)) == [("overall", 1, 5, None), ("cell", 1, 5, None)]
 
 
 def test_prompts_sharing_exactly_the_shared_tokens_are_a_group_and_one_fewer_are_not() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_analysis import record
 
 from fathom.analysis.effective import effective_length_change, run_effective_length
 from fathom.analysis.flips import EXACT_UNITS, RESAMPLES, SignTest, adjust, one_sided, upper_tail
@@ -131,12 +132,33 @@ def test_the_gate_says_the_power_each_level_had(issue_runs: tuple[Path, Path]) -
     assert set(power) == {"overall", "length", "cell"}
     assert power["cell"].pairs == 3 and power["cell"].detectable_drop is None  # 1/8 can never pass
     assert power["length"].pairs == 9 and power["length"].detectable_drop is not None
-    # A length's least detectable drop: w of its 9 pairs all worse, w the least with 2^-w plus the
-    # chance another test reaches 2^-w under these flips within 0.04; at least 5 (2^-5 = 0.031).
+    # A length's least detectable drop: w of its 9 pairs all worse, w the least with the chance that
+    # any test reaches 2^-w under these flips (and 2^-w itself) within 0.04; at least 5 (2^-5 = 0.031).
     assert 5 / 9 <= power["length"].detectable_drop <= 1.0
     assert (
         power["overall"].detectable_drop is not None
         and power["overall"].detectable_drop < power["length"].detectable_drop
+    )
+
+
+def test_five_of_five_pairs_worse_are_flagged_and_the_power_row_says_they_could_be() -> None:
+    """One cell of 5 pairs, all right before and wrong after: p = 1/32 = 0.031 overall and in the
+    cell (the same pairs; one length is no level of its own), within the sign tests' 0.04 (80% of
+    0.05), and only the flip of all five reaches it, so the adjusted p is 1/32 too. The power row
+    must say a drop of 5 of 5 could be flagged: counting the test's own 1/32 twice (1/16 = 0.0625)
+    said none could."""
+    pairs = [(record(4096, 0.5, 1.0, sample=i), record(4096, 0.5, 0.0, sample=i)) for i in range(5)]
+    verdicts = gate(pairs, 0.05, lambda r: r.sample_id)
+    assert [(t.level, t.verdict) for t in verdicts.tests] == [("overall", "regressed"), ("cell", "regressed")]
+    assert [t.p_adjusted for t in verdicts.tests] == pytest.approx([1 / 32] * 2, rel=1e-12)
+    assert [(p.level, p.pairs, p.detectable_drop) for p in verdicts.power] == [
+        ("overall", 5, 1.0),
+        ("cell", 5, 1.0),
+    ]
+    # Four pairs (1/16 > 0.04) can be neither (the effective length's bootstrap judges them apart).
+    four = gate(pairs[:4], 0.05, lambda r: r.sample_id)
+    assert all(t.verdict == "unchanged" for t in four.tests) and all(
+        p.detectable_drop is None for p in four.power
     )
 
 

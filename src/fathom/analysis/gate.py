@@ -249,8 +249,11 @@ def _gate_test(group: _Group, test: SignTest, adjusted: Adjusted, i: int, alpha:
 
 def _power(tests: Sequence[GateTest], adjusted: Adjusted, alpha: float) -> tuple[LevelPower, ...]:
     """Per level, the smallest drop it would have flagged: the fewest pairs w, all turned worse, whose
-    own chance under flips (1/2^w) and the chance that another test reaches as low a p (from these
-    flips) together stay within alpha; as a share of the level's largest test."""
+    p (1/2^w) the step-down passes, as a share of the level's largest test. Its adjusted p is the
+    chance under these flips that the least p over all tests reaches 1/2^w, which holds the test's
+    own chance: adding 1/2^w again would count it twice, and deny a drop the verdict flags (5 of 5
+    pairs worse, p = 1/32 at 0.04). Never less than 1/2^w: the data's flips hold the hypothetical
+    test's own only where a test of theirs has w signs to flip."""
     out = []
     for level in LEVELS:
         at = [t for t in tests if t.level == level]
@@ -258,7 +261,7 @@ def _power(tests: Sequence[GateTest], adjusted: Adjusted, alpha: float) -> tuple
             continue
         most = max(t.pairs for t in at)
         least = next(
-            (w for w in range(1, most + 1) if 0.5**w + adjusted.chance_least_p_at_most(0.5**w) <= alpha),
+            (w for w in range(1, most + 1) if max(0.5**w, adjusted.chance_least_p_at_most(0.5**w)) <= alpha),
             None,
         )
         out.append(LevelPower(level, len(at), most, None if least is None else least / most))
