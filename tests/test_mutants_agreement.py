@@ -176,3 +176,99 @@ def test_the_agreement_between_judges_and_with_the_metric_by_hand() -> None:
         "observed": 0.75,
     }
     assert low is not None and high is not None
+
+
+# A run of four graded samples (two tasks) and two that count for no judge: a control and an error.
+# Sample 1 scores exactly METRIC_PASS (a pass for the metric); sample 3 is task "vt".
+GRADED = [sample(0, 1.0), sample(1, 0.5), sample(2, 0.0), dataclasses.replace(sample(3), task="vt")]
+LEFT_OUT = [
+    dataclasses.replace(sample(4), control=True),
+    dataclasses.replace(sample(5), error="backend_error: x"),
+]
+# judge: 4 (the passing score, exactly) on samples 0 to 2, nothing on 3. judge2: 5 on sample 0, an
+# unreadable verdict on 1, 4 on 3, nothing on 2. Both scored sample 0 alone.
+VERDICTS = [verdict(GRADED[i], ONE, 4) for i in range(3)] + [
+    verdict(GRADED[0], TWO, 5),
+    verdict(GRADED[1], TWO, None),
+    verdict(GRADED[3], TWO, 4),
+]
+
+
+def test_a_section_by_hand_its_judges_rows_tasks_and_agreement() -> None:
+    made = section(GRADED + LEFT_OUT, VERDICTS)
+    assert {k: v for k, v in made.items() if k not in ("judges", "by_task", "disagreements")} == {
+        "rubric": "graded@1",
+        "rubric_sha256": "r" * 64,
+        "kind": "ordinal",
+        "scale": [1, 2, 3, 4, 5],
+        "passing": 4,
+        "metric_pass": 0.5,
+        # Sample 0 alone, 4 against 5: observed and chance weighted disagreement both 1/16, kappa 0,
+        # and every resample is that one item again.
+        "agreement": {
+            "statistic": "quadratic-weighted kappa",
+            "n": 1,
+            "value": 0.0,
+            "ci_low": 0.0,
+            "ci_high": 0.0,
+            "observed": 0.0,
+        },
+    }
+    assert [row["sample_id"] for row in made["disagreements"]] == [GRADED[0].sample_id]
+    first, second = made["judges"]
+    # judge: three 4s (mean 4, every resample's mean 4), all passing; the metric passes samples 0
+    # and 1 (1.0, and 0.5 exactly) and fails 2: observed 2/3; judge's labels are all 1, so chance
+    # disagreement is the metric's share of 0, 1/3, as is the observed: kappa 1 - (1/3)/(1/3) = 0.
+    passed_low, passed_high = kappa_interval([1, 1, 1], [1, 1, 0], [0, 1])
+    assert first == {
+        "role": "judge", "name": "sim:judge", "family": None, "tested_family": None,
+        "judged": 3, "errors": 0, "unjudged": 1, "mean": 4.0, "ci_low": 4.0, "ci_high": 4.0,
+        "pass_rate": 1.0,
+        "metric_agreement": {
+            "statistic": "Cohen's kappa", "n": 3, "value": 0.0, "ci_low": passed_low,
+            "ci_high": passed_high, "observed": pytest.approx(2 / 3, abs=1e-12),
+        },
+        "qualification": None,
+    }  # fmt: skip
+    # judge2: 5 and 4 (mean 4.5; a quarter of the resamples are two 4s, a quarter two 5s, so the
+    # 2.5th and 97.5th percentiles are 4 and 5), one error, sample 2 unjudged. Both pass, as does the
+    # metric on samples 0 and 3: one label throughout, kappa undefined in every resample.
+    assert second == {
+        "role": "judge2", "name": "sim:judge2", "family": None, "tested_family": None,
+        "judged": 2, "errors": 1, "unjudged": 1, "mean": 4.5, "ci_low": 4.0, "ci_high": 5.0,
+        "pass_rate": 1.0,
+        "metric_agreement": {
+            "statistic": "Cohen's kappa", "n": 2, "value": None, "ci_low": None, "ci_high": None,
+            "observed": 1.0,
+        },
+        "qualification": None,
+    }  # fmt: skip
+    # The control and the errored sample count in no task: niah holds samples 0 to 2 (metric mean
+    # (1 + 0.5 + 0) / 3), vt sample 3, which judge left unjudged.
+    assert made["by_task"] == [
+        {"task": "niah", "samples": 3, "metric": 0.5, "judge": 4.0, "judge_n": 3, "judge2": 5.0,
+         "judge2_n": 1},
+        {"task": "vt", "samples": 1, "metric": 1.0, "judge": None, "judge_n": 0, "judge2": 4.0,
+         "judge2_n": 1},
+    ]  # fmt: skip
+
+
+def test_a_judge_that_scored_nothing_has_no_numbers_and_one_judge_no_agreement() -> None:
+    mine = [v for v in VERDICTS if v.role == "judge"]
+    made = section(GRADED, mine)
+    empty = {
+        "statistic": "Cohen's kappa", "n": 0, "value": None, "ci_low": None, "ci_high": None,
+        "observed": None,
+    }  # fmt: skip
+    assert made["judges"][1] == {
+        "role": "judge2", "name": "sim:judge2", "family": None, "tested_family": None,
+        "judged": 0, "errors": 0, "unjudged": 4, "mean": None, "ci_low": None, "ci_high": None,
+        "pass_rate": None, "metric_agreement": empty, "qualification": None,
+    }  # fmt: skip
+    assert made["agreement"] == empty | {"statistic": "quadratic-weighted kappa"}
+    assert made["disagreements"] == []
+    assert [row["judge2"] for row in made["by_task"]] == [None, None]
+    (alone,) = judge_sections(GRADED, mine, [ONE])
+    assert [row["role"] for row in alone["judges"]] == ["judge"]
+    assert (alone["rubric"], alone["scale"], alone["passing"]) == ("graded@1", [1, 2, 3, 4, 5], 4)
+    assert "agreement" not in alone and "disagreements" not in alone
