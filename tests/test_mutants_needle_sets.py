@@ -3,6 +3,7 @@ split needle is which, and the draws of a chain pinned."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
@@ -45,3 +46,23 @@ def test_a_chains_draws_are_pinned() -> None:
         subject="Neikound",
         link="little pencil chest",
     )
+
+
+def test_split_look_alikes_alternate_key_class_key_and_never_repeat_a_value() -> None:
+    # Code halves of 1 to 5: the two parts take one or two of the five values, the three look-alikes
+    # must take three others, distinct, in every sample (a repeat is likely in each of 20 samples).
+    space = dataclasses.replace(EVAL, code_halves=(1, 5))
+    for seed in range(20):
+        made = needle_set("split", Hardness(distractors=3, gap=0.01), 0.5, needle_rng(seed, "split"), space)
+        lures = made.placements[2:]
+        assert [p.role for p in lures] == [KEY_DISTRACTOR, CLASS_DISTRACTOR, KEY_DISTRACTOR]
+        assert "door code" in lures[1].text and "door code" not in lures[0].text + lures[2].text
+        values = [p.value for p in lures]
+        assert len(set(values)) == 3 and not set(values) & set(made.answers)
+
+
+def test_a_chains_subjects_are_its_person_and_chest_and_a_splits_its_key() -> None:
+    chain = needle_set("chain", Hardness(), 0.5, random.Random(0))
+    assert chain.subjects == ("Neikound", "little pencil chest")  # the draws pinned above
+    split = needle_set("split", Hardness(), 0.5, random.Random(0))
+    assert split.subjects == ("old-yacht",)
