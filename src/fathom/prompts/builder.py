@@ -9,6 +9,7 @@ by construction; text backends get the decoded text, re-encoded once to verify.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import math
 from collections.abc import Sequence
@@ -178,6 +179,7 @@ class Fitted(Protocol):
 NeedleText = str | Fitted
 # The haystack tokens read on each side of a fitted needle's boundary: a few lines of code.
 NEIGHBOURS = 96
+NEEDLES_REMEMBERED = 4096  # needle texts whose ids a builder keeps (``PromptBuilder._needle_ids``)
 
 
 class PromptBuilder:
@@ -191,6 +193,14 @@ class PromptBuilder:
         self.template = template
         self.text = text
         self.corpus = corpus
+        # A needle's ids, remembered: short texts recur from prompt to prompt of a sweep (a state
+        # stream's lines, ``tasks/state.py``), and each encoding costs as much as a window's slicing.
+        self._needle_ids = functools.lru_cache(maxsize=NEEDLES_REMEMBERED)(self._encode)
+
+    def _encode(self, text: str) -> Ids:
+        ids = _ids(self.tokenizer.encode(text))
+        ids.flags.writeable = False  # shared by every prompt that holds the text
+        return ids
 
     def frame(self, question: str) -> tuple[Ids, Ids]:
         return frame(self.tokenizer, self.template, self.text, question)
@@ -237,7 +247,7 @@ class PromptBuilder:
     ) -> tuple[list[Ids], Ids, Positions, int]:
         """The needles' ids, and the haystack their tokens and the frame leave of ``length``: its
         ids, its unit boundaries and its size."""
-        needle_ids = [_ids(self.tokenizer.encode(text)) for text in texts]
+        needle_ids = [self._needle_ids(text) for text in texts]
         budget = length - len(head) - len(tail) - sum(len(ids) for ids in needle_ids)
         if budget < 0:
             raise too_short(length, length - budget, "template, instruction, question and needles")
@@ -281,9 +291,15 @@ def _ids(values: list[int]) -> Ids:
     return np.asarray(values, dtype=np.int32)
 
 
-def _nearest(candidates: np.ndarray, budget: int, depth: float) -> int:
-    """The candidate boundary closest to ``depth`` of the haystack (the first of two as close)."""
-    return int(candidates[np.argmin(np.abs(candidates - depth * budget))])
+def _nearest(candidates: np.ndarray, budget: int, depths: Sequence[float]) -> list[int]:
+    """The candidate boundary (``candidates`` ascending) closest to each depth of the haystack, the
+    lower of two as close; found by bisection, so that a prompt of many needles (a state-tracking
+    stream of 128 lines at 128k) costs no scan of every boundary per needle."""
+    targets = np.asarray(depths, dtype=np.float64) * budget
+    above = np.searchsorted(candidates, targets).clip(0, len(candidates) - 1)
+    below = (above - 1).clip(0, len(candidates) - 1)
+    low, high = candidates[below], candidates[above]
+    return [int(c) for c in np.where(targets - low <= np.abs(high - targets), low, high)]
 
 
 def snap(starts: np.ndarray, budget: int, depths: Sequence[float], apart: Apart | None = None) -> list[int]:
@@ -294,14 +310,15 @@ def snap(starts: np.ndarray, budget: int, depths: Sequence[float], apart: Apart 
     positions used, which snapping alone can shrink to nothing (two adjacent sentences, or one)."""
     candidates = np.concatenate([[0], starts, [budget]])
     anchors = range(len(depths)) if apart is None else sorted(apart.anchors)
-    cuts = {i: _nearest(candidates, budget, depths[i]) for i in anchors}
+    cuts = dict(zip(anchors, _nearest(candidates, budget, [depths[i] for i in anchors]), strict=True))
     if apart is not None and len(cuts) < len(depths):
         held = np.fromiter(cuts.values(), dtype=np.int64)
         distances = np.abs(candidates[:, None] - held[None, :]).min(axis=1, initial=budget)
         far = candidates[distances >= apart.gap * budget]
         if not far.size:
             raise Crowded(candidates, budget, apart.gap)
-        cuts |= {i: _nearest(far, budget, depth) for i, depth in enumerate(depths) if i not in cuts}
+        rest = [i for i in range(len(depths)) if i not in cuts]
+        cuts |= dict(zip(rest, _nearest(far, budget, [depths[i] for i in rest]), strict=True))
     return [cuts[i] for i in range(len(depths))]
 
 
