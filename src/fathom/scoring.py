@@ -86,6 +86,12 @@ def named_in(output: str, phrases: Sequence[str]) -> tuple[str, ...]:
     return tuple(ref for ref in phrases if _mentions(said, ref))
 
 
+def whole_numbers(output: str) -> tuple[str, ...]:
+    """Every whole number ``output`` names, in order, as ``named_in`` reads them ("2,484,111" is
+    2484111; "2484111.5" names none), commas dropped."""
+    return tuple(m.group().replace(",", "") for m in _NUMBER.finditer(output))
+
+
 def in_order(output: str, references: Sequence[str]) -> bool:
     """Whether ``output`` names every reference in the order given: a mention of each one after a
     mention of the one before it ("2449 9056", not "9056 2449")."""

@@ -90,6 +90,8 @@ class RunSpec:
     truncate: bool = True
     # RULER tasks: how the haystack is sized, one of FILLS.
     fill: str = "exact"
+    # state: the counts of relevant list operations swept as an axis; empty: the task's default.
+    ops: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.lengths:
@@ -124,6 +126,8 @@ class RunSpec:
                 f"--max-new-tokens of {self.max_new_tokens:,} is beyond fathom's longest context, "
                 f"{format_count(MAX_LENGTH)} tokens: give at most that (niah's default is 32)"
             )
+        if any(count < 1 for count in self.ops):
+            raise SpecError(f"--ops takes counts of operations of at least 1, got {list(self.ops)}")
         if self.fill not in FILLS:
             raise SpecError(f"unknown fill '{self.fill}': use one of {', '.join(FILLS)}")
         check_forms(self.relations, self.needle_orders, self.question_templates)
@@ -151,6 +155,7 @@ class RunSpec:
         values["depths"] = tuple(values["depths"])
         values["domains"] = tuple(values.get("domains", ()))
         values["suite_tasks"] = tuple(values.get("suite_tasks", ()))
+        values["ops"] = tuple(values.get("ops", ()))
         for name in ("relations", "needle_orders", "question_templates"):
             if name in values:
                 values[name] = tuple(values[name])
@@ -178,6 +183,7 @@ _LATER_FIELDS: dict[str, object] = {
     "suite_tasks": (),
     "truncate": True,
     "fill": "exact",
+    "ops": (),
 }
 
 
@@ -258,6 +264,16 @@ def parse_lengths(text: str) -> tuple[int, ...]:
             f"--lengths '{text}' has an empty entry: separate lengths by single commas, e.g. 1k,2k,4k"
         )
     return tuple(sorted({parse_count(p) for p in parts}))
+
+
+def parse_ops(text: str | None) -> tuple[int, ...]:
+    """``--ops 4,16,64``: counts of operations, sorted, duplicates removed; None or "" leaves the default."""
+    if not text or not text.strip():
+        return ()
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isascii() and part.isdigit() and len(part) <= 6 for part in parts):
+        raise SpecError(f"--ops takes whole counts separated by commas, e.g. 4,16,64, not '{text}'")
+    return tuple(sorted({int(part) for part in parts}))
 
 
 def parse_depths(text: str) -> tuple[float, ...]:

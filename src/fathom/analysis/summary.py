@@ -28,6 +28,7 @@ from fathom.analysis.select import (
     split_records,
 )
 from fathom.analysis.slow import slow_samples
+from fathom.analysis.state import is_state_run, state_summary
 from fathom.analysis.suites import is_suite_run, suite_summary
 from fathom.judgement import JudgementRecord, QualificationRecord
 from fathom.manifest import JudgeIdentity, Manifest
@@ -68,6 +69,9 @@ class RulerGrid:
     # and each task's score with its interval (``by_task``) and the mean over tasks (``mean``), added
     # inside the section without a schema of their own: readers allow a summary that lacks them.
     suites: Row = dataclasses.field(default_factory=dict)
+    # A state-tracking run's section (``fathom.analysis.state.state_summary``): scores by operation
+    # count and by question kind, effective lengths per count; added as ``suites`` was.
+    state: Row = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -248,7 +252,7 @@ def _with_worst_depth(grid: dict[str, Any]) -> dict[str, Any]:
 
 SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7))
 # A sweep's sections that only some runs have: absent from summary.json where empty.
-_OPTIONAL = ("variants", "hard", "suites")
+_OPTIONAL = ("variants", "hard", "suites", "state")
 
 
 def run_summary(
@@ -268,6 +272,8 @@ def run_summary(
         summary = ruler_summary(samples)
         if is_suite_run(samples):
             summary["suites"] = suite_summary(samples)
+        if is_state_run(samples):
+            summary["state"] = state_summary(samples, threshold)
     elif samples:
         summary = {"kind": "niah", **_niah(samples, threshold)}
         # The low-overlap items apart from the context: scores on the known ones, bases (hard.knowledge).

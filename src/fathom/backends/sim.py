@@ -29,6 +29,7 @@ import numpy as np
 from fathom.backends.base import InputKind, Request, ScoreRequest, TokenScores, split_options
 from fathom.backends.settings import Setting, choice, count, number, parse_settings, whole
 from fathom.errors import SpecError
+from fathom.prompts import list_ops
 from fathom.prompts.latent import LatentItem, content_words, load_items
 from fathom.prompts.odd_names import odd_name_answer
 from fathom.prompts.tokenizers import Tokenizer
@@ -104,6 +105,26 @@ def _match_words(context: str, request: Request, settings: dict[str, Any]) -> Fa
         if shared >= settings["least"] and (best is None or shared > best[0]):
             best = (shared, sentence, depth)
     return [] if best is None else [(best[1], best[2], 0)]
+
+
+def _read_lines(context: str, _request: Request, _settings: dict[str, Any]) -> Facts:
+    """A state question's reader (``prompts/list_ops.py``): every line of code on the list asked
+    about, in order and each one (an ``items.pop()`` twice is two lines), as one key's evidence."""
+    return [
+        (line.group().strip(), line.start() / max(len(context), 1), 0)
+        for line in re.finditer(r"[^\n]+", context)
+        if (op := list_ops.parse(line.group())) is not None and op.target == list_ops.TRACKED
+    ]
+
+
+def _spoken(kind: str | None, kept: Sequence[str]) -> str:
+    """The answer: the sentences found, or, to a state question, the list they leave (its length,
+    its sum), replayed from the lines found; NOT_FOUND where none was."""
+    if not kept:
+        return NOT_FOUND
+    if kind is None:
+        return " ".join(kept)
+    return list_ops.answer(kind, list_ops.replay(kept).get(list_ops.TRACKED, []))
 
 
 def _odd_name(context: str, _request: Request, _settings: dict[str, Any]) -> Facts:
@@ -255,7 +276,9 @@ class SimulatedBackend:
         probed = None if context.strip() else _probes().get(request.question)
         if probed is not None:  # a low-overlap item's fact asked alone: recalled, or not
             return self._recall(request, probed, start)
-        found = self.archetype.reader(context, request, self.reading)
+        kind = list_ops.asked(request.question)
+        reader = self.archetype.reader if kind is None else _read_lines
+        found = reader(context, request, self.reading)
         facts = [fact for fact in found if self._knows(request, fact)]
         # One draw per key, against each of its sentences' own chance: a sample asking about four
         # keys can be partly right, and a key repeated all through the context (cwe, fwe) is one
@@ -266,7 +289,7 @@ class SimulatedBackend:
             for sentence, depth, key in facts
             if draws[key] < self.archetype.profile(len(request.ids), depth, self.params)
         ]
-        output = " ".join(kept) if kept else NOT_FOUND
+        output = _spoken(kind, kept)
         return dataclasses.replace(
             self._completion(request, output, start),
             continuation_logprobs=self._answer_logprobs(request, facts),

@@ -52,6 +52,12 @@ def _ruler(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     return RulerTask(spec, tokenizer)
 
 
+def _state(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    from fathom.tasks.state import StateTask
+
+    return StateTask(spec, tokenizer)
+
+
 def _suite(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     from fathom.tasks.suites.task import SuiteRun
 
@@ -127,6 +133,12 @@ TASKS: dict[str, TaskEntry] = {
             ("infinitebench", "InfiniteBench's 12 tasks"),
         )
     },
+    "state": TaskEntry(
+        _state,
+        "a list's final state after operations spread through a haystack, decoys among them (--ops)",
+        depths="drawn",
+        knobs=("corpus", "template", "system_prompt", "max_new_tokens", "ops"),
+    ),
 }
 
 BACKENDS: dict[str, BackendEntry] = {

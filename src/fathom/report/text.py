@@ -279,6 +279,8 @@ def ruler_text(grid: RulerGrid) -> list[str]:
     lines.append(f"  {'average':<{width}}" + "".join(_pct(row["mean"], 8) for row in grid.lengths))
     if grid.suites:  # a real suite: RULER's thresholds are not its own; what its truncation did is
         return lines + suite_text(grid.suites) + suite_tasks_text(grid.suites)
+    if grid.state:  # state tracking: its own thresholds, by operation count
+        return lines + state_text(grid.state)
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     scores = ", ".join(
         f"{name} {'n/a' if mean[key] is None else f'{mean[key]:.1f}'}"
@@ -295,6 +297,23 @@ def ruler_text(grid: RulerGrid) -> list[str]:
         f"{length_or_none(mean['effective_length_relative'])}; "
         f"on the 95% lower bound: {length_or_none(low['effective_length_relative'])}"
     )
+    return lines
+
+
+def state_text(state: Row) -> list[str]:
+    """State tracking's score by question kind and length (percent), and each operation count's
+    effective length on the mean and on the 95% lower bound."""
+    lengths = sorted({row["length"] for row in state["questions"]})
+    by_pos = {(row["question"], row["length"]): row["mean"] for row in state["questions"]}
+    kinds = list(dict.fromkeys(row["question"] for row in state["questions"]))
+    width = max(len("question"), *(len(k) for k in kinds))
+    lines = [f"  {'question':<{width}}" + "".join(f"{format_count(n):>8}" for n in lengths)]
+    lines += [f"  {k:<{width}}" + "".join(_pct(by_pos.get((k, n)), 8) for n in lengths) for k in kinds]
+    for row in state["effective_length"]:
+        lines.append(
+            f"effective length with {row['ops']} operations (score >= {state['threshold']:g}): "
+            f"{length_or_none(row['mean'])}; on the 95% lower bound: {length_or_none(row['lower_bound'])}"
+        )
     return lines
 
 

@@ -14,6 +14,7 @@ from fathom.analysis.summary import NiahGrid, RulerGrid, Summary
 from fathom.manifest import Environment, Manifest
 from fathom.records import SampleRecord
 from fathom.report.html.page import depth_label, esc, number_box, percent
+from fathom.report.html.state import state_boxes
 from fathom.report.html.suites import suite_boxes
 from fathom.report.plots import format_length
 from fathom.report.text import answered_count, controls_count, samples_count
@@ -103,6 +104,8 @@ def headline(summary: Summary) -> str:
     sweep = summary.sweep
     if isinstance(sweep, RulerGrid) and sweep.suites:  # RULER's thresholds are no real suite's
         boxes += suite_boxes(sweep.suites)
+    elif isinstance(sweep, RulerGrid) and sweep.state:  # nor are they state tracking's
+        boxes += state_boxes(sweep.state)
     elif isinstance(sweep, RulerGrid):
         mean, low = sweep.aggregates["mean"], sweep.aggregates["lower_bound"]
         threshold = f"score > {mean['threshold']:g}"

@@ -36,6 +36,7 @@ from fathom.report.html.page import (
     ruler_grid,
     table,
 )
+from fathom.report.html.state import state_section
 from fathom.report.html.suites import suite_section
 from fathom.report.plots import format_length
 from fathom.report.text import slow_cause
@@ -76,7 +77,7 @@ def _ruler_section(grid: RulerGrid, folder: RunFolder) -> str:
         "<p>Click a task's cell to see its samples below; the last row is the mean over tasks.</p>"
         f"{ruler_grid(grid)}{legend('score')}"
     )
-    if grid.suites:  # a real suite: RULER's thresholds and needle depths are not its own
+    if grid.suites or grid.state:  # a real suite, or state tracking: RULER's thresholds are not theirs
         return top + "</section>"
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     head = ("on", "average", "wAvg inc", "wAvg dec", f"effective length (> {mean['threshold']:g})",
@@ -240,6 +241,8 @@ def write_report(
         body.append(_ruler_section(summary.sweep, folder))
         if summary.sweep.suites:
             body.append(suite_section(summary.sweep.suites, summary.judges))
+        if summary.sweep.state:
+            body.append(state_section(summary.sweep.state))
     elif isinstance(summary.sweep, NiahGrid):
         body.append(_niah_section(summary.sweep))
         body.append(variants_section(summary.sweep.variants))

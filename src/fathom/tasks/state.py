@@ -1,0 +1,264 @@
+"""State tracking (``fathom run state``): a stream of operations on a small Python list, spread
+through a haystack, and a question on the list's final state. In the spirit of Michelangelo's
+latent list (Vodrahalli et al., 2024): the answer is in no one line, only in all of them, in order.
+
+The design, and why:
+
+- **The lines are Python** (``items.append(42)``, ``items.insert(0, 7)``, ``items.pop()``,
+  ``items.pop(2)``, ``items.remove(7)``, ``items.sort()``), each on a line of its own
+  (``prompts/list_ops.py``). Python fixes every rule an English sentence would leave open (where
+  ``insert`` puts a value, which end ``pop`` takes), it is short in any tokenizer, and it is its own
+  reference: the tests run the lines with Python itself.
+- **Relevant operations** each change ``items``: a value not in the list is appended or inserted,
+  one in it is popped or removed, and ``sort`` comes only when the list is out of order. The list
+  starts empty and is kept small (at most ``MOST_ITEMS`` values, 1 to 99, all distinct, so ``remove``
+  has one reading). Their count is the run's axis: ``--ops 4,16,64`` (``DEFAULT_OPS`` when left out).
+- **Decoys**, as many as the relevant operations, look like operations and change nothing asked:
+  half (a coin each) are operations on another list, ``notes``, drawn as ``items``' are; the others
+  read ``items`` without changing it (``items.count(7)``, ``items.copy()``, ``items.sort()`` when it
+  is already sorted). Relevant lines and decoys are shuffled together, in one order.
+- **Placement**: the lines, in order, at depths drawn uniformly and sorted, each snapped to the
+  nearest sentence boundary of the haystack by NIAH's prompt builder (``PromptBuilder.place``), which
+  makes the prompt exactly its length in the model's tokens and records where each line landed (the
+  record's ``needle_depths``: relevant lines and decoys alike).
+- **Questions**: the final list, its length or its sum, by the sample's index (0: list, 1: length,
+  2: sum, then again), so every cell of three samples or more asks each; the record's
+  ``needle_kind`` names it. A cell is a length and an operation count: its records' task is
+  ``state:N`` for N relevant operations.
+- **Grading** is exact (``grade``): the last bracketed list the answer writes, read whatever its
+  spacing, must be the list, values in order; the last whole number it names must be the length or
+  the sum (``scoring.whole_numbers``: "1,234" is one number, "12" does not name 2).
+- **Too many operations** for a length are refused when the task is made, before any sample, with
+  how many fit: every line at its longest must fit beside the instruction and question.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import random
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fathom.errors import SpecError
+from fathom.prompts import PromptBuilder, PromptText
+from fathom.prompts import list_ops as ops
+from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
+from fathom.prompts.needles import needle_rng
+from fathom.prompts.templates import resolve_template
+from fathom.prompts.tokenizers import Tokenizer
+from fathom.records import Cell, Score
+from fathom.scoring import extract_answer, whole_numbers
+from fathom.spec import RunSpec
+from fathom.tasks.base import Sample
+
+# Bump when the text, the generator or the grader below changes the prompts or the grades.
+STATE_VERSION = 1
+TASK = "state"
+DEFAULT_OPS = (4, 16, 64)
+MOST_ITEMS = 8  # the list never holds more: small enough to say in one short answer
+VALUES = range(1, 100)
+NEW_TOKENS = 48  # the longest list, "[12, 34, ...]", in any tokenizer's tokens, with room to spare
+SCORING = "state"
+STATE_TEXT = PromptText(
+    before=(
+        "Below is a long document with lines of Python code scattered through it. Two lists start "
+        f"empty, {ops.TRACKED} = [] and {ops.OTHER} = []; each line of code acts on one of them, in the "
+        "order the lines appear. The prose between the lines is not code.\n\n<document>\n"
+    ),
+    after=" </document>\n\nQuestion: {question}",
+    answer_prefix="Answer:",
+)
+# The longest lines the generator writes (two-digit values, a one-digit index), to size the budget.
+_LONGEST = (
+    f"\n{ops.TRACKED}.insert({MOST_ITEMS}, 99)\n",
+    f"\n{ops.OTHER}.insert({MOST_ITEMS}, 99)\n",
+    f"\n{ops.TRACKED}.remove(99)\n",
+    f"\n{ops.TRACKED}.count(99)\n",
+)
+
+
+@dataclass(frozen=True)
+class Program:
+    """The lines of one sample in order, which of them change ``items``, and ``items`` at the end."""
+
+    lines: tuple[str, ...]
+    relevant: tuple[bool, ...]
+    final: tuple[int, ...]
+
+
+def _fresh(rng: random.Random, state: Sequence[int]) -> int:
+    """A value not in ``state``: drawn again while it is (at most MOST_ITEMS of 99 are)."""
+    while (value := rng.choice(VALUES)) in state:
+        pass
+    return value
+
+
+def change(rng: random.Random, target: str, state: list[int]) -> ops.Op:
+    """An operation that changes ``state``: growing it while it is short, never past MOST_ITEMS."""
+    size = len(state)
+    # Growth twice as likely while the list is short, so that few operations leave more than nothing.
+    methods = ["append", "insert"] * (2 if size < MOST_ITEMS // 2 else 1) if size < MOST_ITEMS else []
+    if size:
+        methods += ["pop", "remove"]
+    if state != sorted(state):
+        methods.append("sort")
+    method = rng.choice(methods)
+    if method == "append":
+        return ops.Op(target, method, (_fresh(rng, state),))
+    if method == "insert":
+        return ops.Op(target, method, (rng.randint(0, size), _fresh(rng, state)))
+    if method == "pop":
+        return ops.Op(target, method, (rng.randrange(size),) if size > 1 and rng.random() < 0.5 else ())
+    if method == "remove":
+        return ops.Op(target, method, (rng.choice(state),))
+    return ops.Op(target, method)
+
+
+def decoy(rng: random.Random, lists: dict[str, list[int]]) -> ops.Op:
+    """A line that changes nothing asked: an operation on the other list, or a read of ``items``."""
+    if rng.random() < 0.5:
+        return change(rng, ops.OTHER, lists[ops.OTHER])
+    state = lists[ops.TRACKED]
+    reads = ["count", "copy"] + (["sort"] if state == sorted(state) else [])
+    method = rng.choice(reads)
+    return ops.Op(ops.TRACKED, method, (rng.choice(VALUES),) if method == "count" else ())
+
+
+def program(rng: random.Random, count: int) -> Program:
+    """``count`` relevant operations and as many decoys, shuffled together, from empty lists."""
+    lists: dict[str, list[int]] = {ops.TRACKED: [], ops.OTHER: []}
+    decoys = set(rng.sample(range(2 * count), count))
+    lines, relevant = [], []
+    for index in range(2 * count):
+        is_decoy = index in decoys
+        op = decoy(rng, lists) if is_decoy else change(rng, ops.TRACKED, lists[ops.TRACKED])
+        ops.apply(lists, op)
+        lines.append(op.line)
+        relevant.append(not is_decoy)
+    return Program(tuple(lines), tuple(relevant), tuple(lists[ops.TRACKED]))
+
+
+_LIST = re.compile(r"\[([^\[\]]*)\]")
+
+
+def grade(output: str, references: Sequence[str]) -> Score:
+    """1 where the answer's last bracketed list is the reference list, values in order and spaces
+    aside, or, for a number, where the last whole number the answer names is the reference."""
+    reference = references[0]
+    if reference.startswith("["):
+        lists = _LIST.findall(output)
+        said = _numbers(lists[-1]) if lists else None
+        right = said is not None and said == _numbers(reference[1:-1])
+    else:
+        numbers = whole_numbers(extract_answer(output))
+        right = bool(numbers) and numbers[-1] == reference
+    return Score(float(right), (reference,) if right else (), SCORING)
+
+
+def _numbers(inside: str) -> tuple[int, ...] | None:
+    """The values of a bracketed list's inside ("3, 1,2"), or None where one is no whole number."""
+    parts = [part.strip() for part in inside.split(",")]
+    if parts == [""]:
+        return ()
+    return tuple(int(p) for p in parts) if all(p.isascii() and p.isdigit() for p in parts) else None
+
+
+def question_kind(sample: int) -> str:
+    return ops.QUESTION_KINDS[sample % len(ops.QUESTION_KINDS)]
+
+
+def cell_task(count: int) -> str:
+    return f"{TASK}:{count}"
+
+
+def op_count(task: str) -> int:
+    """The relevant operations of a cell's task name, ``state:16`` -> 16."""
+    return int(task.partition(":")[2])
+
+
+class StateTask:
+    def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
+        self.spec = spec
+        self.name = spec.task
+        self.counts = spec.ops or DEFAULT_OPS
+        self.template = resolve_template(spec.template, tokenizer)
+        self.tokenizer = tokenizer
+        self.corpus: Corpus = load_corpus(spec.corpus or "prose")
+        text = PromptText(STATE_TEXT.before, STATE_TEXT.after, STATE_TEXT.answer_prefix, spec.system_prompt)
+        self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
+        self._check_fit()
+
+    def _check_fit(self) -> None:
+        """Refuse an operation count that cannot fit the shortest length, saying how many fit."""
+        shortest, most = min(self.spec.lengths), max(self.counts)
+        fit = self.fitting(shortest)
+        if most > fit:
+            raise SpecError(
+                f"--ops {most} does not fit a length of {shortest} tokens: at most {max(fit, 0)} operations "
+                f"fit it (each with its decoy line, up to {2 * self.line_tokens} tokens a pair, beside "
+                f"{self.overhead} tokens of instruction and question); use fewer --ops or longer --lengths"
+            )
+
+    @functools.cached_property
+    def line_tokens(self) -> int:
+        """The most tokens one line of code takes."""
+        return max(len(ids) for ids in self.tokenizer.encode_batch(list(_LONGEST)))
+
+    @functools.cached_property
+    def overhead(self) -> int:
+        """The most tokens the template, instruction and question take, over the question kinds."""
+        return max(sum(map(len, self.builder.frame(ops.question(k)))) for k in ops.QUESTION_KINDS)
+
+    def fitting(self, length: int) -> int:
+        """How many relevant operations (each with its decoy) fit a prompt of ``length`` tokens."""
+        return (length - self.overhead) // (2 * self.line_tokens)
+
+    def cells(self) -> Iterator[Cell]:
+        # Length-major, as RULER's: a backend loads each length's KV budget once.
+        return (
+            Cell(cell_task(count), length, None, index)
+            for length in self.spec.lengths
+            for count in self.counts
+            for index in range(self.spec.samples)
+        )
+
+    def prepare(self, cell: Cell) -> Sample:
+        count = op_count(cell.task)
+        rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.sample)
+        drawn = program(rng, count)
+        depths = sorted(rng.random() for _ in drawn.lines)
+        kind = question_kind(cell.sample)
+        asked = ops.question(kind)
+        placed = [(depth, f"\n{line}\n") for depth, line in zip(depths, drawn.lines, strict=True)]
+        prompt = self.builder.place(cell.length, asked, placed)
+        return Sample(
+            cell,
+            prompt,
+            self.builder.text,
+            asked,
+            (ops.answer(kind, list(drawn.final)),),
+            kind,
+            query_keys=(f"{ops.TRACKED}.",),
+            scoring=SCORING,
+            max_new_tokens=self.spec.max_new_tokens or NEW_TOKENS,
+            grader=grade,
+        )
+
+    def corpora(self) -> list[dict[str, Any]]:
+        return [dataclasses.asdict(corpus_info(self.corpus, self.builder.corpus))]
+
+    def identity(self) -> dict[str, Any]:
+        text = repr((STATE_TEXT, [ops.question(k) for k in ops.QUESTION_KINDS])).encode()
+        return {
+            "task": self.name,
+            "version": STATE_VERSION,
+            "corpus": self.corpus.name,
+            "corpus_sha256": self.corpus.sha256,
+            "template": self.template.name,
+            "template_sha256": self.template.sha256,
+            "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
+        }
