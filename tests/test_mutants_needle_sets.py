@@ -7,10 +7,12 @@ import dataclasses
 import random
 import re
 
+import pytest
+
 from fathom.prompts.needle_sets import CLASS_DISTRACTOR, KEY_DISTRACTOR, Hardness, needle_set
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.spaces import EVAL
-from fathom.prompts.split_needles import Parts, draw_parts
+from fathom.prompts.split_needles import Parts, draw_parts, fresh, split_depths
 
 
 def test_a_split_needles_key_look_alike_names_a_near_key_and_its_class_look_alike_the_door() -> None:
@@ -66,3 +68,14 @@ def test_a_chains_subjects_are_its_person_and_chest_and_a_splits_its_key() -> No
     assert chain.subjects == ("Neikound", "little pencil chest")  # the draws pinned above
     split = needle_set("split", Hardness(), 0.5, random.Random(0))
     assert split.subjects == ("old-yacht",)
+
+
+def test_split_depths_go_back_to_the_haystacks_very_start() -> None:
+    # 0.75 forward by 0.75 leaves the haystack; back by 0.75 lands on 0.0 exactly, which is inside it.
+    assert split_depths(0.75, 0.75) == (0.75, 0.0)
+
+
+def test_a_draw_that_only_repeats_taken_values_is_an_error() -> None:
+    with pytest.raises(RuntimeError) as raised:
+        fresh(lambda _: "taken", random.Random(0), {"taken"})
+    assert str(raised.value) == "no fresh value"
