@@ -135,7 +135,7 @@ _PATTERNS = {
 _OTHER_CLASS = {"number": "uuid", "words": "number", "uuid": "number"}
 
 
-def _join(items: list[str], conjunction: str = "and") -> str:
+def _join(items: list[str], conjunction: str) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {conjunction} " + items[-1]
 
 
