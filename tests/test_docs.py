@@ -6,13 +6,11 @@ The checkers are tests/docs_pages.py; each is also fed a bad page here, so that 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from docs_pages import (
@@ -31,6 +29,7 @@ from docs_pages import (
     unnamed,
     unsectioned,
 )
+from repo_tools import load_tool
 
 import fathom
 from fathom.cli.arguments import parser
@@ -39,17 +38,7 @@ BIN = Path(sys.executable).parent
 API = DOCS / "reference" / "api.md"
 
 
-def _hook() -> ModuleType:
-    """tools/cli_reference.py, the MkDocs hook that writes the command-line reference."""
-    spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "tools" / "cli_reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while being made
-    spec.loader.exec_module(module)
-    return module
-
-
-HOOK = _hook()
+HOOK = load_tool("cli_reference")  # the MkDocs hook that writes the command-line reference
 CLI = DOCS / HOOK.PAGE
 WRITTEN = sorted([README, *DOCS.rglob("*.md")])
 # Every page by its path, the CLI reference as the site's build writes it.

@@ -5,16 +5,14 @@ that tools/make_figures.py makes, so none is left behind when the code changes."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from repo_tools import load_tool
 
 from fathom.cli import main
 
@@ -24,16 +22,7 @@ DOCS = ROOT / "docs"
 DRAWN = {"mean", "n", "ci_low", "ci_high"}
 
 
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_figures", ROOT / "tools" / "make_figures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while being made
-    spec.loader.exec_module(module)
-    return module
-
-
-TOOL = _tool()
+TOOL = load_tool("make_figures")
 
 
 def committed(name: str) -> dict[str, Any]:

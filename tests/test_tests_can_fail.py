@@ -4,27 +4,16 @@ one is planted, so this check can fail too."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from repo_tools import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("unfailable_tests", ROOT / "tools" / "unfailable_tests.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while being made
-    spec.loader.exec_module(module)
-    return module
-
-
-TOOL = _tool()
+TOOL = load_tool("unfailable_tests")
 
 
 def found(tmp_path: Path, body: str) -> list[str]:
