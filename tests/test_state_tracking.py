@@ -100,6 +100,20 @@ def test_every_prompt_is_its_length_with_its_lines_in_order(tokenizer: str, leng
         assert built.answers == ((str(final), str(len(final)), str(sum(final)))[index],)
 
 
+@pytest.mark.parametrize("corpus", ["prose", "code"])
+def test_a_prompt_read_back_as_text_is_still_its_length(corpus: str) -> None:
+    """Text backends get the decoded prompt: its lines must not merge with the haystack around them
+    (".\n" is one cl100k token, "." and "\n" two), or 64 lines would drift 128 tokens."""
+    tokenizer = TOKENIZERS["cl100k_base"]
+    spec = RunSpec("state", "sim:perfect", "cl100k_base", (16384,), (), 3, corpus=corpus, ops=(64,))
+    made = StateTask(spec, tokenizer)
+    assert made.corpus.units == ("sentence" if corpus == "prose" else "line")
+    for index in range(3):
+        built = made.prepare(Cell("state:64", 16384, None, index))
+        assert len(tokenizer.encode(tokenizer.decode(built.prompt.ids.tolist()))) == 16384
+        assert len(code_lines(built, "cl100k_base")) == 128
+
+
 def test_the_same_seed_builds_the_same_prompts_and_another_seed_others() -> None:
     first, again, other = (sample("cl100k_base", 2048, 8, 1, seed) for seed in (7, 7, 8))
     assert first.prompt.sha256 == again.prompt.sha256 and first.answers == again.answers

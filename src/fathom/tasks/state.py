@@ -6,9 +6,10 @@ The design, and why:
 
 - **The lines are Python** (``items.append(42)``, ``items.insert(0, 7)``, ``items.pop()``,
   ``items.pop(2)``, ``items.remove(7)``, ``items.sort()``), each on a line of its own
-  (``prompts/list_ops.py``). Python fixes every rule an English sentence would leave open (where
-  ``insert`` puts a value, which end ``pop`` takes), it is short in any tokenizer, and it is its own
-  reference: the tests run the lines with Python itself.
+  (``prompts/list_ops.py``; ``BETWEEN_SENTENCES`` says how one stands between sentences). Python
+  fixes every rule an English sentence would leave open (where ``insert`` puts a value, which end
+  ``pop`` takes), it is short in any tokenizer, and it is its own reference: the tests run the
+  lines with Python itself.
 - **Relevant operations** each change ``items``: a value not in the list is appended or inserted,
   one in it is popped or removed, and ``sort`` comes only when the list is out of order. The list
   starts empty and is kept small (at most ``MOST_ITEMS`` values, 1 to 99, all distinct, so ``remove``
@@ -74,11 +75,16 @@ STATE_TEXT = PromptText(
 )
 # The longest lines the generator writes (two-digit values, a one-digit index), to size the budget.
 _LONGEST = (
-    f"\n{ops.TRACKED}.insert({MOST_ITEMS}, 99)\n",
-    f"\n{ops.OTHER}.insert({MOST_ITEMS}, 99)\n",
-    f"\n{ops.TRACKED}.remove(99)\n",
-    f"\n{ops.TRACKED}.count(99)\n",
+    f"{ops.TRACKED}.insert({MOST_ITEMS}, 99)",
+    f"{ops.OTHER}.insert({MOST_ITEMS}, 99)",
+    f"{ops.TRACKED}.remove(99)",
+    f"{ops.TRACKED}.count(99)",
 )
+# A line as it stands in the haystack, on a line of its own. Between sentences it opens with a space
+# and a newline: re-encoded as text, ". \n" splits where the ids do (".\n" would be one token in a
+# BPE of cl100k's kind, and each line would cost one token less as text than as ids). In a haystack
+# of lines it starts at a line's start, and ends its own.
+BETWEEN_SENTENCES, BETWEEN_LINES = " \n{}\n", "{}\n"
 
 
 @dataclass(frozen=True)
@@ -190,6 +196,7 @@ class StateTask:
         self.corpus: Corpus = load_corpus(spec.corpus or "prose")
         text = PromptText(STATE_TEXT.before, STATE_TEXT.after, STATE_TEXT.answer_prefix, spec.system_prompt)
         self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
+        self.form = BETWEEN_SENTENCES if self.corpus.units == "sentence" else BETWEEN_LINES
         self._check_fit()
 
     def _check_fit(self) -> None:
@@ -206,7 +213,7 @@ class StateTask:
     @functools.cached_property
     def line_tokens(self) -> int:
         """The most tokens one line of code takes."""
-        return max(len(ids) for ids in self.tokenizer.encode_batch(list(_LONGEST)))
+        return max(len(ids) for ids in self.tokenizer.encode_batch([self.form.format(x) for x in _LONGEST]))
 
     @functools.cached_property
     def overhead(self) -> int:
@@ -233,7 +240,7 @@ class StateTask:
         depths = sorted(rng.random() for _ in drawn.lines)
         kind = question_kind(cell.sample)
         asked = ops.question(kind)
-        placed = [(depth, f"\n{line}\n") for depth, line in zip(depths, drawn.lines, strict=True)]
+        placed = [(depth, self.form.format(line)) for depth, line in zip(depths, drawn.lines, strict=True)]
         prompt = self.builder.place(cell.length, asked, placed)
         return Sample(
             cell,
