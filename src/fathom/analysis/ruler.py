@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -92,9 +93,16 @@ class DepthBin:
 
 
 def task_order(tasks: Iterable[str]) -> list[str]:
-    """The tasks present, in RULER's suite order, then any others by name."""
+    """The tasks present, in RULER's suite order, then any others by name, their numbers read as
+    numbers (``state:4`` before ``state:16``)."""
     present = set(tasks)
-    return [t for t in SUITE if t in present] + sorted(present - set(SUITE))
+    return [t for t in SUITE if t in present] + sorted(present - set(SUITE), key=_by_number)
+
+
+def _by_number(name: str) -> list[str | int]:
+    # re.split with a group alternates text and digits, so two keys compare text with text and
+    # numbers with numbers, place by place.
+    return [int(part) if index % 2 else part for index, part in enumerate(re.split(r"([0-9]+)", name))]
 
 
 def task_grid(records: Iterable[SampleRecord]) -> list[TaskCell]:
