@@ -10,8 +10,9 @@ import re
 import pytest
 
 from fathom.prompts.needle_sets import CLASS_DISTRACTOR, KEY_DISTRACTOR, Hardness, needle_set
+from fathom.prompts.needle_styles import CODE
 from fathom.prompts.needles import needle_rng
-from fathom.prompts.spaces import EVAL
+from fathom.prompts.spaces import EVAL, TRAIN
 from fathom.prompts.split_needles import Parts, draw_parts, fresh, split_depths
 
 
@@ -79,3 +80,22 @@ def test_a_draw_that_only_repeats_taken_values_is_an_error() -> None:
     with pytest.raises(RuntimeError) as raised:
         fresh(lambda _: "taken", random.Random(0), {"taken"})
     assert str(raised.value) == "no fresh value"
+
+
+def test_golds_are_drawn_in_the_style_and_space_asked() -> None:
+    code = needle_set("number", Hardness(), 0.5, random.Random(0), style=CODE)
+    assert code.placements[0].text.startswith("SPECIAL_MAGIC_NUMBER_OLD_YACHT = ")
+    adjective, noun = needle_set("number", Hardness(), 0.5, random.Random(0), TRAIN).subjects[0].split("-")
+    assert adjective in TRAIN.adjectives and noun in TRAIN.nouns
+    (person,) = needle_set("fact", Hardness(), 0.5, random.Random(0), TRAIN).subjects
+    assert all(word.lower().startswith(TRAIN.first_onsets) for word in person.split())
+    assert not any(word.lower().startswith(EVAL.first_onsets) for word in person.split())
+
+
+def test_several_golds_never_share_a_key() -> None:
+    # Two adjectives and one noun: two keys only, so two golds draw the same key in about half the
+    # samples and the second is drawn again (a value repeats far more rarely).
+    space = dataclasses.replace(EVAL, adjectives=("red", "blue"), nouns=("fox",))
+    for seed in range(12):
+        made = needle_set("number", Hardness(needles=2), 0.5, random.Random(seed), space)
+        assert sorted(made.subjects) == ["blue-fox", "red-fox"]
