@@ -246,3 +246,13 @@ def test_compare_pairs_state_samples_by_id(runs: dict[str, Path]) -> None:
     by_cell = {(c.task, c.length): (c.test.pairs, c.test.worse) for c in comparison.cells}
     assert by_cell == {("state:2", 2048): (6, 0), ("state:8", 2048): (6, 0),
                        ("state:2", 8192): (6, 6), ("state:8", 8192): (6, 6)}  # fmt: skip
+
+
+@pytest.mark.parametrize("model", ["sim:pattern-matcher", "sim:odd-name"])
+def test_a_shortcut_reader_does_not_track_the_list(model: str, tmp_path: Path) -> None:
+    """Only a reader that reads follows every line; a shortcut answers from what it grabbed."""
+    args = ["run", "state", "--model", model, "--tokenizer", "char", "--lengths", "4k", "--ops", "8"]
+    assert main([*args, "--samples", "6", "--run-dir", str(tmp_path / "run")]) == 0
+    state = summary(tmp_path / "run")["state"]
+    assert isinstance(state, dict)
+    assert state["cells"][0]["n"] == 6 and state["cells"][0]["mean"] <= 1 / 3

@@ -277,7 +277,10 @@ class SimulatedBackend:
         if probed is not None:  # a low-overlap item's fact asked alone: recalled, or not
             return self._recall(request, probed, start)
         kind = list_ops.asked(request.question)
-        reader = self.archetype.reader if kind is None else _read_lines
+        # A reader that reads follows a state question's lines; a shortcut (a pattern-matcher, the
+        # odd-name or literal reader) takes what it takes, and the list is replayed from that.
+        reads = kind is not None and self.archetype.reader is _read_keys
+        reader = _read_lines if reads else self.archetype.reader
         found = reader(context, request, self.reading)
         facts = [fact for fact in found if self._knows(request, fact)]
         # One draw per key, against each of its sentences' own chance: a sample asking about four
