@@ -39,13 +39,13 @@ from fathom.report.text import summary_text
 from fathom.run.labels import parse_labels
 from fathom.run.runner import default_run_dir
 from fathom.run.store import QUARANTINE, RunFolder
-from fathom.spec import RunSpec, parse_depths, parse_lengths, prompt_options
+from fathom.spec import RunSpec, parse_depths, parse_lengths, parse_ops, prompt_options
 from fathom.tasks.suites.arguments import spec_options
 from fathom.tasks.suites.demo import make_demo
 from fathom.track.logged import log_comparison, log_run
 from fathom.track.trackers import open_trackers
 
-# Exit statuses (README, "Guarantees"): 0 done; 1 fathom compare found a regression; 2 bad input or
+# Exit statuses (docs/run-folder.md): 0 done; 1 fathom compare found a regression; 2 bad input or
 # an unusable folder, nothing run; 3 the run finished but some samples ended in errors; 130 interrupted.
 SAMPLE_ERRORS = 3
 
@@ -68,6 +68,7 @@ def _spec(args: argparse.Namespace) -> RunSpec:
         answer_logprob=args.answer_logprob,
         control=args.control,
         fill=args.fill,
+        ops=parse_ops(args.ops),
         **spec_options(args),
     )
 

@@ -311,6 +311,12 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         "length, as RULER's do; docs/ruler.md)",
     )
     parser.add_argument(
+        "--ops",
+        default=None,
+        help=f"{_for('ops')}: counts of relevant list operations, swept as an axis (default 4,16,64; "
+        "docs/state-tracking.md)",
+    )
+    parser.add_argument(
         "--perplexity",
         action="store_true",
         help=f"{_for('perplexity')}: also score perplexity documents of the haystack corpus at every length "
