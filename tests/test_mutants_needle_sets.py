@@ -9,11 +9,13 @@ import re
 
 import pytest
 
-from fathom.prompts.needle_sets import CLASS_DISTRACTOR, KEY_DISTRACTOR, Hardness, needle_set
+from fathom.errors import SpecError
+from fathom.prompts.needle_sets import CLASS_DISTRACTOR, KEY_DISTRACTOR, Hardness, evidence, needle_set
 from fathom.prompts.needle_styles import CODE
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.spaces import EVAL, TRAIN
 from fathom.prompts.split_needles import Parts, draw_parts, fresh, split_depths
+from fathom.records import Needle
 
 
 def test_a_split_needles_key_look_alike_names_a_near_key_and_its_class_look_alike_the_door() -> None:
@@ -99,3 +101,26 @@ def test_several_golds_never_share_a_key() -> None:
     for seed in range(12):
         made = needle_set("number", Hardness(needles=2), 0.5, random.Random(seed), space)
         assert sorted(made.subjects) == ["blue-fox", "red-fox"]
+
+
+def test_several_needles_spread_from_the_cells_depth_as_given() -> None:
+    # The first needle at the cell's depth itself, even 1.0 (which modulo 1 would put at 0.0) or a
+    # depth of more than six decimals; the others a third of the haystack on, rounded to six.
+    def depths(depth: float, needles: int) -> list[float]:
+        made = needle_set("number", Hardness(needles=needles), depth, random.Random(0))
+        return [p.depth for p in made.placements]
+
+    assert depths(1.0, 2) == [1.0, 0.5]
+    assert depths(0.1234567, 1) == [0.1234567]
+    assert depths(0.1, 3) == [0.1, 0.433333, 0.766667]
+
+
+def test_a_distractor_with_no_room_far_enough_from_the_golds_is_refused_whole() -> None:
+    with pytest.raises(SpecError) as raised:
+        needle_set("number", Hardness(distractors=1, gap=0.6), 0.5, random.Random(0))
+    assert str(raised.value) == "no room for a distractor 0.6 of the haystack away from needles at [0.5]"
+
+
+def test_evidence_stops_before_the_answers_first_occurrence() -> None:
+    needle = Needle("number", " The code 7 opens the door; the code is 7.", "Which code?", ("7",), "door")
+    assert evidence(needle) == "The code"
