@@ -10,6 +10,8 @@ import re
 import pytest
 
 from fathom.errors import SpecError
+from fathom.prompts.latent import items_in
+from fathom.prompts.names import NamePool
 from fathom.prompts.needle_sets import CLASS_DISTRACTOR, KEY_DISTRACTOR, Hardness, evidence, needle_set
 from fathom.prompts.needle_styles import CODE
 from fathom.prompts.needles import needle_rng
@@ -124,3 +126,17 @@ def test_a_distractor_with_no_room_far_enough_from_the_golds_is_refused_whole() 
 def test_evidence_stops_before_the_answers_first_occurrence() -> None:
     needle = Needle("number", " The code 7 opens the door; the code is 7.", "Which code?", ("7",), "door")
     assert evidence(needle) == "The code"
+
+
+def test_low_overlap_golds_are_of_distinct_groups_and_named_from_the_spaces_pool() -> None:
+    # A pool of four given and four family names: every character of every sample is named from it,
+    # not from the shipped pool; and no two golds of a sample are of one group (country).
+    pool = NamePool(("Ada", "Bea", "Cleo", "Dora"), ("Abbott", "Barker", "Carter", "Dawson"))
+    space = dataclasses.replace(EVAL, names=pool)
+    groups = {item.key: item.group for item in items_in("eval")}
+    for seed in range(30):
+        made = needle_set("latent-1", Hardness(needles=3), 0.5, random.Random(seed), space)
+        assert len({groups[key] for key in made.keys}) == 3
+        for answer in made.answers:
+            given, family = answer.split(" ")
+            assert given in pool.given and family in pool.family
