@@ -129,14 +129,14 @@ def test_evidence_stops_before_the_answers_first_occurrence() -> None:
 
 
 def test_low_overlap_golds_are_of_distinct_groups_and_named_from_the_spaces_pool() -> None:
-    # A pool of four given and four family names: every character of every sample is named from it,
-    # not from the shipped pool; and no two golds of a sample are of one group (country).
+    # A pool of four given and four family names for four characters: each is named from it, not from
+    # the shipped pool, with a given and a family name no other character of its sample has; and no
+    # two golds of a sample are of one group (country).
     pool = NamePool(("Ada", "Bea", "Cleo", "Dora"), ("Abbott", "Barker", "Carter", "Dawson"))
     space = dataclasses.replace(EVAL, names=pool)
     groups = {item.key: item.group for item in items_in("eval")}
     for seed in range(30):
-        made = needle_set("latent-1", Hardness(needles=3), 0.5, random.Random(seed), space)
+        made = needle_set("latent-1", Hardness(needles=3, distractors=1), 0.5, random.Random(seed), space)
         assert len({groups[key] for key in made.keys}) == 3
-        for answer in made.answers:
-            given, family = answer.split(" ")
-            assert given in pool.given and family in pool.family
+        given, family = zip(*(p.value.split(" ") for p in made.placements), strict=True)
+        assert sorted(given) == list(pool.given) and sorted(family) == list(pool.family)
