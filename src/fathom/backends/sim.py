@@ -156,6 +156,11 @@ class Archetype:
     reader: Reader = _read_keys
     # How it reads, beside the profile's parameters: these change which sentence it answers with.
     reading: dict[str, Setting] = field(default_factory=dict)
+    # The most located facts its answer combines, the first ones in reading order (None: all it finds).
+    combines: int | None = None
+    # Whether it reads only the prompt's last ``window`` tokens (a reading setting), as a sliding-window
+    # or state-space model keeps only what is recent.
+    recent: bool = False
 
 
 def _chance(default: float) -> Setting:
@@ -197,6 +202,13 @@ ARCHETYPES = {
     "odd-name": Archetype(lambda _l, _d, _p: 1.0, {}, False, _odd_name),
     # Finds every sentence that repeats the question's words, at any length, and nothing else.
     "literal": Archetype(lambda _l, _d, _p: 1.0, {}, False, _match_words, {"least": whole(2, least=1)}),
+    # Finds any fact it looks for, at any length, but answers from one alone: perfect on one needle,
+    # partial where the answer needs several (RULER's multi-value and multi-query needles, --needles K)
+    # and wrong where it needs them all in order (state tracking, a split needle's two parts).
+    "one-fact": Archetype(lambda _l, _d, _p: 1.0, {}, False, combines=1),
+    # Reads perfectly, but only the prompt's last ``window`` tokens: a needle near the end is found at
+    # any length, one earlier only while the prompt fits the window; perplexity stays flat.
+    "recent": Archetype(lambda _l, _d, _p: 1.0, {}, False, reading={"window": count(4096)}, recent=True),
 }
 _COMMON = {
     "seed": whole(0),
@@ -281,8 +293,11 @@ class SimulatedBackend:
         # odd-name or literal reader) takes what it takes, and the list is replayed from that.
         reads = kind is not None and self.archetype.reader is _read_keys
         reader = _read_lines if reads else self.archetype.reader
-        found = reader(context, request, self.reading)
+        seen = _context(request, self.tokenizer, self.reading["window"]) if self.archetype.recent else context
+        found = reader(seen, request, self.reading)
         facts = [fact for fact in found if self._knows(request, fact)]
+        if self.archetype.combines is not None:
+            facts = sorted(facts, key=lambda fact: fact[1])[: self.archetype.combines]
         # One draw per key, against each of its sentences' own chance: a sample asking about four
         # keys can be partly right, and a key repeated all through the context (cwe, fwe) is one
         # piece of evidence to gather, not thirty chances to get lucky beyond the window.
@@ -376,16 +391,18 @@ def visible_text(request: Request, tokenizer: Tokenizer) -> str:
     return tokenizer.decode(request.ids.tolist())
 
 
-def _context(request: Request, tokenizer: Tokenizer) -> str:
-    """The haystack the model reads.
+def _context(request: Request, tokenizer: Tokenizer, last: int | None = None) -> str:
+    """The haystack the model reads; with ``last``, only its part among the prompt's last ``last``
+    tokens.
 
     Without a context span, the last mention of a key is taken as the question and the text before
     it as the haystack.
     """
+    first = 0 if last is None else max(0, len(request.ids) - last)
     if request.context is not None:
         begin, end = request.context
-        return tokenizer.decode(request.ids[begin:end].tolist())
-    text = visible_text(request, tokenizer)
+        return tokenizer.decode(request.ids[max(begin, first) : end].tolist())
+    text = tokenizer.decode(request.ids[first:].tolist()) if last else visible_text(request, tokenizer)
     return text[: max((text.rfind(key) for key in request.query_keys if key), default=0)]
 
 

@@ -47,6 +47,14 @@ ARCHETYPE_NOTES = {
         "perfect on low-overlap needles whose character is the only one (--distractors 0), at chance "
         "among the characters of the default"
     ),
+    "one-fact": (
+        "finds any fact but answers from one alone: perfect on one needle, a quarter right when four "
+        "are asked at once (--needles 4), lost on state tracking and split needles"
+    ),
+    "recent": (
+        "reads only the prompt's last 4k tokens, like a sliding-window or state-space model: a needle "
+        "near the end is found at every length, one earlier only while the prompt fits"
+    ),
 }
 
 
@@ -76,6 +84,7 @@ EXPOSURES = {
         "on low-overlap needles with no other character (--needle latent-1 --distractors 0), their "
         "literal twins left out",
     ),
+    "one-fact": Exposure("one-fact+needles-4", {"needles": 4}, "with 4 needles asked at once (--needles 4)"),
 }
 PLAIN = "plain needles"
 
@@ -83,7 +92,7 @@ PLAIN = "plain needles"
 @dataclass(frozen=True)
 class GalleryGrid:
     """The one NIAH grid every archetype of the gallery runs on: by default 1k to 128k doubling, 11
-    depths, k=3 (about 80 s for all seven and the two exposing runs on 2 shared cores)."""
+    depths, k=3 (minutes on 2 shared cores for every archetype and the exposing runs: docs/gallery.md)."""
 
     lengths: tuple[int, ...] = tuple(1024 * 2**i for i in range(8))
     depths: tuple[float, ...] = tuple(round(i / 10, 6) for i in range(11))
