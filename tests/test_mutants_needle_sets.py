@@ -12,7 +12,7 @@ import pytest
 from fathom.errors import SpecError
 from fathom.prompts.latent import items_in
 from fathom.prompts.names import NamePool
-from fathom.prompts.needle_sets import CLASS_DISTRACTOR, KEY_DISTRACTOR, Hardness, evidence, needle_set
+from fathom.prompts.needle_sets import CLASS_DISTRACTOR, GOLD, KEY_DISTRACTOR, Hardness, evidence, needle_set
 from fathom.prompts.needle_styles import CODE
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.spaces import EVAL, TRAIN
@@ -97,12 +97,13 @@ def test_golds_are_drawn_in_the_style_and_space_asked() -> None:
 
 
 def test_several_golds_never_share_a_key() -> None:
-    # Two adjectives and one noun: two keys only, so two golds draw the same key in about half the
-    # samples and the second is drawn again (a value repeats far more rarely).
-    space = dataclasses.replace(EVAL, adjectives=("red", "blue"), nouns=("fox",))
-    for seed in range(12):
-        made = needle_set("number", Hardness(needles=2), 0.5, random.Random(seed), space)
-        assert sorted(made.subjects) == ["blue-fox", "red-fox"]
+    # Three adjectives and one noun: three keys only, so three golds often draw a key again, the
+    # third one its first's as often as its second's, and each repeat is drawn again (a value repeats
+    # far more rarely).
+    space = dataclasses.replace(EVAL, adjectives=("red", "blue", "grey"), nouns=("fox",))
+    for seed in range(20):
+        made = needle_set("number", Hardness(needles=3), 0.5, random.Random(seed), space)
+        assert sorted(made.subjects) == ["blue-fox", "grey-fox", "red-fox"]
 
 
 def test_several_needles_spread_from_the_cells_depth_as_given() -> None:
@@ -134,9 +135,16 @@ def test_low_overlap_golds_are_of_distinct_groups_and_named_from_the_spaces_pool
     # two golds of a sample are of one group (country).
     pool = NamePool(("Ada", "Bea", "Cleo", "Dora"), ("Abbott", "Barker", "Carter", "Dawson"))
     space = dataclasses.replace(EVAL, names=pool)
-    groups = {item.key: item.group for item in items_in("eval")}
+    items = items_in("eval")
     for seed in range(30):
         made = needle_set("latent-1", Hardness(needles=3, distractors=1), 0.5, random.Random(seed), space)
-        assert len({groups[key] for key in made.keys}) == 3
+        assert [p.role for p in made.placements] == [GOLD, GOLD, GOLD, KEY_DISTRACTOR]
+        # Each placement's item, found by its sentence (the default form: the item's own needle).
+        placed = [
+            next(i for i in items if " " + i.needle.replace("{name}", p.value) == p.text)
+            for p in made.placements
+        ]
+        assert [item.key for item in placed[:3]] == list(made.keys)
+        assert len({item.group for item in placed}) == 4  # the distractor of none of the golds' groups
         given, family = zip(*(p.value.split(" ") for p in made.placements), strict=True)
         assert sorted(given) == list(pool.given) and sorted(family) == list(pool.family)
