@@ -17,7 +17,7 @@ from fathom.prompts.needle_styles import CODE
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.spaces import EVAL, TRAIN
 from fathom.prompts.split_needles import Parts, draw_parts, fresh, split_depths
-from fathom.records import Needle
+from fathom.records import LITERAL_ROLE, Needle
 
 
 def test_a_split_needles_key_look_alike_names_a_near_key_and_its_class_look_alike_the_door() -> None:
@@ -149,3 +149,20 @@ def test_low_overlap_golds_are_of_distinct_groups_and_named_from_the_spaces_pool
         assert [item.key for item in placed[:2]] == list(made.keys)
         golds = {item.group for item in placed[:2]}
         assert len(golds) == 2 and not golds & {item.group for item in placed[2:]}
+
+
+def test_a_literal_distractor_names_the_golds_last_place_away_from_it() -> None:
+    sentences = (
+        " A faded postcard of {place} hung crooked above the kitchen sink.",
+        " The radio played a long documentary about {place} late that evening.",
+        " Someone had left a guidebook to {place} on the seat of the night train.",
+    )
+    items = {item.key: item for item in items_in("eval")}
+    for seed in range(5):
+        hardness = Hardness(literal_distractor=True, gap=0.1)
+        made = needle_set("latent-2", hardness, 0.5, random.Random(seed))
+        gold, literal = made.placements
+        place = items[made.keys[0]].chain[2]  # two hops: the anchor, its city, the country asked
+        assert (literal.role, literal.value) == (LITERAL_ROLE, place)
+        assert literal.text in {s.format(place=place) for s in sentences}
+        assert isinstance(literal.depth, float) and abs(literal.depth - gold.depth) >= 0.1
