@@ -4,7 +4,8 @@ of records as a grid cell's fields, and the longest length that passes a thresho
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,3 +95,31 @@ def longest_passing(
             break
         best = length
     return best
+
+
+def rows_by(
+    records: Iterable[SampleRecord], key: Callable[[SampleRecord], tuple[Hashable, ...]], names: Sequence[str]
+) -> list[dict[str, Any]]:
+    """One row per value of ``key``, sorted: its parts under ``names``, then ``group_stats``' fields
+    (a score table along any axis: operations x length, task x distance, ...)."""
+    groups: defaultdict[tuple[Any, ...], list[SampleRecord]] = defaultdict(list)
+    for record in records:
+        groups[key(record)].append(record)
+    return [{**dict(zip(names, k, strict=True)), **group_stats(groups[k])} for k in sorted(groups)]
+
+
+def effective_by(cells: Sequence[dict[str, Any]], name: str, threshold: float) -> list[dict[str, Any]]:
+    """Per value of ``name`` among ``cells`` (rows of ``rows_by`` with a length): the longest length
+    whose score, and every shorter one's, is at least ``threshold``, on the mean and on the 95%
+    lower bound."""
+    effective = []
+    for value in sorted({c[name] for c in cells}):
+        mine = [c for c in cells if c[name] == value]
+        effective.append(
+            {
+                name: value,
+                "mean": longest_passing([(c["length"], c["mean"]) for c in mine], threshold),
+                "lower_bound": longest_passing([(c["length"], c["ci_low"]) for c in mine], threshold),
+            }
+        )
+    return effective

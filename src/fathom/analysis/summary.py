@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fathom.analysis.agreement import judge_sections
+from fathom.analysis.babi import babi_summary, is_babi_run
 from fathom.analysis.control import control_summary
 from fathom.analysis.hard import hard_summary
 from fathom.analysis.knowledge import knowledge_summary
@@ -72,6 +73,9 @@ class RulerGrid:
     # A state-tracking run's section (``fathom.analysis.state.state_summary``): scores by operation
     # count and by question kind, effective lengths per count; added as ``suites`` was.
     state: Row = dataclasses.field(default_factory=dict)
+    # A bAbI-style run's section (``fathom.analysis.babi.babi_summary``): scores by task with their
+    # intervals, by the distance between supporting facts, effective lengths per task; added as ``state`` was.
+    babi: Row = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -252,7 +256,7 @@ def _with_worst_depth(grid: dict[str, Any]) -> dict[str, Any]:
 
 SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7))
 # A sweep's sections that only some runs have: absent from summary.json where empty.
-_OPTIONAL = ("variants", "hard", "suites", "state")
+_OPTIONAL = ("variants", "hard", "suites", "state", "babi")
 
 
 def run_summary(
@@ -274,6 +278,8 @@ def run_summary(
             summary["suites"] = suite_summary(samples)
         if is_state_run(samples):
             summary["state"] = state_summary(samples, threshold)
+        if is_babi_run(samples):
+            summary["babi"] = babi_summary(samples, threshold)
     elif samples:
         summary = {"kind": "niah", **_niah(samples, threshold)}
         # The low-overlap items apart from the context: scores on the known ones, bases (hard.knowledge).

@@ -29,8 +29,9 @@ import numpy as np
 from fathom.backends.base import InputKind, Request, ScoreRequest, TokenScores, split_options
 from fathom.backends.settings import Setting, choice, count, number, parse_settings, whole
 from fathom.errors import SpecError
-from fathom.prompts import list_ops
+from fathom.prompts import babi_story, list_ops
 from fathom.prompts.latent import LatentItem, content_words, load_items
+from fathom.prompts.line_stream import lines_in
 from fathom.prompts.odd_names import odd_name_answer
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Completion
@@ -107,24 +108,30 @@ def _match_words(context: str, request: Request, settings: dict[str, Any]) -> Fa
     return [] if best is None else [(best[1], best[2], 0)]
 
 
-def _read_lines(context: str, _request: Request, _settings: dict[str, Any]) -> Facts:
-    """A state question's reader (``prompts/list_ops.py``): every line of code on the list asked
-    about, in order and each one (an ``items.pop()`` twice is two lines), as one key's evidence."""
+def _read_lines(context: str, request: Request, _settings: dict[str, Any]) -> Facts:
+    """A state or story question's reader: every line of code on the list asked about
+    (``prompts/list_ops.py``), or every story sentence (``prompts/babi_story.py``), in order and
+    each one (an ``items.pop()`` twice is two lines), as one key's evidence."""
+    if list_ops.asked(request.question) is None:
+        return [(line, depth, 0) for line, depth in lines_in(context) if babi_story.parse(line) is not None]
     return [
-        (line.group().strip(), line.start() / max(len(context), 1), 0)
-        for line in re.finditer(r"[^\n]+", context)
-        if (op := list_ops.parse(line.group())) is not None and op.target == list_ops.TRACKED
+        (line, depth, 0)
+        for line, depth in lines_in(context)
+        if (op := list_ops.parse(line)) is not None and op.target == list_ops.TRACKED
     ]
 
 
-def _spoken(kind: str | None, kept: Sequence[str]) -> str:
+def _spoken(question: str, kept: Sequence[str]) -> str:
     """The answer: the sentences found, or, to a state question, the list they leave (its length,
-    its sum), replayed from the lines found; NOT_FOUND where none was."""
+    its sum), or, to a story's, the world they leave, replayed from the lines found; NOT_FOUND where
+    none was, or where the story found does not say."""
     if not kept:
         return NOT_FOUND
-    if kind is None:
-        return " ".join(kept)
-    return list_ops.answer(kind, list_ops.replay(kept).get(list_ops.TRACKED, []))
+    if (kind := list_ops.asked(question)) is not None:
+        return list_ops.answer(kind, list_ops.replay(kept).get(list_ops.TRACKED, []))
+    if (story := babi_story.asked(question)) is not None:
+        return babi_story.replay(kept).answer(*story) or NOT_FOUND
+    return " ".join(kept)
 
 
 def _odd_name(context: str, _request: Request, _settings: dict[str, Any]) -> Facts:
@@ -288,10 +295,10 @@ class SimulatedBackend:
         probed = None if context.strip() else _probes().get(request.question)
         if probed is not None:  # a low-overlap item's fact asked alone: recalled, or not
             return self._recall(request, probed, start)
-        kind = list_ops.asked(request.question)
-        # A reader that reads follows a state question's lines; a shortcut (a pattern-matcher, the
-        # odd-name or literal reader) takes what it takes, and the list is replayed from that.
-        reads = kind is not None and self.archetype.reader is _read_keys
+        lines = list_ops.asked(request.question) is not None or babi_story.asked(request.question) is not None
+        # A reader that reads follows a state or story question's lines; a shortcut (a pattern-matcher,
+        # the odd-name or literal reader) takes what it takes, and the list or story is replayed from that.
+        reads = lines and self.archetype.reader is _read_keys
         reader = _read_lines if reads else self.archetype.reader
         seen = _context(request, self.tokenizer, self.reading["window"]) if self.archetype.recent else context
         found = reader(seen, request, self.reading)
@@ -307,7 +314,7 @@ class SimulatedBackend:
             for sentence, depth, key in facts
             if draws[key] < self.archetype.profile(len(request.ids), depth, self.params)
         ]
-        output = _spoken(kind, kept)
+        output = _spoken(request.question, kept)
         return dataclasses.replace(
             self._completion(request, output, start),
             continuation_logprobs=self._answer_logprobs(request, facts),

@@ -30,6 +30,7 @@ from fathom.registry.plugins import BUILT_IN as BUILT_IN
 from fathom.registry.plugins import Kind, close_match
 from fathom.scoring import SCORERS, ScoringEntry, grade
 from fathom.spec import RunSpec
+from fathom.tasks.babi_draw import TASKS as BABI_TASKS
 from fathom.tasks.base import Task, TaskEntry
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS as RULER_TASKS
 
@@ -56,6 +57,12 @@ def _state(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     from fathom.tasks.state import StateTask
 
     return StateTask(spec, tokenizer)
+
+
+def _babi(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    from fathom.tasks.babi import BabiTask
+
+    return BabiTask(spec, tokenizer)
 
 
 def _suite(spec: RunSpec, tokenizer: Tokenizer) -> Task:
@@ -92,6 +99,12 @@ def _lazy(module: str, name: str) -> BackendFactory:
 # The options of every task that builds prompts from a corpus and grades the answers.
 _PROMPT_KNOBS = ("corpus", "template", "system_prompt", "scoring", "max_new_tokens")
 _RULER_TASK = TaskEntry(_ruler, "one RULER task alone", depths="drawn", knobs=(*_PROMPT_KNOBS, "fill"))
+_BABI_TASK = TaskEntry(
+    _babi,
+    "bAbI-style stories (qa1-qa5) spread through a haystack, answered in a word (babi:qa1 ... alone)",
+    depths="drawn",
+    knobs=("corpus", "template", "system_prompt", "max_new_tokens"),
+)
 
 TASKS: dict[str, TaskEntry] = {
     "niah": TaskEntry(
@@ -139,6 +152,10 @@ TASKS: dict[str, TaskEntry] = {
         depths="drawn",
         knobs=("corpus", "template", "system_prompt", "max_new_tokens", "ops"),
     ),
+    "babi": _BABI_TASK,
+    **{
+        f"babi:{task}": dataclasses.replace(_BABI_TASK, summary=f"bAbI's {task} alone") for task in BABI_TASKS
+    },
 }
 
 BACKENDS: dict[str, BackendEntry] = {

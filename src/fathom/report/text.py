@@ -6,7 +6,10 @@ from __future__ import annotations
 from fathom.analysis.control import answered_share
 from fathom.analysis.hard import FORM_AXES
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
+from fathom.report.babi_text import babi_text
 from fathom.report.qualification_text import qualification_line
+from fathom.report.score_text import axis_table
+from fathom.report.score_text import pct as _pct
 from fathom.units import format_count, length_or_none
 
 RULER_FILL = (
@@ -261,10 +264,6 @@ def perplexity_text(perplexity: Perplexity) -> list[str]:
     return lines
 
 
-def _pct(value: float | None, width: int = 6) -> str:
-    return f"{'n/a' if value is None else f'{100 * value:.1f}':>{width}}"
-
-
 def ruler_text(grid: RulerGrid) -> list[str]:
     """RULER's sweep as lines of text: the task x length table in percent, the per-length average
     over tasks, RULER's averages and the effective lengths on the mean and on the lower bound."""
@@ -281,6 +280,8 @@ def ruler_text(grid: RulerGrid) -> list[str]:
         return lines + suite_text(grid.suites) + suite_tasks_text(grid.suites)
     if grid.state:  # state tracking: its own thresholds, by operation count
         return lines + state_text(grid.state)
+    if grid.babi:  # the bAbI-style stories: their own thresholds, by task and by distance
+        return lines + babi_text(grid.babi)
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     scores = ", ".join(
         f"{name} {'n/a' if mean[key] is None else f'{mean[key]:.1f}'}"
@@ -303,12 +304,7 @@ def ruler_text(grid: RulerGrid) -> list[str]:
 def state_text(state: Row) -> list[str]:
     """State tracking's score by question kind and length (percent), and each operation count's
     effective length on the mean and on the 95% lower bound."""
-    lengths = sorted({row["length"] for row in state["questions"]})
-    by_pos = {(row["question"], row["length"]): row["mean"] for row in state["questions"]}
-    kinds = list(dict.fromkeys(row["question"] for row in state["questions"]))
-    width = max(len("question"), *(len(k) for k in kinds))
-    lines = [f"  {'question':<{width}}" + "".join(f"{format_count(n):>8}" for n in lengths)]
-    lines += [f"  {k:<{width}}" + "".join(_pct(by_pos.get((k, n)), 8) for n in lengths) for k in kinds]
+    lines = axis_table(state["questions"], "question", "length")
     for row in state["effective_length"]:
         lines.append(
             f"effective length with {row['ops']} operations (score >= {state['threshold']:g}): "

@@ -6,7 +6,7 @@ The design, and why:
 
 - **The lines are Python** (``items.append(42)``, ``items.insert(0, 7)``, ``items.pop()``,
   ``items.pop(2)``, ``items.remove(7)``, ``items.sort()``), each on a line of its own
-  (``prompts/list_ops.py``; ``BETWEEN_SENTENCES`` says how one stands between sentences). Python
+  (``prompts/list_ops.py``; ``prompts/line_stream.py`` says how one stands between sentences). Python
   fixes every rule an English sentence would leave open (where ``insert`` puts a value, which end
   ``pop`` takes), it is short in any tokenizer, and it is its own reference: the tests run the
   lines with Python itself.
@@ -18,8 +18,9 @@ The design, and why:
   half (a coin each) are operations on another list, ``notes``, drawn as ``items``' are; the others
   read ``items`` without changing it (``items.count(7)``, ``items.copy()``, ``items.sort()`` when it
   is already sorted). Relevant lines and decoys are shuffled together, in one order.
-- **Placement**: the lines, in order, at depths drawn uniformly and sorted, each snapped to the
-  nearest sentence boundary of the haystack by NIAH's prompt builder (``PromptBuilder.place``), which
+- **Placement** (``prompts/line_stream.py``, shared with ``babi``): the lines, in order, at depths
+  drawn uniformly and sorted, each snapped to the nearest sentence boundary of the haystack by NIAH's
+  prompt builder (``PromptBuilder.place``), which
   makes the prompt exactly its length in the model's tokens and records where each line landed (the
   record's ``needle_depths``: relevant lines and decoys alike).
 - **Questions**: the final list, its length or its sum, by the sample's index (0: list, 1: length,
@@ -48,6 +49,7 @@ from fathom.errors import SpecError
 from fathom.prompts import PromptBuilder, PromptText
 from fathom.prompts import list_ops as ops
 from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
+from fathom.prompts.line_stream import line_form, place_lines
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer
@@ -80,11 +82,6 @@ _LONGEST = (
     f"{ops.TRACKED}.remove(99)",
     f"{ops.TRACKED}.count(99)",
 )
-# A line as it stands in the haystack, on a line of its own. Between sentences it opens with a space
-# and a newline: re-encoded as text, ". \n" splits where the ids do (".\n" would be one token in a
-# BPE of cl100k's kind, and each line would cost one token less as text than as ids). In a haystack
-# of lines it starts at a line's start, and ends its own.
-BETWEEN_SENTENCES, BETWEEN_LINES = " \n{}\n", "{}\n"
 
 
 @dataclass(frozen=True)
@@ -196,7 +193,7 @@ class StateTask:
         self.corpus: Corpus = load_corpus(spec.corpus or "prose")
         text = PromptText(STATE_TEXT.before, STATE_TEXT.after, STATE_TEXT.answer_prefix, spec.system_prompt)
         self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
-        self.form = BETWEEN_SENTENCES if self.corpus.units == "sentence" else BETWEEN_LINES
+        self.form = line_form(self.corpus)
         self._check_fit()
 
     def _check_fit(self) -> None:
@@ -237,11 +234,9 @@ class StateTask:
         count = op_count(cell.task)
         rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.sample)
         drawn = program(rng, count)
-        depths = sorted(rng.random() for _ in drawn.lines)
         kind = question_kind(cell.sample)
         asked = ops.question(kind)
-        placed = [(depth, self.form.format(line)) for depth, line in zip(depths, drawn.lines, strict=True)]
-        prompt = self.builder.place(cell.length, asked, placed)
+        prompt = place_lines(self.builder, rng, cell.length, asked, drawn.lines, self.form)
         return Sample(
             cell,
             prompt,

@@ -17,7 +17,7 @@ import base64
 import hashlib
 import html
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -330,6 +330,27 @@ def percent(value: float | None) -> str:
 def interval(row: Mapping[str, Any]) -> str:
     """A row's 95% interval (``ci_low``, ``ci_high``) in percent."""
     return f"{percent(row['ci_low'])} to {percent(row['ci_high'])}"
+
+
+# The columns after a score table's own (``score_rows``): what group_stats gives each row.
+SCORE_COLUMNS = ("n", "score", "95% interval", "errors", "beyond window")
+
+
+def as_shown(key: str, value: Any) -> object:
+    """A score table's value: a length as people write it (8k), any other as it is."""
+    return format_length(value) if key == "length" else value
+
+
+def score_rows(
+    rows: Iterable[Mapping[str, Any]], *keys: str, label: Callable[[str, Any], object] = as_shown
+) -> list[tuple[object, ...]]:
+    """Rows of a score table along any axis (``analysis.stats.rows_by``'s): the values under ``keys``
+    (each through ``label``, with its key), then ``SCORE_COLUMNS``."""
+    return [
+        (*(label(k, r[k]) for k in keys), r["n"], percent(r["mean"]), interval(r), r["errors"],
+         "yes" if r["beyond_window"] else "")
+        for r in rows
+    ]  # fmt: skip
 
 
 def image(path: Path, alt: str) -> str:

@@ -17,6 +17,7 @@ from fathom.analysis.select import is_literal_twin, split_records
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.records import AnyRecord, SampleRecord, error_kind
 from fathom.report.files import DEPTH, PERPLEXITY, REPORT, TRAP
+from fathom.report.html.babi import babi_section
 from fathom.report.html.compare import comparison_section
 from fathom.report.html.excerpt import word_bounded
 from fathom.report.html.failures import HEDGED_RIGHT, REJECTED_RIGHT, failures_section
@@ -77,7 +78,7 @@ def _ruler_section(grid: RulerGrid, folder: RunFolder) -> str:
         "<p>Click a task's cell to see its samples below; the last row is the mean over tasks.</p>"
         f"{ruler_grid(grid)}{legend('score')}"
     )
-    if grid.suites or grid.state:  # a real suite, or state tracking: RULER's thresholds are not theirs
+    if grid.suites or grid.state or grid.babi:  # RULER's thresholds are no suite's, nor state's, nor bAbI's
         return top + "</section>"
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     head = ("on", "average", "wAvg inc", "wAvg dec", f"effective length (> {mean['threshold']:g})",
@@ -243,6 +244,8 @@ def write_report(
             body.append(suite_section(summary.sweep.suites, summary.judges))
         if summary.sweep.state:
             body.append(state_section(summary.sweep.state))
+        if summary.sweep.babi:
+            body.append(babi_section(summary.sweep.babi))
     elif isinstance(summary.sweep, NiahGrid):
         body.append(_niah_section(summary.sweep))
         body.append(variants_section(summary.sweep.variants))

@@ -8,8 +8,7 @@ Every number is the summary's (``fathom.analysis.state``); this module only lays
 from __future__ import annotations
 
 from fathom.analysis.summary import Row
-from fathom.report.html.page import esc, interval, number_box, percent, table
-from fathom.report.plots import format_length
+from fathom.report.html.page import SCORE_COLUMNS, esc, number_box, score_rows, table
 from fathom.units import length_or_none
 
 
@@ -24,18 +23,12 @@ def state_boxes(state: Row) -> list[str]:
     ]
 
 
-def _rows(rows: list[Row], key: str) -> list[tuple[object, ...]]:
-    return [
-        (r[key], format_length(r["length"]), r["n"], percent(r["mean"]), interval(r), r["errors"],
-         "yes" if r["beyond_window"] else "")
-        for r in rows
-    ]  # fmt: skip
-
-
 def state_section(state: Row) -> str:
     """Score per operation count and length, per question kind and length, and the effective
     lengths on the mean and on the 95% lower bound."""
-    tail = ("length", "n", "score", "95% interval", "errors", "beyond window")
+    tail = ("length", *SCORE_COLUMNS)
+    cells = score_rows(state["cells"], "ops", "length")
+    questions = score_rows(state["questions"], "question", "length")
     effective = [
         (r["ops"], length_or_none(r["mean"]), length_or_none(r["lower_bound"]))
         for r in state["effective_length"]
@@ -45,8 +38,8 @@ def state_section(state: Row) -> str:
         '<section id="state"><h2>State tracking</h2><p>Each sample asks for the list <code>items</code> '
         "after every line of code, its length or its sum, graded exactly. Operations: the lines that "
         "change it (as many decoys beside them change nothing asked). The 95% interval is Wilson's.</p>"
-        f"<h3>By operations</h3>{table(('operations', *tail), _rows(state['cells'], 'ops'))}"
-        f"<h3>By question</h3>{table(('question', *tail), _rows(state['questions'], 'question'))}"
+        f"<h3>By operations</h3>{table(('operations', *tail), cells)}"
+        f"<h3>By question</h3>{table(('question', *tail), questions)}"
         f"<h3>Effective length (score ≥ {esc(threshold)} at that length and every shorter one)</h3>"
         f"{table(('operations', 'on the mean', 'on the 95% lower bound'), effective)}</section>"
     )
