@@ -56,7 +56,8 @@ MANIFEST_SCHEMA = 6
 # run's scores by task (``suites.by_task``) and its mean over tasks (``suites.mean``); the samples far
 # slower per token than their task's others at their length (``slow``). 6: the low-overlap scores by
 # the needles' form (``hard.forms``) and apart where a window names a near neighbour of the place
-# (``hard.neighbours``). 7: NIAH's effective length at the worst depth (``effective_length.worst_depth``).
+# (``hard.neighbours``). 7: NIAH's effective length at the worst depth (``effective_length.worst_depth``),
+# and RULER's four categories, each one's mean over its tasks per length (``categories``).
 SUMMARY_SCHEMA = 7
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1

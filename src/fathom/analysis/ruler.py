@@ -19,7 +19,7 @@ from typing import Any
 from fathom.analysis.failures import error_kinds
 from fathom.analysis.stats import group_stats, longest_passing, score_interval
 from fathom.records import SampleRecord
-from fathom.tasks.ruler.catalogue import RELATIVE_THRESHOLD, RULER_THRESHOLD, SUITE
+from fathom.tasks.ruler.catalogue import CATEGORIES, RELATIVE_THRESHOLD, RULER_THRESHOLD, SUITE
 
 DEPTH_BINS = 10  # 0-10%, ..., 90-100% of the haystack
 POOLED = "all tasks"  # the depth profile's rows pooled over tasks
@@ -141,6 +141,23 @@ def length_scores(grid: Iterable[TaskCell]) -> list[LengthScore]:
     return rows
 
 
+def category_scores(grid: Iterable[TaskCell]) -> list[dict[str, Any]]:
+    """RULER's four categories (``CATEGORIES``) rolled up from the grid, each one the run has a task
+    of: its tasks present and, per length, the mean over them with its 95% interval, as
+    ``length_scores`` gives the mean over all tasks (each task weighing the same, intervals combined
+    by ``mean_interval``; None at a length where one of them has nothing scored)."""
+    cells = list(grid)
+    rows = []
+    for category, names in CATEGORIES.items():
+        tasks = [name for name in names if any(c.task == name for c in cells)]
+        if tasks:
+            lengths = length_scores(c for c in cells if c.task in tasks)
+            rows.append(
+                {"category": category, "tasks": tasks, "lengths": [dataclasses.asdict(r) for r in lengths]}
+            )
+    return rows
+
+
 def mean_interval(intervals: Sequence[tuple[float, float, float]]) -> tuple[float, float, float]:
     """The mean of some (mean, low, high) intervals' means, and its 95% interval: their own intervals
     combined by MOVER (Zou and Donner 2008), each side's distances from the means added in quadrature.
@@ -255,6 +272,7 @@ def ruler_summary(records: Iterable[SampleRecord]) -> dict[str, Any]:
         "grid": [dataclasses.asdict(c) for c in grid],
         "lengths": [dataclasses.asdict(r) for r in lengths],
         "aggregates": {"mean": _plain(on_mean), "lower_bound": _plain(on_lower)},
+        "categories": category_scores(grid),
         "depth_profile": [dataclasses.asdict(b) for b in depth_profile(rows)],
         "samples": len(rows),
         "errors": sum(1 for r in rows if r.error is not None),

@@ -20,7 +20,7 @@ from fathom.analysis.hard import hard_summary
 from fathom.analysis.knowledge import knowledge_summary
 from fathom.analysis.niah import CellStats, summarize, worst_depth_effective_length
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
-from fathom.analysis.ruler import ruler_summary
+from fathom.analysis.ruler import TaskCell, category_scores, ruler_summary
 from fathom.analysis.select import (
     control_records,
     is_literal_twin,
@@ -76,6 +76,11 @@ class RulerGrid:
     # A bAbI-style run's section (``fathom.analysis.babi.babi_summary``): scores by task with their
     # intervals, by the distance between supporting facts, effective lengths per task; added as ``state`` was.
     babi: Row = dataclasses.field(default_factory=dict)
+    # Schema 7. RULER's four categories, each one's mean over its tasks per length with its interval
+    # (``fathom.analysis.ruler.category_scores``), where the run has a task of RULER's suite: made
+    # from the grid for an older summary. Added to schema 7 before any release wrote it, so a summary
+    # of 7 without it (written by the fathom of the hour before) reads, as one of no RULER task.
+    categories: tuple[Row, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -240,7 +245,11 @@ def v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
 
 def v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 7 added the effective length at the worst depth (``effective_length.worst_depth``) to
-    NIAH's grid and each variant's: made here from the summary's own cells, as the records give it."""
+    NIAH's grid and each variant's, and RULER's categories to its grid: made here from the summary's
+    own cells, as the records give them."""
+    if data["kind"] == "ruler":
+        categories = category_scores(TaskCell(**cell) for cell in data["grid"])
+        return data | ({"categories": categories} if categories else {})
     if data["kind"] != "niah":
         return data
     variants = {task: _with_worst_depth(grid) for task, grid in data.get("variants", {}).items()}
@@ -256,7 +265,7 @@ def _with_worst_depth(grid: dict[str, Any]) -> dict[str, Any]:
 
 SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7))
 # A sweep's sections that only some runs have: absent from summary.json where empty.
-_OPTIONAL = ("variants", "hard", "suites", "state", "babi")
+_OPTIONAL = ("variants", "hard", "suites", "state", "babi", "categories")
 
 
 def run_summary(

@@ -7,6 +7,7 @@ from fathom.analysis.control import answered_share
 from fathom.analysis.hard import FORM_AXES
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.report.babi_text import babi_text
+from fathom.report.categories_text import categories_text
 from fathom.report.qualification_text import qualification_line
 from fathom.report.score_text import axis_table
 from fathom.report.score_text import pct as _pct
@@ -288,6 +289,7 @@ def ruler_text(grid: RulerGrid) -> list[str]:
         for name, key in (("average", "average"), ("wAvg inc", "wavg_inc"), ("wAvg dec", "wavg_dec"))
     )
     lines.append(f"RULER score (percent): {scores}")
+    lines += categories_text(grid.categories)
     lines.append(
         f"effective length (score > {mean['threshold']:g}): {length_or_none(mean['effective_length'])}; "
         f"on the 95% lower bound: {length_or_none(low['effective_length'])}"

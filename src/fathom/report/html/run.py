@@ -85,9 +85,23 @@ def _ruler_section(grid: RulerGrid, folder: RunFolder) -> str:
             f"effective length (> {mean['relative_threshold']:g} x the shortest length's)")  # fmt: skip
     rows = [_aggregate_row("per-length mean", mean), _aggregate_row("95% lower bound", low)]
     return (
-        f"{top}<h3>RULER's aggregates (percent)</h3>{table(head, rows)}"
+        f"{top}<h3>RULER's aggregates (percent)</h3>{table(head, rows)}{_categories(grid.categories)}"
         f"{image(folder.path / DEPTH, 'score by needle depth')}</section>"
     )
+
+
+def _categories(categories: Sequence[Row]) -> str:
+    """RULER's four categories: each one's mean over its tasks per length, and its 95% interval."""
+    if not categories:
+        return ""
+    lengths = [r["length"] for r in categories[0]["lengths"]]
+    rows = [
+        (row["category"], ", ".join(row["tasks"]),
+         *("n/a" if r["mean"] is None else f"{percent(r['mean'])} ({interval(r)})" for r in row["lengths"]))
+        for row in categories
+    ]  # fmt: skip
+    head = ("category", "tasks", *(format_length(n) for n in lengths))
+    return f"<h3>By RULER's category (mean over its tasks, 95% interval)</h3>{table(head, rows)}"
 
 
 def _perplexity_section(perplexity: Perplexity, folder: RunFolder) -> str:

@@ -126,5 +126,12 @@ VARIANTS = {
 }
 # The suite is the thirteen above; tasks beyond RULER's own are runnable by name but not in it.
 SUITE = tuple(VARIANTS)
+# The four categories the RULER paper groups the suite into (Hsieh et al. 2024, section 3), in its order.
+CATEGORIES = {
+    "retrieval": tuple(name for name, variant in VARIANTS.items() if variant.family == "niah"),
+    "multi-hop tracing": ("vt",),
+    "aggregation": ("cwe", "fwe"),
+    "question answering": ("qa_1", "qa_2"),
+}
 EXTRA_VARIANTS = {"qa_synth": Variant("qa_synth", "qa", {"dataset": "synthetic"})}
 ALL_VARIANTS = {**VARIANTS, **EXTRA_VARIANTS}
