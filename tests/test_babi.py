@@ -170,11 +170,18 @@ def test_every_prompt_is_its_length_with_its_story_in_order(tokenizer: str, leng
         assert built.answers == (lang.replay(lines).answer(qa, asked[1]),)
 
 
-def test_a_prompt_read_back_as_text_is_still_its_length() -> None:
+@pytest.mark.parametrize(("corpus", "template"), [("prose", "none"), ("code", "none"), ("prose", "chatml")])
+def test_a_prompt_read_back_as_text_is_still_its_length(corpus: str, template: str) -> None:
+    """Under a chat template too, and in a haystack of lines (each sentence starts a line there)."""
     tokenizer = TOKENIZERS["cl100k_base"]
+    spec = RunSpec("babi", "sim:perfect", "cl100k_base", (4096,), (), 3, corpus=corpus, template=template)
+    made = BabiTask(spec, tokenizer)
     for qa in draw.TASKS:
-        built = sample("cl100k_base", 4096, qa)
-        assert len(tokenizer.encode(tokenizer.decode(built.prompt.ids.tolist()))) == 4096
+        built = made.prepare(Cell(f"babi:{qa}", 4096, None, 0))
+        assert len(built.prompt.ids) == 4096
+        text = tokenizer.decode(built.prompt.ids.tolist())
+        assert len(tokenizer.encode_with_specials(text)) == 4096  # the template's own tokens as specials
+        assert len(story_lines(built, "cl100k_base")) == draw.SIZES[qa]
 
 
 def test_the_same_seed_builds_the_same_prompts_and_another_seed_others() -> None:
