@@ -5,13 +5,16 @@ second answer, and the hash of a file other than fathom's own."""
 from __future__ import annotations
 
 import hashlib
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_latent import GOOD, _write
 
-from fathom.prompts.latent import LatentItem, LatentItemsError, latent_sha256, load_items
+from fathom.prompts.latent import LatentItem, LatentItemsError, draw_latent, latent_sha256, load_items
+from fathom.prompts.latent_forms import Forms
+from fathom.prompts.names import NamePool
 
 # ELEMENTS as the message lists it, sorted, written out here.
 _ELEMENTS = (
@@ -83,3 +86,16 @@ def test_an_item_of_two_hops_whose_probe_has_two_answers_is_read(tmp_path: Path)
 def test_the_hash_is_of_the_file_read(tmp_path: Path) -> None:
     path = _write(tmp_path / "items.json", [GOOD])
     assert latent_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_name_sharing_a_word_with_the_forms_own_question_is_never_drawn() -> None:
+    # Template 2 asks "Which character has travelled to PLACE?": "travelled" is in that question
+    # alone (not the needle, the literal question, the places, or template 1's question), so a
+    # character called Travelled would hand the answer to the question's words. Of the pool's two
+    # given names only Ada can be drawn, in every sample.
+    pool = NamePool(("Travelled", "Ada"), ("Smith",))
+    forms = Forms(templates=(2,))
+    for seed in range(10):
+        needle, form = draw_latent(random.Random(seed), 1, False, names=pool, forms=forms)
+        assert form.template == 2 and "travelled to" in needle.question
+        assert needle.answers == ("Ada Smith",)
