@@ -48,7 +48,7 @@ def test_each_reader_replays_the_lines_it_combines() -> None:
     lines = ["items.append(3)", "notes.append(4)", "items.append(5)", "items.insert(0, 7)"]
     request = lines_request(lines, "list")
     assert answer("perfect", request) == "[7, 3, 5]"
-    assert answer("one-fact", request) == "[3]"  # the first line on items alone
+    assert answer("one-fact", request) == "[7]"  # the last line on items alone, replayed on []
     # The question is 100 characters and the last line with its newline 19: a window of 120 holds
     # that line and not the one before it (16 characters more); one of 140 holds both.
     assert len(list_ops.question("list")) == 100
@@ -127,12 +127,28 @@ def test_ruler_multikey_asks_one_key_and_recent_finds_it_by_its_depth(tmp_path: 
     assert set(early) == {0.0} and set(late) == {1.0}
 
 
+def test_one_fact_answers_babis_one_fact_question_and_misses_those_of_two_and_three(tmp_path: Path) -> None:
+    """qa1 asks where a person is: the last sentence naming them is their last move (the others'
+    sentences are of other people), which one fact answers. qa2 (a thing's place: who took it, where
+    they went) and qa3 (its place before one) take two and three: no one sentence says where a thing
+    is, or was before a place. A 2k prompt fits sim:recent's 2048 window: it scores as sim:perfect."""
+    means = {}
+    for name, model in {**READERS, "recent": "sim:recent?window=2048"}.items():
+        summary = run(tmp_path / name, "babi", model, "--lengths", "2k", "--samples", "3")
+        means[name] = {
+            c["task"]: c["mean"] for c in summary["grid"] if c["task"] in ("babi:qa1", "babi:qa2", "babi:qa3")
+        }
+    everywhere = {"babi:qa1": 1.0, "babi:qa2": 1.0, "babi:qa3": 1.0}
+    assert means == {"perfect": everywhere, "recent": everywhere,
+                     "one-fact": {"babi:qa1": 1.0, "babi:qa2": 0.0, "babi:qa3": 0.0}}  # fmt: skip
+
+
 def test_state_tracking_fails_both_readers_in_their_own_way(tmp_path: Path) -> None:
-    """sim:perfect replays every line: 100%. sim:one-fact replays one line, so its list holds at most
-    one value: right only where the final list is empty or one value by chance (at most a third
-    here). sim:recent with a 2k window sees every line of a 2k prompt (100%) and, in an 8k prompt,
-    only the lines of its last quarter: with the operations spread uniformly, it misses some in
-    nearly every sample, and a list replayed without them is wrong but by chance."""
+    """sim:perfect replays every line: 100%. sim:one-fact replays one line (the last), so its list
+    holds at most one value: right only where the final list is empty or one value by chance (at
+    most a third here). sim:recent with a 2k window sees every line of a 2k prompt (100%) and, in an
+    8k prompt, only the lines of its last quarter: with the operations spread uniformly, it misses
+    some in nearly every sample, and a list replayed without them is wrong but by chance."""
     options = ("--lengths", "2k,8k", "--ops", "2,8", "--samples", "6")
     means = {}
     for name, model in {**READERS, "recent": "sim:recent?window=2048"}.items():

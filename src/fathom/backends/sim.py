@@ -134,6 +134,19 @@ def _spoken(question: str, kept: Sequence[str]) -> str:
     return " ".join(kept)
 
 
+def _held(facts: Facts, keys: Sequence[str], slots: int) -> Facts:
+    """What a reader with ``slots`` slots of memory holds at the end of the context: the facts that
+    name the most of the question's keys, the last of them in reading order (a fact read replaces a
+    held one that names no more keys). One slot answers a question of one fact (where someone went
+    last) and misses any that takes two: a list's earlier operations, where the person holding a
+    thing went, a second value or key asked at once."""
+
+    def rank(fact: tuple[str, float, int]) -> tuple[int, float]:
+        return sum(1 for key in keys if key and key in fact[0]), fact[1]
+
+    return sorted(facts, key=rank)[-slots:]
+
+
 def _odd_name(context: str, _request: Request, _settings: dict[str, Any]) -> Facts:
     """The odd-name reader (``prompts/odd_names.py``): a name the context holds once, whatever the
     question asks; on low-overlap needles, the knowledge-free baseline their scores must beat."""
@@ -163,7 +176,7 @@ class Archetype:
     reader: Reader = _read_keys
     # How it reads, beside the profile's parameters: these change which sentence it answers with.
     reading: dict[str, Setting] = field(default_factory=dict)
-    # The most located facts its answer combines, the first ones in reading order (None: all it finds).
+    # The most located facts its answer combines (None: all it finds): ``_held``'s slots.
     combines: int | None = None
     # Whether it reads only the prompt's last ``window`` tokens (a reading setting), as a sliding-window
     # or state-space model keeps only what is recent.
@@ -209,9 +222,9 @@ ARCHETYPES = {
     "odd-name": Archetype(lambda _l, _d, _p: 1.0, {}, False, _odd_name),
     # Finds every sentence that repeats the question's words, at any length, and nothing else.
     "literal": Archetype(lambda _l, _d, _p: 1.0, {}, False, _match_words, {"least": whole(2, least=1)}),
-    # Finds any fact it looks for, at any length, but answers from one alone: perfect on one needle,
-    # partial where the answer needs several (RULER's multi-value and multi-query needles, --needles K)
-    # and wrong where it needs them all in order (state tracking, a split needle's two parts).
+    # Finds any fact it looks for, at any length, but holds one alone, the last it read: perfect on
+    # one needle, partial where the answer needs several (RULER's multi-value and multi-query needles,
+    # --needles K) and wrong where it combines them (state tracking, bAbI's two and three facts).
     "one-fact": Archetype(lambda _l, _d, _p: 1.0, {}, False, combines=1),
     # Reads perfectly, but only the prompt's last ``window`` tokens: a needle near the end is found at
     # any length, one earlier only while the prompt fits the window; perplexity stays flat.
@@ -304,7 +317,7 @@ class SimulatedBackend:
         found = reader(seen, request, self.reading)
         facts = [fact for fact in found if self._knows(request, fact)]
         if self.archetype.combines is not None:
-            facts = sorted(facts, key=lambda fact: fact[1])[: self.archetype.combines]
+            facts = _held(facts, request.query_keys, self.archetype.combines)
         # One draw per key, against each of its sentences' own chance: a sample asking about four
         # keys can be partly right, and a key repeated all through the context (cwe, fwe) is one
         # piece of evidence to gather, not thirty chances to get lucky beyond the window.
