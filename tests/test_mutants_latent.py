@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_latent import GOOD, _write
 
-from fathom.prompts.latent import LatentItem, LatentItemsError, draw_latent, latent_sha256, load_items
+from fathom.prompts.latent import LatentItem, LatentItemsError, _name, draw_latent, latent_sha256, load_items
 from fathom.prompts.latent_forms import Forms
 from fathom.prompts.names import NamePool
 
@@ -99,3 +99,18 @@ def test_a_name_sharing_a_word_with_the_forms_own_question_is_never_drawn() -> N
         needle, form = draw_latent(random.Random(seed), 1, False, names=pool, forms=forms)
         assert form.template == 2 and "travelled to" in needle.question
         assert needle.answers == ("Ada Smith",)
+
+
+def test_a_name_that_is_a_place_of_the_chain_is_never_drawn() -> None:
+    # A two-hop item whose middle place (the city) is named by no question or needle, only by the
+    # chain: a character called Florence would still give the chain away.
+    item = LatentItem(
+        id="h2-uffizi", hops=2, association="museum>city>country",
+        chain=("Uffizi Gallery", "Florence", "Italy"), group="Italy",
+        needle="{name} queued for hours outside the Uffizi Gallery.",
+        question="Which character has been to Italy?",
+        literal_question="Which character queued for hours outside the Uffizi Gallery?",
+        probe="In which country is the Uffizi Gallery?", probe_answers=("Italy",),
+    )  # fmt: skip
+    pool = NamePool(("Florence", "Ada"), ("Smith",))
+    assert {_name(random.Random(seed), item, pool, frozenset()) for seed in range(10)} == {"Ada Smith"}
