@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from test_latent import GOOD, _write
 
+from fathom.errors import SpecError
 from fathom.prompts.latent import LatentItem, LatentItemsError, _name, draw_latent, latent_sha256, load_items
 from fathom.prompts.latent_forms import Forms
 from fathom.prompts.names import NamePool
@@ -114,3 +115,6 @@ def test_a_name_that_is_a_place_of_the_chain_is_never_drawn() -> None:
     )  # fmt: skip
     pool = NamePool(("Florence", "Ada"), ("Smith",))
     assert {_name(random.Random(seed), item, pool, frozenset()) for seed in range(10)} == {"Ada Smith"}
+    with pytest.raises(SpecError) as raised:
+        _name(random.Random(0), item, NamePool(("Florence",), ("Smith",)), frozenset())
+    assert str(raised.value) == "no name of the pool shares no word with the latent item 'h2-uffizi'"
