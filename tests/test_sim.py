@@ -12,7 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fathom.backends.base import Request, ScoreRequest
-from fathom.backends.sim import ARCHETYPES, NOT_FOUND, SimulatedBackend
+from fathom.backends.sim import ARCHETYPES, SimulatedBackend
+from fathom.backends.sim_readers import NOT_FOUND
 from fathom.cli import main
 from fathom.errors import SpecError
 from fathom.prompts import Prompt, PromptBuilder

@@ -18,7 +18,6 @@ import dataclasses
 import functools
 import hashlib
 import math
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,16 +27,22 @@ import numpy as np
 
 from fathom.backends.base import InputKind, Request, ScoreRequest, TokenScores, split_options
 from fathom.backends.settings import Setting, choice, count, number, parse_settings, whole
+from fathom.backends.sim_readers import (
+    Reader,
+    held,
+    match_pattern,
+    match_words,
+    odd_name,
+    read_keys,
+    read_lines,
+    spoken,
+)
 from fathom.errors import SpecError
 from fathom.prompts import babi_story, list_ops
-from fathom.prompts.latent import LatentItem, content_words, load_items
-from fathom.prompts.line_stream import lines_in
-from fathom.prompts.odd_names import odd_name_answer
+from fathom.prompts.latent import LatentItem, load_items
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Completion
 
-NOT_FOUND = "I could not find the answer in the document."
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 DEFAULT_NLL = 2.5  # nats per token: a perplexity of about 12, like a small model on prose
 _LEAST_PROBABILITY = 1e-6  # of an answer the model cannot find: a log-probability must be finite
 Profile = Callable[[int, float, dict[str, float]], float]
@@ -74,109 +79,15 @@ def _yarn(length: int, depth: float, p: dict[str, float]) -> float:
     return max(0.0, p["accuracy"] - p["slope"] * math.log2(length / p["window"]))
 
 
-Facts = list[tuple[str, float, int]]  # (sentence, relative depth, index of the key it answers)
-Reader = Callable[[str, Request, dict[str, Any]], Facts]
-
-
-def _read_keys(context: str, request: Request, _settings: dict[str, Any]) -> Facts:
-    """A reader that reads: every sentence holding the evidence of a key the question asks about."""
-    return _find_facts(context, tuple(key for key in request.query_keys if key))
-
-
-def _match_pattern(context: str, request: Request, settings: dict[str, Any]) -> Facts:
-    """A pattern-matcher: the first or the last sentence holding the wording that look-alikes
-    share with the evidence (``patterns``), taken for the answer whatever its key. Where a sample
-    has no look-alikes (no patterns) it reads the keys, so a plain sweep cannot tell it apart."""
-    cues = tuple(p for p in request.patterns if p) or tuple(k for k in request.query_keys if k)
-    matches = sorted(_find_facts(context, cues), key=lambda fact: fact[1])
-    if not matches:
-        return []
-    sentence, depth, _ = matches[-1] if settings["pick"] == "last" else matches[0]
-    return [(sentence, depth, 0)]
-
-
-def _match_words(context: str, request: Request, settings: dict[str, Any]) -> Facts:
-    """A literal reader: the sentence that shares the most content words with the question, if
-    it shares at least ``least``. It finds any needle whose question repeats its words, and none
-    whose question asks for what the needle implies without saying it (low-overlap needles)."""
-    asked = content_words(request.question)
-    best: tuple[int, str, float] | None = None
-    for sentence, depth in _sentences(context):
-        shared = len(asked & _sentence_words(sentence))
-        if shared >= settings["least"] and (best is None or shared > best[0]):
-            best = (shared, sentence, depth)
-    return [] if best is None else [(best[1], best[2], 0)]
-
-
-def _read_lines(context: str, request: Request, _settings: dict[str, Any]) -> Facts:
-    """A state or story question's reader: every line of code on the list asked about
-    (``prompts/list_ops.py``), or every story sentence (``prompts/babi_story.py``), in order and
-    each one (an ``items.pop()`` twice is two lines), as one key's evidence."""
-    if list_ops.asked(request.question) is None:
-        return [(line, depth, 0) for line, depth in lines_in(context) if babi_story.parse(line) is not None]
-    return [
-        (line, depth, 0)
-        for line, depth in lines_in(context)
-        if (op := list_ops.parse(line)) is not None and op.target == list_ops.TRACKED
-    ]
-
-
-def _spoken(question: str, kept: Sequence[str]) -> str:
-    """The answer: the sentences found, or, to a state question, the list they leave (its length,
-    its sum), or, to a story's, the world they leave, replayed from the lines found; NOT_FOUND where
-    none was, or where the story found does not say."""
-    if not kept:
-        return NOT_FOUND
-    if (kind := list_ops.asked(question)) is not None:
-        return list_ops.answer(kind, list_ops.replay(kept).get(list_ops.TRACKED, []))
-    if (story := babi_story.asked(question)) is not None:
-        return babi_story.replay(kept).answer(*story) or NOT_FOUND
-    return " ".join(kept)
-
-
-def _held(facts: Facts, keys: Sequence[str], slots: int) -> Facts:
-    """What a reader with ``slots`` slots of memory holds at the end of the context: the facts that
-    name the most of the question's keys, the last of them in reading order (a fact read replaces a
-    held one that names no more keys). One slot answers a question of one fact (where someone went
-    last) and misses any that takes two: a list's earlier operations, where the person holding a
-    thing went, a second value or key asked at once."""
-
-    def rank(fact: tuple[str, float, int]) -> tuple[int, float]:
-        return sum(1 for key in keys if key and key in fact[0]), fact[1]
-
-    return sorted(facts, key=rank)[-slots:]
-
-
-def _odd_name(context: str, _request: Request, _settings: dict[str, Any]) -> Facts:
-    """The odd-name reader (``prompts/odd_names.py``): a name the context holds once, whatever the
-    question asks; on low-overlap needles, the knowledge-free baseline their scores must beat."""
-    name = odd_name_answer(context)
-    return [] if name is None else [(name, context.find(name) / max(len(context), 1), 0)]
-
-
-# A haystack's sentences recur from prompt to prompt of a sweep: each one's words are found once.
-_sentence_words = functools.lru_cache(maxsize=1 << 16)(content_words)
-
-
-def _sentences(context: str) -> Iterator[tuple[str, float]]:
-    """The context's sentences with their relative depths."""
-    start = 0
-    for match in _SENTENCE_END.finditer(context):
-        yield context[start : match.end()].strip(), start / max(len(context), 1)
-        start = match.end()
-    if context[start:].strip():
-        yield context[start:].strip(), start / max(len(context), 1)
-
-
 @dataclass(frozen=True)
 class Archetype:
     profile: Profile
     settings: dict[str, Setting]  # the profile's parameters, with their defaults
     has_window: bool
-    reader: Reader = _read_keys
+    reader: Reader = read_keys
     # How it reads, beside the profile's parameters: these change which sentence it answers with.
     reading: dict[str, Setting] = field(default_factory=dict)
-    # The most located facts its answer combines (None: all it finds): ``_held``'s slots.
+    # The most located facts its answer combines (None: all it finds): ``held``'s slots.
     combines: int | None = None
     # Whether it reads only the prompt's last ``window`` tokens (a reading setting), as a sliding-window
     # or state-space model keeps only what is recent.
@@ -215,13 +126,13 @@ ARCHETYPES = {
     # Finds every sentence it looks for, at any length; what it looks for is the template's wording,
     # so it answers with a distractor whenever one lies nearer the end (or the start) than the gold.
     "pattern-matcher": Archetype(
-        lambda _l, _d, _p: 1.0, {}, False, _match_pattern, {"pick": choice("last", "first")}
+        lambda _l, _d, _p: 1.0, {}, False, match_pattern, {"pick": choice("last", "first")}
     ),
     # Answers a name the context holds once (two capitalised words opening a sentence), with no reading
     # of the question: the odd-name shortcut through low-overlap needles.
-    "odd-name": Archetype(lambda _l, _d, _p: 1.0, {}, False, _odd_name),
+    "odd-name": Archetype(lambda _l, _d, _p: 1.0, {}, False, odd_name),
     # Finds every sentence that repeats the question's words, at any length, and nothing else.
-    "literal": Archetype(lambda _l, _d, _p: 1.0, {}, False, _match_words, {"least": whole(2, least=1)}),
+    "literal": Archetype(lambda _l, _d, _p: 1.0, {}, False, match_words, {"least": whole(2, least=1)}),
     # Finds any fact it looks for, at any length, but holds one alone, the last it read: perfect on
     # one needle, partial where the answer needs several (RULER's multi-value and multi-query needles,
     # --needles K) and wrong where it combines them (state tracking, bAbI's two and three facts).
@@ -311,13 +222,13 @@ class SimulatedBackend:
         lines = list_ops.asked(request.question) is not None or babi_story.asked(request.question) is not None
         # A reader that reads follows a state or story question's lines; a shortcut (a pattern-matcher,
         # the odd-name or literal reader) takes what it takes, and the list or story is replayed from that.
-        reads = lines and self.archetype.reader is _read_keys
-        reader = _read_lines if reads else self.archetype.reader
+        reads = lines and self.archetype.reader is read_keys
+        reader = read_lines if reads else self.archetype.reader
         seen = _context(request, self.tokenizer, self.reading["window"]) if self.archetype.recent else context
         found = reader(seen, request, self.reading)
         facts = [fact for fact in found if self._knows(request, fact)]
         if self.archetype.combines is not None:
-            facts = _held(facts, request.query_keys, self.archetype.combines)
+            facts = held(facts, request.query_keys, self.archetype.combines)
         # One draw per key, against each of its sentences' own chance: a sample asking about four
         # keys can be partly right, and a key repeated all through the context (cwe, fwe) is one
         # piece of evidence to gather, not thirty chances to get lucky beyond the window.
@@ -327,7 +238,7 @@ class SimulatedBackend:
             for sentence, depth, key in facts
             if draws[key] < self.archetype.profile(len(request.ids), depth, self.params)
         ]
-        output = _spoken(request.question, kept)
+        output = spoken(request.question, kept)
         return dataclasses.replace(
             self._completion(request, output, start),
             continuation_logprobs=self._answer_logprobs(request, facts),
@@ -424,25 +335,3 @@ def _context(request: Request, tokenizer: Tokenizer, last: int | None = None) ->
         return tokenizer.decode(request.ids[max(begin, first) : end].tolist())
     text = tokenizer.decode(request.ids[first:].tolist()) if last else visible_text(request, tokenizer)
     return text[: max((text.rfind(key) for key in request.query_keys if key), default=0)]
-
-
-def _find_facts(context: str, keys: Sequence[str]) -> Facts:
-    """Every distinct sentence (or line, where it ends first) of the context that holds a key, with
-    its relative depth and the index of the first key it holds."""
-    facts: dict[str, tuple[float, int]] = {}
-    for index, key in enumerate(keys):
-        at = context.find(key)
-        while at >= 0:
-            begin = max(context.rfind(". ", 0, at) + 2, context.rfind("\n", 0, at) + 1)
-            end = context.find(".", at + len(key))
-            end = len(context) if end < 0 else end + 1
-            # A full stop inside a number or identifier does not end the sentence.
-            while end < len(context) and not context[end].isspace():
-                next_stop = context.find(".", end)
-                end = len(context) if next_stop < 0 else next_stop + 1
-            # Nor does a line end past its own: a line of code or a field holds no full stop.
-            line_end = context.find("\n", at + len(key))
-            end = end if line_end < 0 else min(end, line_end)
-            facts.setdefault(context[begin:end].strip(), (at / max(len(context), 1), index))
-            at = context.find(key, at + len(key))
-    return [(sentence, depth, index) for sentence, (depth, index) in facts.items()]
