@@ -1,9 +1,10 @@
-"""Simulated models: the five long-context archetypes, for runs without a model.
+"""Simulated models: long-context archetypes and readers, for runs without a model.
 
 A simulated model really reads its prompt. It looks in the haystack for every sentence that holds
 one of the question's keys, and answers with those sentences as it finds them there. Whether it
 finds them is drawn from the archetype's profile p(length, depth), once per key, seeded by the
 prompt. A prompt builder that drops or mangles the needle therefore fails even on ``sim:perfect``.
+How each archetype reads (the facts it finds, holds and answers with) is ``sim_readers``'.
 
 Its log-probabilities are a known profile, for checking the perplexity arithmetic end to end: every
 token costs ``nll`` nats, plus one nat per doubling of its position past the window for archetypes
