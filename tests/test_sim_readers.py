@@ -111,9 +111,9 @@ def test_ruler_several_values_or_queries_take_every_fact(task: str, tmp_path: Pa
 
 def test_ruler_multikey_asks_one_key_and_recent_finds_it_by_its_depth(tmp_path: Path) -> None:
     """niah_multikey_2 hides one asked key among needles of others: one fact is the whole answer, so
-    sim:one-fact scores as sim:perfect. sim:recent, with a 1024 window on 4k prompts (~130 tokens
-    of question and answer room after the haystack of ~3,840), finds the needle exactly where it
-    lies in the haystack's last ~890 tokens: past depth 0.77; the test keeps a margin either side."""
+    sim:one-fact scores as sim:perfect. sim:recent, with a 1024 window on 4k prompts (3,968 tokens:
+    the haystack's 3,666, then ~170 of question), finds the needle exactly where it lies in the
+    haystack's last ~850 tokens: past depth ~0.77; the test keeps a margin either side."""
     options = ("--lengths", "4k", "--samples", "12")
     perfect = run(tmp_path / "perfect", "niah_multikey_2", "sim:perfect", *options)
     one_fact = run(tmp_path / "one-fact", "niah_multikey_2", "sim:one-fact", *options)
