@@ -166,3 +166,29 @@ def test_a_literal_distractor_names_the_golds_last_place_away_from_it() -> None:
         assert (literal.role, literal.value) == (LITERAL_ROLE, place)
         assert literal.text in {s.format(place=place) for s in sentences}
         assert isinstance(literal.depth, float) and abs(literal.depth - gold.depth) >= 0.1
+
+
+def test_a_sets_question_kind_and_patterns_whole() -> None:
+    plural = needle_set("number", Hardness(needles=3), 0.5, random.Random(0))
+    assert (plural.kind, plural.patterns) == ("number", ("special magic",))
+    assert plural.question == (
+        "Which numbers were given as the special magic numbers for old-yacht, brief-fence and rusty-mountain?"
+    )
+    # The pattern a pattern-matcher takes for evidence: the style's own, prose's for a fact, and the
+    # key where neither has one (the sf needle).
+    assert needle_set("number", Hardness(), 0.5, random.Random(0), style=CODE).patterns == ("SPECIAL_MAGIC_",)
+    assert needle_set("fact", Hardness(), 0.5, random.Random(0)).patterns == ("settled in the town of",)
+    assert needle_set("sf", Hardness(), 0.5, random.Random(0)).patterns == ("San Francisco",)
+    latent = needle_set("latent-1", Hardness(needles=2), 0.5, random.Random(0))
+    assert latent.patterns == ()
+    assert latent.question == "Which character has been to Busan? Which character has been to London?"
+
+
+def test_distractors_never_repeat_a_golds_value_or_each_others() -> None:
+    # Magic numbers of 1 to 3: the gold takes one, the two key distractors (the first and third; the
+    # second, a class distractor, states a uuid) must take the other two.
+    space = dataclasses.replace(EVAL, numbers=(1, 3))
+    for seed in range(20):
+        made = needle_set("number", Hardness(distractors=3, gap=0.01), 0.5, random.Random(seed), space)
+        numbers = [p.value for p in made.placements if p.role != CLASS_DISTRACTOR]
+        assert sorted(numbers) == ["1", "2", "3"]
