@@ -13,7 +13,15 @@ import pytest
 from test_latent import GOOD, _write
 
 from fathom.errors import SpecError
-from fathom.prompts.latent import LatentItem, LatentItemsError, _name, draw_latent, latent_sha256, load_items
+from fathom.prompts.latent import (
+    LatentItem,
+    LatentItemsError,
+    _name,
+    content_words,
+    draw_latent,
+    latent_sha256,
+    load_items,
+)
 from fathom.prompts.latent_forms import Forms
 from fathom.prompts.names import NamePool
 
@@ -118,3 +126,10 @@ def test_a_name_that_is_a_place_of_the_chain_is_never_drawn() -> None:
     with pytest.raises(SpecError) as raised:
         _name(random.Random(0), item, NamePool(("Florence",), ("Smith",)), frozenset())
     assert str(raised.value) == "no name of the pool shares no word with the latent item 'h2-uffizi'"
+
+
+def test_plurals_made_singular_at_each_rules_edge() -> None:
+    # -ies to -y (beyond the first three letters), -sses, -shes and -zes lose -es, a four-letter
+    # plural loses its -s, and a word with a digit is left alone whatever its length.
+    words = "libraries glasses dishes waltzes cars 1990s"
+    assert content_words(words) == {"library", "glass", "dish", "waltz", "car", "1990s"}
