@@ -17,3 +17,7 @@ def test_a_rare_word_after_every_unit_of_a_common_word_is_scored() -> None:
 def test_a_whole_word_between_two_inside_other_words_is_found() -> None:
     assert window_mentions("xcatx cat xcatx", ["cat"]) == ("cat",)
     assert window_mentions("xcatx xcatx xcatx", ["cat"]) == ()
+    # The text's first character continues a word too; an occurrence one character on from one
+    # that is not whole is still looked at.
+    assert window_mentions("xcat", ["cat"]) == ()
+    assert window_mentions("a---", ["--"]) == ("--",)
