@@ -20,4 +20,5 @@ def test_a_whole_word_between_two_inside_other_words_is_found() -> None:
     # The text's first character continues a word too; an occurrence one character on from one
     # that is not whole is still looked at.
     assert window_mentions("xcat", ["cat"]) == ()
+    assert window_mentions("harbour_master", ["harbour"]) == ()  # an underscore continues a word
     assert window_mentions("a---", ["--"]) == ("--",)
