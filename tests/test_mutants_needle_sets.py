@@ -169,6 +169,10 @@ def test_a_literal_distractor_names_the_golds_last_place_away_from_it() -> None:
 
 
 def test_a_sets_question_kind_and_patterns_whole() -> None:
+    two = needle_set("number", Hardness(needles=2), 0.5, random.Random(0))
+    assert (
+        two.question == "Which numbers were given as the special magic numbers for old-yacht and brief-fence?"
+    )
     plural = needle_set("number", Hardness(needles=3), 0.5, random.Random(0))
     assert (plural.kind, plural.patterns) == ("number", ("special magic",))
     assert plural.question == (
@@ -192,3 +196,11 @@ def test_distractors_never_repeat_a_golds_value_or_each_others() -> None:
         made = needle_set("number", Hardness(distractors=3, gap=0.01), 0.5, random.Random(seed), space)
         numbers = [p.value for p in made.placements if p.role != CLASS_DISTRACTOR]
         assert sorted(numbers) == ["1", "2", "3"]
+
+
+def test_a_fact_key_distractor_is_another_two_syllable_given_name_with_the_surname_pinned() -> None:
+    made = needle_set("fact", Hardness(distractors=1, gap=0.01), 0.5, random.Random(0))
+    assert [p.text for p in made.placements] == [
+        " After many years abroad, Neikound Klouthtosk settled in the town of Funhaven.",
+        " After many years abroad, Fuldaerk Klouthtosk settled in the town of Thuskbury.",
+    ]
