@@ -1,0 +1,28 @@
+"""``fathom.analysis.hard`` where its own tests leave it open: a needle found whatever the case of the
+answer that names it (their records' needles are numbers, whose case cannot differ)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from test_store import record
+
+from fathom.analysis.hard import PositionRow, Share, needle_positions
+from fathom.analysis.stats import wilson_interval
+
+
+def test_a_gold_is_found_whatever_the_case_the_answer_names_it_in() -> None:
+    two = dataclasses.replace(
+        record(0),
+        needle_token_offsets=(100, 900),
+        needle_depths=(0.15, 0.85),
+        needle_values=("Funhaven", "Thuskbury"),
+        needle_roles=("gold", "gold"),
+        answers=("Funhaven", "Thuskbury"),
+        matched=("FUNHAVEN",),
+    )
+    # The needle at 0.15 (bin 0.1-0.2) named in capitals is found; the one at 0.85 is not.
+    assert needle_positions([two]) == [
+        PositionRow(0.1, 0.2, Share(1, 1, 1.0, *wilson_interval(1, 1))),
+        PositionRow(0.8, 0.9, Share(1, 0, 0.0, *wilson_interval(0, 1))),
+    ]
