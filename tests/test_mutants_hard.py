@@ -7,22 +7,34 @@ import dataclasses
 
 from test_store import record
 
-from fathom.analysis.hard import PositionRow, Share, needle_positions
+from fathom.analysis.hard import PositionRow, Share, all_or_nothing, distance_table, needle_positions
 from fathom.analysis.stats import wilson_interval
+
+TWO = dataclasses.replace(
+    record(0),
+    needle_token_offsets=(100, 900),
+    needle_depths=(0.15, 0.85),
+    needle_values=("Funhaven", "Thuskbury"),
+    needle_roles=("gold", "gold"),
+    answers=("Funhaven", "Thuskbury"),
+    matched=("FUNHAVEN",),
+)
 
 
 def test_a_gold_is_found_whatever_the_case_the_answer_names_it_in() -> None:
-    two = dataclasses.replace(
-        record(0),
-        needle_token_offsets=(100, 900),
-        needle_depths=(0.15, 0.85),
-        needle_values=("Funhaven", "Thuskbury"),
-        needle_roles=("gold", "gold"),
-        answers=("Funhaven", "Thuskbury"),
-        matched=("FUNHAVEN",),
-    )
     # The needle at 0.15 (bin 0.1-0.2) named in capitals is found; the one at 0.85 is not.
-    assert needle_positions([two]) == [
+    assert needle_positions([TWO]) == [
         PositionRow(0.1, 0.2, Share(1, 1, 1.0, *wilson_interval(1, 1))),
         PositionRow(0.8, 0.9, Share(1, 0, 0.0, *wilson_interval(0, 1))),
     ]
+
+
+def test_a_sample_with_two_golds_counts_for_all_or_nothing() -> None:
+    (row,) = all_or_nothing([TWO])  # one of its two golds found: not all
+    assert (row.label, row.n, row.mean) == ("1024", 1, 0.0)
+
+
+def test_parts_a_whole_haystack_apart_fall_in_the_last_bin() -> None:
+    parts = dataclasses.replace(TWO, needle_depths=(0.0, 1.0), needle_roles=("part", "part"))
+    (row,) = distance_table([parts])
+    assert (row.label, row.n) == ("0.9-1.0", 1)
