@@ -38,3 +38,9 @@ def test_parts_a_whole_haystack_apart_fall_in_the_last_bin() -> None:
     parts = dataclasses.replace(TWO, needle_depths=(0.0, 1.0), needle_roles=("part", "part"))
     (row,) = distance_table([parts])
     assert (row.label, row.n) == ("0.9-1.0", 1)
+
+
+def test_errored_samples_and_controls_count_nowhere() -> None:
+    errored = dataclasses.replace(TWO, error="backend_error: timed out")
+    control = dataclasses.replace(TWO, control=True)
+    assert needle_positions([errored, control]) == [] and all_or_nothing([errored, control]) == []
