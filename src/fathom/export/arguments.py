@@ -20,7 +20,9 @@ EXPORT_DESCRIPTION = (
     "draws 7, names beginning with C, J or Y, which no evaluation name begins with, the training part of "
     "the low-overlap items; UUIDs from random streams of their own, equal to an evaluation's with "
     "probability 2^-122), so no example shares a needle, key, value, name or item with any evaluation "
-    "run. fathom export-check verifies an export against run folders."
+    "run. babi's stories (babi, or babi:qa1 ... alone) draw their people, places and objects from "
+    "training pools no evaluation story draws from. fathom export-check verifies an export against run "
+    "folders."
 )
 CHECK_HELP = "report what an export shares with evaluation run folders (exit 1 if anything)"
 CHECK_DESCRIPTION = (
@@ -42,9 +44,13 @@ def add_export_commands(
     export.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
     export.add_argument("--force", action="store_true", help="replace --out if it exists")
     export.add_argument("--lengths", default="1k,2k,4k,8k", help="prompt lengths in the tokenizer's tokens")
-    export.add_argument("--depths", default="11", help="a count of even depths or fractions (0,0.5,1)")
     export.add_argument(
-        "--needle", default="number", help=f"the needle kind: {', '.join(EXPORT_KINDS)} (not sf: it is fixed)"
+        "--depths", default=None, help="niah's: a count of even depths or fractions (0,0.5,1); default 11"
+    )
+    export.add_argument(
+        "--needle",
+        default=None,
+        help=f"niah's needle kind: {', '.join(EXPORT_KINDS)} (default number; not sf: it is fixed)",
     )
     export.add_argument(
         "--distractors",
@@ -66,9 +72,10 @@ def add_export_commands(
     )
     export.add_argument(
         "--haystack-offset",
-        default="random",
-        help="random (each example reads its own stretch of the corpus: more varied training text) or "
-        "start (every example the corpus's opening, as an evaluation run reads it unless told otherwise)",
+        default=None,
+        help="niah's: random (the default: each example reads its own stretch of the corpus, more varied "
+        "training text) or start (every example the corpus's opening, as an evaluation run reads it unless "
+        "told otherwise)",
     )
     export.add_argument(
         "--needle-style",
@@ -100,14 +107,19 @@ def add_export_commands(
 
 
 def export_spec(args: argparse.Namespace) -> RunSpec:
-    """The spec whose prompts the export imitates: a run's, whose backend is never made."""
+    """The spec whose prompts the export imitates: a run's, whose backend is never made. niah's
+    options default to the export's (11 depths, each example its own haystack stretch); a story
+    task's to a run's, so that one given for niah alone is refused as a run refuses it."""
+    niah = args.task == "niah"
+    offset = args.haystack_offset or ("random" if niah else "start")
     return RunSpec(
         task=args.task,
         model="export",  # no model answers: the tokenizer alone counts the lengths
         tokenizer=args.tokenizer,
         lengths=parse_lengths(args.lengths),
-        depths=parse_depths(args.depths),
+        # niah's grid; a story task draws its depths per sample, and refuses --depths as a run does
+        depths=parse_depths(args.depths or "11") if niah or args.depths else (),
         samples=1,  # each example is a sample of its own (fathom.export.examples)
         seed=args.seed,
-        **prompt_options(args),
+        **{**prompt_options(args), "haystack_offset": offset},
     )

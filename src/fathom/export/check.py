@@ -9,9 +9,12 @@ exported line. A key is looked for as its needle writes it, hyphen and all (``am
 two words apart are ordinary prose ("a little window" is no ``little-window``), which any haystack
 holds, and a passphrase is drawn from training's own words, none of them a key's.
 
-Compared: NIAH records of fathom's generated needle kinds, and RULER's synthetic needles (numbers,
-UUIDs, variable names). Not compared: the sf needle (one published sentence, never exported) and
-RULER's tasks whose answers are ordinary words or facts (cwe, fwe, qa), which any haystack holds.
+Compared: NIAH records of fathom's generated needle kinds, RULER's synthetic needles (numbers,
+UUIDs, variable names), and babi's stories: their people and places, each record's story drawn
+again from its seed and cell as the prompt drew it (``tasks.babi.story_of``, as the report's
+supporting facts are), looked for as names; their objects are ordinary nouns, not compared. Not
+compared: the sf needle (one published sentence, never exported) and RULER's tasks whose answers
+are ordinary words or facts (cwe, fwe, qa), which any haystack holds.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from fathom.prompts.needle_sets import LATENT_KINDS, PLURAL_QUESTIONS
 from fathom.prompts.needles import KEYED_NEEDLES
 from fathom.records import SampleRecord
 from fathom.run.store import RunFolder
+from fathom.tasks import babi
 from fathom.tasks.niah import NiahTask
 
 VALUE, KEY, NAME, ANCHOR = "value", "key", "name", "anchor"
@@ -143,6 +147,9 @@ def _record_terms(record: SampleRecord, items: tuple[LatentItem, ...]) -> Iterat
         yield from ((KEY, k) for k in re.split(r",(?: and)? ", question) if k)
     elif not niah and kind == _RULER_VARIABLES:
         yield from ((VALUE, v) for v in (*record.answers, question) if v)
+    elif record.task.startswith(babi.TASK + ":"):
+        story = babi.story_of(record.seed, record.task, record.length, record.sample)
+        yield from ((NAME, n) for n in dict.fromkeys((*record.answers, *story.people, *story.places)))
 
 
 def _stating(context: str, values: Iterable[str]) -> Iterator[str]:

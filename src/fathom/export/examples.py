@@ -2,7 +2,9 @@
 
 An example is one NIAH sample as ``fathom run`` would build it (the same task, prompt words,
 haystack, template budget and needle-set generators), with its needles drawn from ``spaces.TRAIN``
-instead of ``spaces.EVAL``, written as a chat conversation that ends in the answer.
+instead of ``spaces.EVAL``, written as a chat conversation that ends in the answer. A ``babi``
+example is one of ``fathom run babi``'s samples, its story drawn from ``babi_draw.TRAIN_POOLS``
+(training names, places and objects) instead of evaluation's.
 """
 
 from __future__ import annotations
@@ -27,12 +29,15 @@ from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell
 from fathom.safe_files import replacing
 from fathom.spec import MAX_PLANNED, RunSpec
+from fathom.tasks import babi
+from fathom.tasks.babi_draw import TASKS as BABI_TASKS
+from fathom.tasks.babi_draw import TRAIN_POOLS
 from fathom.tasks.base import Sample
 from fathom.tasks.niah import NEEDLE_SETS_VERSION, NIAH_VERSION, NiahTask
 
 # Bump when what an exported line holds, or how examples are drawn, changes.
 EXPORT_VERSION = 1
-EXPORTABLE = ("niah",)
+EXPORTABLE = ("niah", babi.TASK, *(babi.cell_task(task) for task in BABI_TASKS))
 # The needle kinds an export draws: all but sf, one published sentence that every evaluation asks.
 EXPORT_KINDS = tuple(kind for kind in (*NEEDLE_KINDS, *SPLIT_KINDS, *LATENT_KINDS) if kind != "sf")
 
@@ -56,11 +61,16 @@ def check_request(spec: RunSpec, count: int) -> None:
     if spec.task not in EXPORTABLE:
         if spec.task in registry.TASK.names():
             raise SpecError(
-                f"'{spec.task}' cannot be exported: export takes {', '.join(EXPORTABLE)} (RULER's tasks draw "
+                f"'{spec.task}' cannot be exported: export takes {', '.join(EXPORTABLE)} (the others draw "
                 "their keys and words from whole vocabularies that evaluation uses, so no training part "
                 "can be split off them without changing evaluation prompts)"
             )
         raise SpecError(f"unknown task '{spec.task}': export takes {', '.join(EXPORTABLE)}")
+    if not 1 <= count <= MAX_PLANNED:
+        raise SpecError(f"--count must lie in 1..{MAX_PLANNED:,}, not {count}")
+    if spec.task != "niah":  # a story task: no needle kinds
+        registry.check_spec(spec)
+        return
     kind = spec.needle or "number"
     if kind == "sf":
         raise SpecError(
@@ -69,8 +79,6 @@ def check_request(spec: RunSpec, count: int) -> None:
         )
     if kind not in EXPORT_KINDS:
         raise SpecError(f"unknown needle kind '{kind}': export takes {', '.join(EXPORT_KINDS)}")
-    if not 1 <= count <= MAX_PLANNED:
-        raise SpecError(f"--count must lie in 1..{MAX_PLANNED:,}, not {count}")
     registry.check_spec(spec)
 
 
@@ -82,6 +90,9 @@ def examples(spec: RunSpec, count: int, tokenizer: Tokenizer | None = None) -> I
     so no two draw the same needles. The same spec and count give the same lines."""
     check_request(spec, count)
     tokenizer = tokenizer or load_tokenizer(spec.tokenizer)
+    if spec.task != "niah":
+        yield from _stories(spec, count, tokenizer)
+        return
     # The training space, its streams also told apart by kind and hardness: exports of one seed that
     # differ in those draw other keys and names, so concatenating them repeats none.
     kind = spec.needle or "number"
@@ -96,7 +107,21 @@ def examples(spec: RunSpec, count: int, tokenizer: Tokenizer | None = None) -> I
         name, length, depth = cells[index % len(cells)]
         sample = task.prepare(Cell(name, length, depth, index))
         assert isinstance(sample, Sample)  # a niah cell that is no perplexity cell
-        yield _example(sample, task, tokenizer, index)
+        versions = {"niah": NIAH_VERSION, "needle_sets": NEEDLE_SETS_VERSION, "latent": LATENT_VERSION}
+        yield _example(sample, task.template.name, task.variants[name].corpus.name, spec, tokenizer, versions)
+
+
+def _stories(spec: RunSpec, count: int, tokenizer: Tokenizer) -> Iterator[dict[str, Any]]:
+    """``count`` babi examples: its cells (task, length), shuffled by the seed as niah's, round after
+    round; each example its own sample, its story of the training pools."""
+    task = babi.BabiTask(spec, tokenizer, TRAIN_POOLS)
+    cells = [(cell.task, cell.length) for cell in task.cells()]  # one sample each: the spec's
+    needle_rng(spec.seed, *TRAIN.stream, "export-order").shuffle(cells)
+    for index in range(count):
+        name, length = cells[index % len(cells)]
+        sample = task.prepare(Cell(name, length, None, index))
+        versions = {babi.TASK: babi.BABI_VERSION}
+        yield _example(sample, task.template.name, task.corpus.name, spec, tokenizer, versions)
 
 
 def _named_items(spec: RunSpec) -> frozenset[str]:
@@ -112,14 +137,16 @@ def _named_items(spec: RunSpec) -> frozenset[str]:
     )
 
 
-def _example(sample: Sample, task: NiahTask, tokenizer: Tokenizer, index: int) -> dict[str, Any]:
+def _example(
+    sample: Sample, template: str, corpus: str, spec: RunSpec, tokenizer: Tokenizer, versions: dict[str, int]
+) -> dict[str, Any]:
     chat = chat_prompt(tokenizer, sample.text, sample.prompt, sample.question)
     messages = [{"role": "system", "content": chat.system}] if chat.system else []
     messages += [
         {"role": "user", "content": chat.user},
         {"role": "assistant", "content": answer_sentence(chat.prefill, sample.answers)},
     ]
-    spec, cell = task.spec, sample.cell
+    cell = sample.cell
     placements = sample.needles.placements if sample.needles else ()
     meta = {
         "task": cell.task,
@@ -129,14 +156,14 @@ def _example(sample: Sample, task: NiahTask, tokenizer: Tokenizer, index: int) -
         "needle_depths": [round(n.depth, 4) for n in sample.prompt.needles],
         "needle_roles": [p.role for p in placements],
         "answers": list(sample.answers),
-        "corpus": task.variants[cell.task].corpus.name,
+        "corpus": corpus,
         "tokenizer": tokenizer.name,
-        "template": task.template.name,
+        "template": template,
         "seed": spec.seed,
-        "index": index,
+        "index": cell.sample,
         "split": TRAIN.split,
         "version": EXPORT_VERSION,
-        "generators": {"niah": NIAH_VERSION, "needle_sets": NEEDLE_SETS_VERSION, "latent": LATENT_VERSION},
+        "generators": versions,
     }
     return {"messages": messages, "meta": meta}
 
@@ -160,5 +187,7 @@ def write_examples(spec: RunSpec, count: int, out: Path, force: bool = False) ->
     with replacing(out) as stream:  # whole or not at all, and never through a link at ``out``
         for example in examples(spec, count):
             stream.write((json.dumps(example, ensure_ascii=False) + "\n").encode("utf-8"))
+    if spec.task != "niah":  # a story task's cells: its stories' tasks by the lengths
+        return Exported(out, count, (len(BABI_TASKS) if spec.task == babi.TASK else 1) * len(spec.lengths))
     corpora = len(spec.domains) or 1
     return Exported(out, count, corpora * len(spec.lengths) * len(spec.depths))

@@ -96,8 +96,9 @@ def _names(text: str, word: str) -> bool:
 
 
 class BabiTask:
-    def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
+    def __init__(self, spec: RunSpec, tokenizer: Tokenizer, pools: draw.Pools = draw.EVAL_POOLS) -> None:
         self.spec = spec
+        self.pools = pools  # fathom export's stories draw from the training pools
         self.name = spec.task
         self.tasks = draw.TASKS if spec.task == TASK else (story_task(spec.task),)
         self.template = resolve_template(spec.template, tokenizer)
@@ -123,7 +124,7 @@ class BabiTask:
     @functools.cached_property
     def _longest(self) -> dict[str, str]:
         """Each kind of word at its most tokens in this tokenizer: people, places, objects."""
-        pools = {"person": draw.PEOPLE, "place": draw.PLACES, "thing": draw.OBJECTS}
+        pools = {"person": self.pools.people, "place": self.pools.places, "thing": self.pools.objects}
         return {
             kind: max(pool, key=lambda w: len(self.tokenizer.encode(" " + w))) for kind, pool in pools.items()
         }
@@ -164,8 +165,8 @@ class BabiTask:
         )
 
     def prepare(self, cell: Cell) -> Sample:
-        rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.sample)
-        story = draw.draw_story(rng, story_task(cell.task))
+        rng = needle_rng(self.spec.seed, *self.pools.stream, cell.task, cell.length, cell.sample)
+        story = draw.draw_story(rng, story_task(cell.task), pools=self.pools)
         asked = story.question
         prompt = place_lines(self.builder, rng, cell.length, asked, story.lines, self.form)
         return Sample(

@@ -10,7 +10,10 @@ the replay gives the same answer, and a test holds the generator to it).
 
 People are the evaluation part of fathom's real-looking given names (``prompts/names.py``), places
 are made-up words of fathom's evaluation space (``PLACES``), and objects are nouns of that space:
-no model has seen these stories, and none can answer from what it knows of bAbI.
+no model has seen these stories, and none can answer from what it knows of bAbI. ``fathom export``
+draws its stories from ``TRAIN_POOLS`` instead: the training part of the names, places of the
+training space (their first letter is one no evaluation place begins with) and training nouns, so
+no exported story shares a person, place or object with an evaluation story.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fathom.prompts import babi_story as lang
-from fathom.prompts.spaces import EVAL
+from fathom.prompts.spaces import EVAL, TRAIN
 
 TASKS = ("qa1", "qa2", "qa3", "qa4", "qa5")
 SIZES = {"qa1": 12, "qa2": 16, "qa3": 18, "qa4": 8, "qa5": 14}  # sentences a story has, all roles
@@ -33,8 +36,37 @@ OBJECTS = (
     "compass", "crown", "drum", "feather", "hammer", "helmet", "jacket", "kettle", "ladder", "lantern",
     "lemon", "mirror", "needle", "paddle", "pebble", "pencil", "pillow", "puzzle", "ribbon", "saddle",
 )  # fmt: skip
+# Training objects: training nouns one can carry, so none of them an evaluation noun (spaces.py).
+TRAIN_OBJECTS = (
+    "acorn", "anvil", "banner", "biscuit", "bonnet", "bracelet", "broom", "buckle", "chisel", "collar",
+    "cookie", "crystal", "dagger", "fiddle", "flute", "fossil", "glove", "goblet", "harp", "jar", "kite",
+    "locket", "magnet", "mallet", "mitten", "muffin", "oar", "parcel", "quill", "quilt", "scarf", "scroll",
+    "vase",
+)  # fmt: skip
 SUPPORT, STORY, DISTRACTOR = "support", "story", "distractor"
 _OTHERS = 3  # distractor people per story
+
+
+@dataclass(frozen=True)
+class Pools:
+    """What stories draw their people, places and objects from, and the words mixed into each
+    sample's random stream beside the seed and the cell (none for evaluation's, whose streams are
+    what they always were; ``spaces.Space.stream``)."""
+
+    people: tuple[str, ...]
+    places: tuple[str, ...]
+    objects: tuple[str, ...]
+    stream: tuple[str, ...] = ()
+
+
+EVAL_POOLS = Pools(PEOPLE, PLACES, OBJECTS)
+_TRAIN_PLACE_RNG = random.Random("fathom babi train places")
+TRAIN_POOLS = Pools(
+    TRAIN.names.given,
+    tuple(dict.fromkeys(TRAIN.place(_TRAIN_PLACE_RNG) for _ in range(48))),
+    TRAIN_OBJECTS,
+    TRAIN.stream,
+)
 
 
 @dataclass(frozen=True)
@@ -185,12 +217,12 @@ _DRAWERS: dict[str, Drawer] = {"qa1": _qa1, "qa2": _qa2, "qa3": _qa3, "qa4": _qa
 _ASKED_PEOPLE = {"qa1": 1, "qa2": 1, "qa3": 1, "qa4": 0, "qa5": 3}
 
 
-def draw_story(rng: random.Random, task: str, distractors: bool = True) -> Story:
+def draw_story(rng: random.Random, task: str, distractors: bool = True, pools: Pools = EVAL_POOLS) -> Story:
     """A story for ``task`` from ``rng``: ``SIZES[task]`` sentences, or only the asked thread's
-    without ``distractors`` (the same draws, so the same thread)."""
-    people = rng.sample(PEOPLE, _ASKED_PEOPLE[task] + _OTHERS)
-    places = rng.sample(PLACES, 8)
-    things = rng.sample(OBJECTS, 4)
+    without ``distractors`` (the same draws, so the same thread), of ``pools``' words."""
+    people = rng.sample(pools.people, _ASKED_PEOPLE[task] + _OTHERS)
+    places = rng.sample(pools.places, 8)
+    things = rng.sample(pools.objects, 4)
     asked = _ASKED_PEOPLE[task]
     thread, args, answer = _DRAWERS[task](rng, people[:asked], places, things[:1])
     count = SIZES[task] - len(thread)
