@@ -18,6 +18,7 @@ from fathom.analysis.babi import babi_summary, is_babi_run
 from fathom.analysis.control import control_summary
 from fathom.analysis.hard import hard_summary
 from fathom.analysis.knowledge import knowledge_summary
+from fathom.analysis.listing import is_listing_run, listing_summary
 from fathom.analysis.niah import CellStats, summarize, worst_depth_effective_length
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import TaskCell, category_scores, ruler_summary
@@ -76,6 +77,9 @@ class RulerGrid:
     # A bAbI-style run's section (``fathom.analysis.babi.babi_summary``): scores by task with their
     # intervals, by the distance between supporting facts, effective lengths per task; added as ``state`` was.
     babi: Row = dataclasses.field(default_factory=dict)
+    # A long-output run's section (``fathom.analysis.listing.listing_summary``): F1, precision, recall
+    # and truncated answers by item count and length, effective lengths per count; added as ``babi`` was.
+    listing: Row = dataclasses.field(default_factory=dict)
     # Schema 7. RULER's four categories, each one's mean over its tasks per length with its interval
     # (``fathom.analysis.ruler.category_scores``), where the run has a task of RULER's suite: made
     # from the grid for an older summary. Added to schema 7 before any release wrote it, so a summary
@@ -265,7 +269,7 @@ def _with_worst_depth(grid: dict[str, Any]) -> dict[str, Any]:
 
 SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7))
 # A sweep's sections that only some runs have: absent from summary.json where empty.
-_OPTIONAL = ("variants", "hard", "suites", "state", "babi", "categories")
+_OPTIONAL = ("variants", "hard", "suites", "state", "babi", "listing", "categories")
 
 
 def run_summary(
@@ -289,6 +293,8 @@ def run_summary(
             summary["state"] = state_summary(samples, threshold)
         if is_babi_run(samples):
             summary["babi"] = babi_summary(samples, threshold)
+        if is_listing_run(samples):
+            summary["listing"] = listing_summary(samples, threshold)
     elif samples:
         summary = {"kind": "niah", **_niah(samples, threshold)}
         # The low-overlap items apart from the context: scores on the known ones, bases (hard.knowledge).

@@ -151,6 +151,9 @@ _COMMON = {
     # The share of the low-overlap items it knows, each drawn by its anchor and the seed: one it does
     # not know it finds in no context unless the question names its anchor, nor answers closed-book.
     "knows": _chance(1.0),
+    # Whether it stops at the request's max_new_tokens, as a real model does ("obey": its answer cut
+    # there, finish reason "length"), or says its whole answer whatever the budget (as it always has).
+    "budget": choice("ignore", "obey"),
 }
 DONT_KNOW = "I do not know."
 
@@ -178,6 +181,7 @@ class SimulatedBackend:
         self.nll: float = values["nll"]
         self.input: InputKind = values["input"]
         self.knows: float = values["knows"]
+        self.budget: str = values["budget"]
         self.exact_lengths = True
         has_window = self.archetype.has_window
         self.trained_window = int(self.params["window"]) if has_window else None
@@ -187,6 +191,8 @@ class SimulatedBackend:
         reading = {"reading": self.reading} if self.reading else {}
         # knows is left out at 1 (every item), as every simulated model knew them before it existed.
         knowing = {"knows": self.knows} if self.knows < 1 else {}
+        # budget is left out where it is ignored, as every simulated model ignored it before it existed.
+        obeying = {"budget": self.budget} if self.budget == "obey" else {}
         return {
             "params": self.params,
             "seed": self.seed,
@@ -194,6 +200,7 @@ class SimulatedBackend:
             "nll": self.nll,
             **reading,
             **knowing,
+            **obeying,
         }
 
     def knows_item(self, anchor: str) -> bool:
@@ -249,11 +256,15 @@ class SimulatedBackend:
         )
 
     def _completion(self, request: Request, output: str, start: float) -> Completion:
+        tokens = self.tokenizer.encode(output)
+        cut = self.budget == "obey" and len(tokens) > request.max_new_tokens
+        if cut:
+            tokens = tokens[: request.max_new_tokens]
         return Completion(
-            text=output,
+            text=self.tokenizer.decode(tokens) if cut else output,
             prompt_tokens=len(request.ids),
-            completion_tokens=len(self.tokenizer.encode(output)),
-            finish_reason="stop",
+            completion_tokens=len(tokens),
+            finish_reason="length" if cut else "stop",
             latency_s=time.perf_counter() - start,
         )
 

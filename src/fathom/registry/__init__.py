@@ -59,6 +59,12 @@ def _state(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     return StateTask(spec, tokenizer)
 
 
+def _listing(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+    from fathom.tasks.listing import ListingTask
+
+    return ListingTask(spec, tokenizer)
+
+
 def _babi(spec: RunSpec, tokenizer: Tokenizer) -> Task:
     from fathom.tasks.babi import BabiTask
 
@@ -151,6 +157,12 @@ TASKS: dict[str, TaskEntry] = {
         "a list's final state after operations spread through a haystack, decoys among them (--ops)",
         depths="drawn",
         knobs=("corpus", "template", "system_prompt", "max_new_tokens", "ops"),
+    ),
+    "listing": TaskEntry(
+        _listing,
+        "every log record matching a condition, one a line: an answer that grows with the input (--items)",
+        depths="drawn",
+        knobs=("corpus", "template", "system_prompt", "max_new_tokens", "items"),
     ),
     "babi": _BABI_TASK,
     **{

@@ -8,6 +8,7 @@ from fathom.analysis.hard import FORM_AXES
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.report.babi_text import babi_text
 from fathom.report.categories_text import categories_text
+from fathom.report.listing_text import listing_text
 from fathom.report.qualification_text import qualification_line
 from fathom.report.score_text import axis_table
 from fathom.report.score_text import pct as _pct
@@ -283,6 +284,8 @@ def ruler_text(grid: RulerGrid) -> list[str]:
         return lines + state_text(grid.state)
     if grid.babi:  # the bAbI-style stories: their own thresholds, by task and by distance
         return lines + babi_text(grid.babi)
+    if grid.listing:  # long outputs: F1's own thresholds, precision, recall and truncation
+        return lines + listing_text(grid.listing)
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     scores = ", ".join(
         f"{name} {'n/a' if mean[key] is None else f'{mean[key]:.1f}'}"

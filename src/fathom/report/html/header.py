@@ -14,6 +14,7 @@ from fathom.analysis.summary import NiahGrid, RulerGrid, Summary
 from fathom.manifest import Environment, Manifest
 from fathom.records import SampleRecord
 from fathom.report.html.babi import babi_boxes
+from fathom.report.html.listing import listing_boxes
 from fathom.report.html.page import depth_label, esc, number_box, percent
 from fathom.report.html.state import state_boxes
 from fathom.report.html.suites import suite_boxes
@@ -109,6 +110,8 @@ def headline(summary: Summary) -> str:
         boxes += state_boxes(sweep.state)
     elif isinstance(sweep, RulerGrid) and sweep.babi:  # nor the bAbI-style stories'
         boxes += babi_boxes(sweep.babi)
+    elif isinstance(sweep, RulerGrid) and sweep.listing:  # nor long outputs'
+        boxes += listing_boxes(sweep.listing)
     elif isinstance(sweep, RulerGrid):
         mean, low = sweep.aggregates["mean"], sweep.aggregates["lower_bound"]
         threshold = f"score > {mean['threshold']:g}"

@@ -24,6 +24,7 @@ from fathom.report.html.failures import HEDGED_RIGHT, REJECTED_RIGHT, failures_s
 from fathom.report.html.hard import hard_section, variants_section
 from fathom.report.html.header import page_header
 from fathom.report.html.judges import judges_section
+from fathom.report.html.listing import listing_section
 from fathom.report.html.page import (
     FAILURE_LABELS,
     cell_key,
@@ -78,7 +79,8 @@ def _ruler_section(grid: RulerGrid, folder: RunFolder) -> str:
         "<p>Click a task's cell to see its samples below; the last row is the mean over tasks.</p>"
         f"{ruler_grid(grid)}{legend('score')}"
     )
-    if grid.suites or grid.state or grid.babi:  # RULER's thresholds are no suite's, nor state's, nor bAbI's
+    # RULER's thresholds are no suite's, nor state's, nor bAbI's, nor long outputs'
+    if grid.suites or grid.state or grid.babi or grid.listing:
         return top + "</section>"
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     head = ("on", "average", "wAvg inc", "wAvg dec", f"effective length (> {mean['threshold']:g})",
@@ -260,6 +262,8 @@ def write_report(
             body.append(state_section(summary.sweep.state))
         if summary.sweep.babi:
             body.append(babi_section(summary.sweep.babi))
+        if summary.sweep.listing:
+            body.append(listing_section(summary.sweep.listing))
     elif isinstance(summary.sweep, NiahGrid):
         body.append(_niah_section(summary.sweep))
         body.append(variants_section(summary.sweep.variants))

@@ -1,0 +1,56 @@
+"""Log records for the long-output task (``fathom.tasks.listing``): how a record reads, how the
+question names the condition it asks for, and how a record's id is found again in any text (an
+answer, or a simulated model's reading of the context).
+
+A record is one line, ``#40417 2024-03-07 14:02 | user=alice | action=refund | amount=120``; its id
+(``#`` and five digits) is what an answer lists. The condition is a user and an action together:
+the question names them in the words the records use (``user=alice | action=refund |``), so that a
+simulated reader that looks for that text finds every matching record and no look-alike.
+"""
+
+from __future__ import annotations
+
+import re
+
+USERS = ("alice", "bruno", "chen", "dmitri", "esther", "farah", "gustav", "hana")
+ACTIONS = ("refund", "purchase", "login", "transfer", "upload", "logout")
+ID_DIGITS = 5
+IDS = range(10 ** (ID_DIGITS - 1), 10**ID_DIGITS)
+_ID = re.compile(rf"#(\d{{{ID_DIGITS}}})(?!\d)")
+_ASKED = re.compile(r"with `(user=\w+ \| action=\w+ \|)`")
+
+
+def record(ident: int, day: int, minute: int, user: str, action: str, amount: int) -> str:
+    """One record's line: ``day`` of March 2024 (1 to 31), ``minute`` of the day, an amount."""
+    return (
+        f"#{ident} 2024-03-{day:02d} {minute // 60:02d}:{minute % 60:02d} | user={user} | action={action} "
+        f"| amount={amount}"
+    )
+
+
+def condition(user: str, action: str) -> str:
+    """The text every matching record holds and no other does."""
+    return f"user={user} | action={action} |"
+
+
+def question(user: str, action: str) -> str:
+    return (
+        f"List the id of every log record in the document with `{condition(user, action)}`, in the "
+        "order they appear, one id per line (like #12345), and nothing else."
+    )
+
+
+def asked(question_text: str) -> str | None:
+    """The condition a listing question asks for, or None for any other question."""
+    found = _ASKED.search(question_text)
+    return None if found is None else found.group(1)
+
+
+def ids_in(text: str) -> list[str]:
+    """Every record id ``text`` names, in order, as ``#12345``, repeats kept."""
+    return [f"#{digits}" for digits in _ID.findall(text)]
+
+
+def listed(ids: list[str]) -> str:
+    """The answer that lists ``ids``: one a line."""
+    return "\n".join(ids)
