@@ -11,7 +11,7 @@ import math
 import pytest
 from test_awkward_fixtures import item
 
-from fathom.analysis.suites import item_key, item_means, task_table
+from fathom.analysis.suites import item_key, item_means, mean_over_tasks, task_table
 
 Z = 1.959963984540054  # the normal's 97.5% point
 
@@ -59,3 +59,15 @@ def test_a_tasks_pooled_row_counts_cut_prompts_and_takes_its_interval_over_items
         (1024, 4, 0.75, 0), (2048, 4, 0.75, 1),
     ]  # fmt: skip
     assert (row["lengths"][0]["ci_low"], row["lengths"][0]["ci_high"]) == pytest.approx(wilson(3, 4))
+
+
+def test_the_mean_over_tasks_of_as_many_items_is_wilsons_over_their_items_without_errors() -> None:
+    records = [
+        item("qasper", 0, 1024, 1.0), item("qasper", 1, 1024, 0.0), item("hotpotqa", 0, 1024, 1.0),
+        item("hotpotqa", 1, 1024, 1.0), item("hotpotqa", 1, 2048, 0.0, "backend_error: made up"),
+    ]  # fmt: skip
+    # Graded: qasper 1, 0 (mean 0.5); hotpotqa 1, 1 (mean 1.0); the errored sample left out. Two items
+    # a task, so each item weighs the same: Wilson's interval for 3 items right of 4.
+    mean = mean_over_tasks(records)
+    assert (mean.tasks, mean.items, mean.n, mean.mean) == (2, 4, 4, 0.75)
+    assert (mean.ci_low, mean.ci_high) == pytest.approx(wilson(3, 4))
