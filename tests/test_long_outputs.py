@@ -18,6 +18,7 @@ from fathom.plan.check import check_run
 from fathom.prompts import log_records as logs
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Cell
+from fathom.report.compare import compare_runs
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.listing import MARGIN, ListingTask, draw_log, grade, item_scores
@@ -185,6 +186,15 @@ def test_sim_perfect_lists_every_record_within_its_budget(runs: dict[str, Path])
 def test_sim_cliff_drops_past_its_window(runs: dict[str, Path]) -> None:
     means = {(c["items"], c["length"]): c["mean"] for c in section(runs["cliff"])["cells"]}
     assert means == {(2, 2048): 1.0, (8, 2048): 1.0, (2, 8192): 0.0, (8, 8192): 0.0}
+
+
+def test_compare_pairs_listing_samples_by_id_and_tests_each_cell(runs: dict[str, Path]) -> None:
+    comparison = compare_runs(runs["perfect"], runs["cliff"])
+    assert comparison.overall.pairs == 16 and comparison.left_out_unpaired == 0
+    assert (comparison.overall.worse, comparison.overall.better) == (8, 0)
+    by_cell = {(c.task, c.length): (c.test.pairs, c.test.worse) for c in comparison.cells}
+    assert by_cell == {("listing:2", 2048): (4, 0), ("listing:8", 2048): (4, 0),
+                       ("listing:2", 8192): (4, 4), ("listing:8", 8192): (4, 4)}  # fmt: skip
 
 
 def test_a_truncated_answer_is_scored_as_it_stands_and_counted(runs: dict[str, Path]) -> None:
