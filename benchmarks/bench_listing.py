@@ -38,9 +38,8 @@ def main() -> None:
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}"
     )
-    print(
-        f"{args.samples} prompts at {args.length} ({args.tokenizer}), best of {args.repeats} passes after a first:"
-    )
+    cells = f"{args.samples} prompts at {args.length} ({args.tokenizer})"
+    print(f"{cells}, best of {args.repeats} passes after a first:")
     print(f"  niah (one needle, depth 0.5): {1000 * niah[1]:.1f} ms (first pass {1000 * niah[0]:.1f} ms)")
     records = f"{args.items} matching records, {args.items} look-alikes"
     print(f"  listing ({records}): {1000 * listing[1]:.1f} ms (first pass {1000 * listing[0]:.1f} ms)")
