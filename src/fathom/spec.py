@@ -92,6 +92,8 @@ class RunSpec:
     fill: str = "exact"
     # state: the counts of relevant list operations swept as an axis; empty: the task's default.
     ops: tuple[int, ...] = ()
+    # listing: the counts of matching records (the answer's items) swept as an axis; empty: the default.
+    items: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.lengths:
@@ -128,6 +130,8 @@ class RunSpec:
             )
         if any(count < 1 for count in self.ops):
             raise SpecError(f"--ops takes counts of operations of at least 1, got {list(self.ops)}")
+        if any(count < 1 for count in self.items):
+            raise SpecError(f"--items takes counts of records of at least 1, got {list(self.items)}")
         if self.fill not in FILLS:
             raise SpecError(f"unknown fill '{self.fill}': use one of {', '.join(FILLS)}")
         check_forms(self.relations, self.needle_orders, self.question_templates)
@@ -156,6 +160,7 @@ class RunSpec:
         values["domains"] = tuple(values.get("domains", ()))
         values["suite_tasks"] = tuple(values.get("suite_tasks", ()))
         values["ops"] = tuple(values.get("ops", ()))
+        values["items"] = tuple(values.get("items", ()))
         for name in ("relations", "needle_orders", "question_templates"):
             if name in values:
                 values[name] = tuple(values[name])
@@ -184,6 +189,7 @@ _LATER_FIELDS: dict[str, object] = {
     "truncate": True,
     "fill": "exact",
     "ops": (),
+    "items": (),
 }
 
 
@@ -268,11 +274,22 @@ def parse_lengths(text: str) -> tuple[int, ...]:
 
 def parse_ops(text: str | None) -> tuple[int, ...]:
     """``--ops 4,16,64``: counts of operations, sorted, duplicates removed; None or "" leaves the default."""
+    return parse_counts(text, "--ops", "4,16,64")
+
+
+def parse_items(text: str | None) -> tuple[int, ...]:
+    """``--items 8,32,128``: counts of matching records, as ``parse_ops`` reads its counts."""
+    return parse_counts(text, "--items", "8,32,128")
+
+
+def parse_counts(text: str | None, flag: str, example: str) -> tuple[int, ...]:
+    """An axis of whole counts (``--ops``, ``--items``): sorted, duplicates removed; None or "" leaves
+    the task's default."""
     if not text or not text.strip():
         return ()
     parts = [part.strip() for part in text.split(",")]
     if not all(part.isascii() and part.isdigit() and len(part) <= 6 for part in parts):
-        raise SpecError(f"--ops takes whole counts separated by commas, e.g. 4,16,64, not '{text}'")
+        raise SpecError(f"{flag} takes whole counts separated by commas, e.g. {example}, not '{text}'")
     return tuple(sorted({int(part) for part in parts}))
 
 

@@ -317,6 +317,12 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         "docs/state-tracking.md)",
     )
     parser.add_argument(
+        "--items",
+        default=None,
+        help=f"{_for('items')}: counts of matching records the answer lists, swept as an axis (default "
+        "8,32,128; docs/long-outputs.md)",
+    )
+    parser.add_argument(
         "--perplexity",
         action="store_true",
         help=f"{_for('perplexity')}: also score perplexity documents of the haystack corpus at every length "
