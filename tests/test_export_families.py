@@ -1,5 +1,6 @@
-"""fathom export of the story families (babi): stories of training names, places and objects that
-no evaluation story draws, prompts exactly their length, and export-check finding a planted name."""
+"""fathom export of the families of lines (babi, state): stories of training names, places and
+objects that no evaluation story draws, programs on training lists of training values, prompts
+exactly their length, and export-check finding a planted name."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from fathom.cli import main
 from fathom.prompts import babi_story as lang
+from fathom.prompts import list_ops
 from fathom.prompts.names import pool_of
 from fathom.prompts.spaces import ONSETS
 from fathom.records import SampleRecord
@@ -20,6 +22,7 @@ from fathom.run.runner import run
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 from fathom.tasks import babi_draw as draw
+from fathom.tasks import state
 from fathom.tasks.babi import BABI_TEXT
 
 LENGTHS = ("2048", "3072")
@@ -154,7 +157,8 @@ def test_an_evaluation_name_planted_in_a_babi_export_is_found(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["state"], "'state' cannot be exported: export takes niah, babi"),
+        (["vt"], "'vt' cannot be exported: export takes niah, babi"),
+        (["state", "--ops", "64"], "--ops 64 does not fit a length of 2048 tokens"),
         (["babi:qa9"], "unknown task 'babi:qa9': export takes niah, babi, babi:qa1"),
         (["babi", "--depths", "3"], "'babi' draws needle depths per sample"),
         (["babi", "--needle", "uuid"], "--needle goes with niah runs, not 'babi'"),
@@ -168,3 +172,66 @@ def test_a_bad_story_export_is_refused_in_one_line(
     err = capsys.readouterr().err
     assert err.startswith(f"fathom: error: {message}") and err.count("\n") == 1 and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+# --- state ---
+
+
+def _program_words(program: state.Program) -> tuple[set[str], set[int]]:
+    """The lists a program names and the values it writes, read back by the list language (an
+    insert's first argument and a pop's are indices, not values)."""
+    names: set[str] = set()
+    values: set[int] = set()
+    for line in program.lines:
+        op = list_ops.parse(line)
+        assert op is not None, line
+        names.add(op.target)
+        held = {"append": op.args, "insert": op.args[1:], "remove": op.args, "count": op.args}
+        values |= set(held.get(op.method, ()))
+    return names, values
+
+
+def test_training_and_evaluation_programs_never_share_a_list_or_a_value() -> None:
+    eval_names: set[str] = set()
+    train_names: set[str] = set()
+    eval_values: set[int] = set()
+    train_values: set[int] = set()
+    for seed in range(300):
+        names, values = _program_words(state.program(random.Random(seed), 1 + seed % 40))
+        eval_names, eval_values = eval_names | names, eval_values | values
+        names, values = _program_words(state.program(random.Random(seed), 1 + seed % 40, state.TRAIN_LISTS))
+        train_names, train_values = train_names | names, train_values | values
+    assert eval_names == {"items", "notes"} and train_names == {"cards", "jars"}
+    # One or two digits in evaluation, three in training: no value, so no list, is in both.
+    assert eval_values and all(1 <= v <= 99 for v in eval_values)
+    assert train_values and all(100 <= v <= 999 for v in train_values)
+
+
+def test_evaluation_programs_are_drawn_as_before() -> None:
+    # A program the generator drew before it took lists (commit 1444ae6).
+    assert state.program(random.Random(5), 3).lines == (
+        "items.append(60)", "items.insert(0, 21)", "notes.insert(0, 49)", "items.pop(0)",
+        "notes.insert(1, 36)", "notes.sort()",
+    )  # fmt: skip
+
+
+def test_a_state_export_is_its_length_and_its_answers_are_what_python_says(tmp_path: Path) -> None:
+    out = tmp_path / "state.jsonl"
+    args = ["--tokenizer", "char", "--template", "none", "--lengths", "2k", "--ops", "4,8"]
+    assert cli("export", "state", *args, "--count", "12", "--out", out) == 0
+    kinds = set()
+    for example in lines(out):
+        data = example["meta"]
+        user, answer = (m["content"] for m in example["messages"])
+        assert len(user + "\n\n" + "Answer:") == data["length"] == 2048
+        code = [line for line in user.splitlines() if re.fullmatch(r"(cards|jars)\.\w+\([0-9, ]*\)", line)]
+        assert len(code) == 2 * int(data["task"].partition(":")[2]) and "items" not in user
+        # Python itself runs the lines: the answer is the list, its length or its sum.
+        lists: dict[str, list[int]] = {"cards": [], "jars": []}
+        for line in code:
+            exec(line, {}, lists)  # a line of the list language is a Python statement
+        final = lists["cards"]
+        expected = {"list": str(final), "length": str(len(final)), "sum": str(sum(final))}[data["needle"]]
+        assert answer == f"Answer: {expected}."
+        kinds.add(data["needle"])
+    assert kinds == {"list", "length", "sum"}

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from fathom.export.examples import EXPORT_KINDS, EXPORTABLE
-from fathom.spec import RunSpec, add_latent_arguments, parse_depths, parse_lengths, prompt_options
+from fathom.spec import RunSpec, add_latent_arguments, parse_depths, parse_lengths, parse_ops, prompt_options
 
 EXPORT_HELP = "write long-context training examples from evaluation's generators, sharing nothing with it"
 EXPORT_DESCRIPTION = (
@@ -21,8 +21,9 @@ EXPORT_DESCRIPTION = (
     "the low-overlap items; UUIDs from random streams of their own, equal to an evaluation's with "
     "probability 2^-122), so no example shares a needle, key, value, name or item with any evaluation "
     "run. babi's stories (babi, or babi:qa1 ... alone) draw their people, places and objects from "
-    "training pools no evaluation story draws from. fathom export-check verifies an export against run "
-    "folders."
+    "training pools no evaluation story draws from; state's programs act on other lists (cards and jars, "
+    "not items and notes) with three-digit values where evaluation's have one or two. fathom "
+    "export-check verifies an export against run folders."
 )
 CHECK_HELP = "report what an export shares with evaluation run folders (exit 1 if anything)"
 CHECK_DESCRIPTION = (
@@ -46,6 +47,9 @@ def add_export_commands(
     export.add_argument("--lengths", default="1k,2k,4k,8k", help="prompt lengths in the tokenizer's tokens")
     export.add_argument(
         "--depths", default=None, help="niah's: a count of even depths or fractions (0,0.5,1); default 11"
+    )
+    export.add_argument(
+        "--ops", default=None, help="state's: counts of relevant list operations (default 4,16,64)"
     )
     export.add_argument(
         "--needle",
@@ -120,6 +124,7 @@ def export_spec(args: argparse.Namespace) -> RunSpec:
         # niah's grid; a story task draws its depths per sample, and refuses --depths as a run does
         depths=parse_depths(args.depths or "11") if niah or args.depths else (),
         samples=1,  # each example is a sample of its own (fathom.export.examples)
+        ops=parse_ops(args.ops),
         seed=args.seed,
         **{**prompt_options(args), "haystack_offset": offset},
     )

@@ -13,8 +13,9 @@ Compared: NIAH records of fathom's generated needle kinds, RULER's synthetic nee
 UUIDs, variable names), and babi's stories: their people and places, each record's story drawn
 again from its seed and cell as the prompt drew it (``tasks.babi.story_of``, as the report's
 supporting facts are), looked for as names; their objects are ordinary nouns, not compared. Not
-compared: the sf needle (one published sentence, never exported) and RULER's tasks whose answers
-are ordinary words or facts (cwe, fwe, qa), which any haystack holds.
+compared: the sf needle (one published sentence, never exported), RULER's tasks whose answers are
+ordinary words or facts (cwe, fwe, qa), which any haystack holds, and state's lists of small
+numbers (an export's act on other lists, of three-digit values: ``tasks/state.py``'s TRAIN_LISTS).
 """
 
 from __future__ import annotations
@@ -232,7 +233,8 @@ def check_text(result: CheckResult, most: int = 50) -> list[str]:
     where = f"{result.examples} examples of {result.export}"
     runs = f"{result.records} records of {len(result.runs)} run folder(s)"
     skipped = (
-        f"; {result.skipped} records of ordinary-word answers (sf, RULER's cwe, fwe, qa) not compared"
+        f"; {result.skipped} records of ordinary-word or small-number answers (sf, RULER's cwe, fwe, qa; "
+        "state) not compared"
         if result.skipped
         else ""
     )

@@ -4,7 +4,8 @@ An example is one NIAH sample as ``fathom run`` would build it (the same task, p
 haystack, template budget and needle-set generators), with its needles drawn from ``spaces.TRAIN``
 instead of ``spaces.EVAL``, written as a chat conversation that ends in the answer. A ``babi``
 example is one of ``fathom run babi``'s samples, its story drawn from ``babi_draw.TRAIN_POOLS``
-(training names, places and objects) instead of evaluation's.
+(training names, places and objects) instead of evaluation's; a ``state`` example's program acts
+on ``state.TRAIN_LISTS`` (other list names, three-digit values) instead of ``EVAL_LISTS``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell
 from fathom.safe_files import replacing
 from fathom.spec import MAX_PLANNED, RunSpec
-from fathom.tasks import babi
+from fathom.tasks import babi, state
 from fathom.tasks.babi_draw import TASKS as BABI_TASKS
 from fathom.tasks.babi_draw import TRAIN_POOLS
 from fathom.tasks.base import Sample
@@ -37,7 +38,7 @@ from fathom.tasks.niah import NEEDLE_SETS_VERSION, NIAH_VERSION, NiahTask
 
 # Bump when what an exported line holds, or how examples are drawn, changes.
 EXPORT_VERSION = 1
-EXPORTABLE = ("niah", babi.TASK, *(babi.cell_task(task) for task in BABI_TASKS))
+EXPORTABLE = ("niah", babi.TASK, *(babi.cell_task(task) for task in BABI_TASKS), state.TASK)
 # The needle kinds an export draws: all but sf, one published sentence that every evaluation asks.
 EXPORT_KINDS = tuple(kind for kind in (*NEEDLE_KINDS, *SPLIT_KINDS, *LATENT_KINDS) if kind != "sf")
 
@@ -112,15 +113,21 @@ def examples(spec: RunSpec, count: int, tokenizer: Tokenizer | None = None) -> I
 
 
 def _stories(spec: RunSpec, count: int, tokenizer: Tokenizer) -> Iterator[dict[str, Any]]:
-    """``count`` babi examples: its cells (task, length), shuffled by the seed as niah's, round after
-    round; each example its own sample, its story of the training pools."""
-    task = babi.BabiTask(spec, tokenizer, TRAIN_POOLS)
+    """``count`` examples of a task of lines (babi, state): its cells (task, length), shuffled by the
+    seed as niah's, round after round; each example its own sample, drawn from training's words."""
+    task: babi.BabiTask | state.StateTask
+    if spec.task == state.TASK:
+        task, versions = (
+            state.StateTask(spec, tokenizer, state.TRAIN_LISTS),
+            {state.TASK: state.STATE_VERSION},
+        )
+    else:
+        task, versions = babi.BabiTask(spec, tokenizer, TRAIN_POOLS), {babi.TASK: babi.BABI_VERSION}
     cells = [(cell.task, cell.length) for cell in task.cells()]  # one sample each: the spec's
     needle_rng(spec.seed, *TRAIN.stream, "export-order").shuffle(cells)
     for index in range(count):
         name, length = cells[index % len(cells)]
         sample = task.prepare(Cell(name, length, None, index))
-        versions = {babi.TASK: babi.BABI_VERSION}
         yield _example(sample, task.template.name, task.corpus.name, spec, tokenizer, versions)
 
 
@@ -187,7 +194,8 @@ def write_examples(spec: RunSpec, count: int, out: Path, force: bool = False) ->
     with replacing(out) as stream:  # whole or not at all, and never through a link at ``out``
         for example in examples(spec, count):
             stream.write((json.dumps(example, ensure_ascii=False) + "\n").encode("utf-8"))
-    if spec.task != "niah":  # a story task's cells: its stories' tasks by the lengths
-        return Exported(out, count, (len(BABI_TASKS) if spec.task == babi.TASK else 1) * len(spec.lengths))
+    if spec.task != "niah":  # a task of lines' cells: its stories' tasks, or its op counts, by the lengths
+        kinds = {babi.TASK: len(BABI_TASKS), state.TASK: len(spec.ops or state.DEFAULT_OPS)}.get(spec.task, 1)
+        return Exported(out, count, kinds * len(spec.lengths))
     corpora = len(spec.domains) or 1
     return Exported(out, count, corpora * len(spec.lengths) * len(spec.depths))

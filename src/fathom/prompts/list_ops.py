@@ -19,11 +19,11 @@ TRACKED, OTHER = "items", "notes"  # the list asked about, and the one its decoy
 CHANGES = ("append", "insert", "pop", "remove", "sort")
 READS = ("count", "copy")
 QUESTION_KINDS = ("list", "length", "sum")
-_QUESTIONS = {
-    "list": f"What is {TRACKED} after the last line of code? Answer with the list as Python prints it, "
+_QUESTIONS = {  # on the tracked list, evaluation's or an export's (tasks/state.py's Lists)
+    "list": "What is {0} after the last line of code? Answer with the list as Python prints it, "
     "e.g. [3, 1, 2].",
-    "length": f"What is len({TRACKED}) after the last line of code? Answer with the number.",
-    "sum": f"What is sum({TRACKED}) after the last line of code? Answer with the number.",
+    "length": "What is len({0}) after the last line of code? Answer with the number.",
+    "sum": "What is sum({0}) after the last line of code? Answer with the number.",
 }
 _LINE = re.compile(r"^([a-z_]+)\.(append|insert|pop|remove|sort|count|copy)\(([0-9, ]*)\)$")
 
@@ -73,13 +73,13 @@ def replay(lines: Iterable[str]) -> dict[str, list[int]]:
     return lists
 
 
-def question(kind: str) -> str:
-    return _QUESTIONS[kind]
+def question(kind: str, tracked: str = TRACKED) -> str:
+    return _QUESTIONS[kind].format(tracked)
 
 
 def asked(text: str) -> str | None:
-    """The question kind of a question this module wrote, or None for any other question."""
-    return next((kind for kind, words in _QUESTIONS.items() if words == text), None)
+    """The question kind of a question this module wrote on evaluation's list, or None for any other."""
+    return next((kind for kind in _QUESTIONS if question(kind) == text), None)
 
 
 def answer(kind: str, state: list[int]) -> str:

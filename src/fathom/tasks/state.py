@@ -63,25 +63,50 @@ STATE_VERSION = 1
 TASK = "state"
 DEFAULT_OPS = (4, 16, 64)
 MOST_ITEMS = 8  # the list never holds more: small enough to say in one short answer
-VALUES = range(1, 100)
 NEW_TOKENS = 48  # the longest list, "[12, 34, ...]", in any tokenizer's tokens, with room to spare
 SCORING = "state"
-STATE_TEXT = PromptText(
-    before=(
-        "Below is a long document with lines of Python code scattered through it. Two lists start "
-        f"empty, {ops.TRACKED} = [] and {ops.OTHER} = []; each line of code acts on one of them, in the "
-        "order the lines appear. The prose between the lines is not code.\n\n<document>\n"
-    ),
-    after=" </document>\n\nQuestion: {question}",
-    answer_prefix="Answer:",
-)
-# The longest lines the generator writes (two-digit values, a one-digit index), to size the budget.
-_LONGEST = (
-    f"{ops.TRACKED}.insert({MOST_ITEMS}, 99)",
-    f"{ops.OTHER}.insert({MOST_ITEMS}, 99)",
-    f"{ops.TRACKED}.remove(99)",
-    f"{ops.TRACKED}.count(99)",
-)
+
+
+@dataclass(frozen=True)
+class Lists:
+    """The two lists' names (the one asked about, the one its decoys act on), the values they hold,
+    and the words mixed into each sample's random stream beside the seed and the cell."""
+
+    tracked: str
+    other: str
+    values: range
+    stream: tuple[str, ...] = ()
+
+    def text(self) -> PromptText:
+        return PromptText(
+            before=(
+                "Below is a long document with lines of Python code scattered through it. Two lists "
+                f"start empty, {self.tracked} = [] and {self.other} = []; each line of code acts on one of "
+                "them, in the order the lines appear. The prose between the lines is not code."
+                "\n\n<document>\n"
+            ),
+            after=" </document>\n\nQuestion: {question}",
+            answer_prefix="Answer:",
+        )
+
+    def longest(self) -> tuple[str, ...]:
+        """The longest lines the generator writes (the largest value, a one-digit index), to size
+        the budget."""
+        most = max(self.values)
+        return (
+            f"{self.tracked}.insert({MOST_ITEMS}, {most})",
+            f"{self.other}.insert({MOST_ITEMS}, {most})",
+            f"{self.tracked}.remove({most})",
+            f"{self.tracked}.count({most})",
+        )
+
+
+EVAL_LISTS = Lists(ops.TRACKED, ops.OTHER, range(1, 100))
+# fathom export's: other names (opening with c or j, as the training space's words), and three-digit
+# values where evaluation's have one or two, so that no training line, and no training list as an
+# answer, is one an evaluation prompt holds; a length or sum is a small number any text holds.
+TRAIN_LISTS = Lists("cards", "jars", range(100, 1000), ("train",))
+STATE_TEXT = EVAL_LISTS.text()
 
 
 @dataclass(frozen=True)
@@ -93,14 +118,14 @@ class Program:
     final: tuple[int, ...]
 
 
-def _fresh(rng: random.Random, state: Sequence[int]) -> int:
-    """A value not in ``state``: drawn again while it is (at most MOST_ITEMS of 99 are)."""
-    while (value := rng.choice(VALUES)) in state:
+def _fresh(rng: random.Random, state: Sequence[int], values: range) -> int:
+    """A value not in ``state``: drawn again while it is (at most MOST_ITEMS of 99 or more are)."""
+    while (value := rng.choice(values)) in state:
         pass
     return value
 
 
-def change(rng: random.Random, target: str, state: list[int]) -> ops.Op:
+def change(rng: random.Random, target: str, state: list[int], values: range) -> ops.Op:
     """An operation that changes ``state``: growing it while it is short, never past MOST_ITEMS."""
     size = len(state)
     # Growth twice as likely while the list is short, so that few operations leave more than nothing.
@@ -111,9 +136,9 @@ def change(rng: random.Random, target: str, state: list[int]) -> ops.Op:
         methods.append("sort")
     method = rng.choice(methods)
     if method == "append":
-        return ops.Op(target, method, (_fresh(rng, state),))
+        return ops.Op(target, method, (_fresh(rng, state, values),))
     if method == "insert":
-        return ops.Op(target, method, (rng.randint(0, size), _fresh(rng, state)))
+        return ops.Op(target, method, (rng.randint(0, size), _fresh(rng, state, values)))
     if method == "pop":
         return ops.Op(target, method, (rng.randrange(size),) if size > 1 and rng.random() < 0.5 else ())
     if method == "remove":
@@ -121,28 +146,29 @@ def change(rng: random.Random, target: str, state: list[int]) -> ops.Op:
     return ops.Op(target, method)
 
 
-def decoy(rng: random.Random, lists: dict[str, list[int]]) -> ops.Op:
-    """A line that changes nothing asked: an operation on the other list, or a read of ``items``."""
+def decoy(rng: random.Random, lists: dict[str, list[int]], names: Lists) -> ops.Op:
+    """A line that changes nothing asked: an operation on the other list, or a read of the tracked."""
     if rng.random() < 0.5:
-        return change(rng, ops.OTHER, lists[ops.OTHER])
-    state = lists[ops.TRACKED]
+        return change(rng, names.other, lists[names.other], names.values)
+    state = lists[names.tracked]
     reads = ["count", "copy"] + (["sort"] if state == sorted(state) else [])
     method = rng.choice(reads)
-    return ops.Op(ops.TRACKED, method, (rng.choice(VALUES),) if method == "count" else ())
+    return ops.Op(names.tracked, method, (rng.choice(names.values),) if method == "count" else ())
 
 
-def program(rng: random.Random, count: int) -> Program:
+def program(rng: random.Random, count: int, names: Lists = EVAL_LISTS) -> Program:
     """``count`` relevant operations and as many decoys, shuffled together, from empty lists."""
-    lists: dict[str, list[int]] = {ops.TRACKED: [], ops.OTHER: []}
+    lists: dict[str, list[int]] = {names.tracked: [], names.other: []}
     decoys = set(rng.sample(range(2 * count), count))
     lines, relevant = [], []
     for index in range(2 * count):
         is_decoy = index in decoys
-        op = decoy(rng, lists) if is_decoy else change(rng, ops.TRACKED, lists[ops.TRACKED])
+        tracked = lists[names.tracked]
+        op = decoy(rng, lists, names) if is_decoy else change(rng, names.tracked, tracked, names.values)
         ops.apply(lists, op)
         lines.append(op.line)
         relevant.append(not is_decoy)
-    return Program(tuple(lines), tuple(relevant), tuple(lists[ops.TRACKED]))
+    return Program(tuple(lines), tuple(relevant), tuple(lists[names.tracked]))
 
 
 _LIST = re.compile(r"\[([^\[\]]*)\]")
@@ -184,14 +210,15 @@ def op_count(task: str) -> int:
 
 
 class StateTask:
-    def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
+    def __init__(self, spec: RunSpec, tokenizer: Tokenizer, lists: Lists = EVAL_LISTS) -> None:
         self.spec = spec
+        self.lists = lists  # fathom export's programs act on the training lists
         self.name = spec.task
         self.counts = spec.ops or DEFAULT_OPS
         self.template = resolve_template(spec.template, tokenizer)
         self.tokenizer = tokenizer
         self.corpus: Corpus = load_corpus(spec.corpus or "prose")
-        text = PromptText(STATE_TEXT.before, STATE_TEXT.after, STATE_TEXT.answer_prefix, spec.system_prompt)
+        text = dataclasses.replace(lists.text(), system=spec.system_prompt)
         self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
         self.form = line_form(self.corpus)
         self._check_fit()
@@ -210,12 +237,14 @@ class StateTask:
     @functools.cached_property
     def line_tokens(self) -> int:
         """The most tokens one line of code takes."""
-        return max(len(ids) for ids in self.tokenizer.encode_batch([self.form.format(x) for x in _LONGEST]))
+        lines = [self.form.format(line) for line in self.lists.longest()]
+        return max(len(ids) for ids in self.tokenizer.encode_batch(lines))
 
     @functools.cached_property
     def overhead(self) -> int:
         """The most tokens the template, instruction and question take, over the question kinds."""
-        return max(sum(map(len, self.builder.frame(ops.question(k)))) for k in ops.QUESTION_KINDS)
+        questions = [ops.question(k, self.lists.tracked) for k in ops.QUESTION_KINDS]
+        return max(sum(map(len, self.builder.frame(q))) for q in questions)
 
     def fitting(self, length: int) -> int:
         """How many relevant operations (each with its decoy) fit a prompt of ``length`` tokens."""
@@ -232,10 +261,10 @@ class StateTask:
 
     def prepare(self, cell: Cell) -> Sample:
         count = op_count(cell.task)
-        rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.sample)
-        drawn = program(rng, count)
+        rng = needle_rng(self.spec.seed, *self.lists.stream, cell.task, cell.length, cell.sample)
+        drawn = program(rng, count, self.lists)
         kind = question_kind(cell.sample)
-        asked = ops.question(kind)
+        asked = ops.question(kind, self.lists.tracked)
         prompt = place_lines(self.builder, rng, cell.length, asked, drawn.lines, self.form)
         return Sample(
             cell,
@@ -244,7 +273,7 @@ class StateTask:
             asked,
             (ops.answer(kind, list(drawn.final)),),
             kind,
-            query_keys=(f"{ops.TRACKED}.",),
+            query_keys=(f"{self.lists.tracked}.",),
             scoring=SCORING,
             max_new_tokens=self.spec.max_new_tokens or NEW_TOKENS,
             grader=grade,
