@@ -7,8 +7,16 @@ import dataclasses
 
 from test_store import record
 
-from fathom.analysis.hard import PositionRow, Share, all_or_nothing, distance_table, needle_positions
+from fathom.analysis.hard import (
+    PositionRow,
+    Share,
+    all_or_nothing,
+    distance_table,
+    literal_cost,
+    needle_positions,
+)
 from fathom.analysis.stats import wilson_interval
+from fathom.records import SampleRecord
 
 TWO = dataclasses.replace(
     record(0),
@@ -44,3 +52,28 @@ def test_errored_samples_and_controls_count_nowhere() -> None:
     errored = dataclasses.replace(TWO, error="backend_error: timed out")
     control = dataclasses.replace(TWO, control=True)
     assert needle_positions([errored, control]) == [] and all_or_nothing([errored, control]) == []
+
+
+def test_the_literal_cost_pairs_each_sample_with_its_twin_of_either_name_at_each_length() -> None:
+    def asked(task: str, length: int, sample: int, score: float) -> SampleRecord:
+        return dataclasses.replace(record(sample), task=task, length=length, score=score)
+
+    low, literal = [0.0, 0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, 1.0]
+    records = [
+        *(asked("niah", 1024, i, score) for i, score in enumerate(low)),
+        *(asked("niah:literal", 1024, i, score) for i, score in enumerate(literal)),
+        # A variant's twin is named with "+literal"; a sample with no twin (2) is in no pair.
+        asked("niah:code", 2048, 0, 1.0), asked("niah:code", 2048, 1, 1.0), asked("niah:code", 2048, 2, 0.0),
+        asked("niah:code+literal", 2048, 0, 0.0), asked("niah:code+literal", 2048, 1, 1.0),
+        # Another task's pair at the same length, depth and sample: a pair of its own.
+        asked("niah", 2048, 0, 0.0), asked("niah:literal", 2048, 0, 1.0),
+    ]  # fmt: skip
+    # 1k: the literal twin right where the low-overlap sample was wrong 3 times, the reverse once, one
+    # tie; the sign test: n = 4, 2 P(X <= 1) = 2 (1 + 4) / 16 = 0.625. 2k: each way once, one tie:
+    # n = 2, 2 P(X <= 1) = 1.5, capped at 1.
+    assert literal_cost(records) == [
+        {"length": 1024, "pairs": 5, "low_overlap": 0.4, "literal": 0.8, "cost": 0.4, "literal_better": 3,
+         "low_overlap_better": 1, "p_value": 0.625},
+        {"length": 2048, "pairs": 3, "low_overlap": 2 / 3, "literal": 2 / 3, "cost": 0.0, "literal_better": 1,
+         "low_overlap_better": 1, "p_value": 1.0},
+    ]  # fmt: skip
