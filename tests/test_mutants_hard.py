@@ -4,16 +4,20 @@ answer that names it (their records' needles are numbers, whose case cannot diff
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from test_store import record
 
 from fathom.analysis.hard import (
     PositionRow,
+    ScoreRow,
     Share,
     all_or_nothing,
     distance_table,
     literal_cost,
     needle_positions,
+    neighbour_table,
+    odd_name_table,
 )
 from fathom.analysis.stats import wilson_interval
 from fathom.records import SampleRecord
@@ -77,3 +81,41 @@ def test_the_literal_cost_pairs_each_sample_with_its_twin_of_either_name_at_each
         {"length": 2048, "pairs": 3, "low_overlap": 2 / 3, "literal": 2 / 3, "cost": 0.0, "literal_better": 1,
          "low_overlap_better": 1, "p_value": 1.0},
     ]  # fmt: skip
+
+
+def scored(task: str, sample: int, score: float, **fields: Any) -> SampleRecord:
+    return dataclasses.replace(record(sample), task=task, score=score, **fields)
+
+
+def test_the_odd_name_table_gives_each_variants_score_beside_the_readers_on_its_own_samples() -> None:
+    records = [
+        scored("niah:b", 0, 1.0, odd_name_score=1.0), scored("niah:b", 1, 0.0, odd_name_score=1.0),
+        scored("niah:b", 2, 1.0, odd_name_score=0.0),
+        scored("niah:b", 3, 0.0),  # written before the reader was recorded: left out
+        scored("niah:b", 4, 0.0, odd_name_score=1.0, error="backend_error: made up"),  # not graded
+        scored("niah:a", 0, 0.0, odd_name_score=0.0),
+    ]  # fmt: skip
+    # b: 2 of 3 right, and the reader 2 of 3; a: one sample, wrong, the reader too.
+    two_of_three = {"mean": 2 / 3, "ci_low": wilson_interval(2, 3)[0], "ci_high": wilson_interval(2, 3)[1]}
+    none_of_one = {"mean": 0.0, "ci_low": 0.0, "ci_high": wilson_interval(0, 1)[1]}
+    assert odd_name_table(records) == [
+        {"variant": "niah:a", "n": 1, "score": none_of_one, "odd_name": none_of_one},
+        {"variant": "niah:b", "n": 3, "score": two_of_three, "odd_name": two_of_three},
+    ]
+
+
+def test_the_neighbour_table_splits_low_overlap_samples_by_a_near_neighbour_in_their_window() -> None:
+    latent = ("item-1",)
+    records = [
+        scored("niah:latent", 0, 1.0, latent_items=latent, literal_neighbours=("Washington",)),
+        scored("niah:latent", 1, 0.0, latent_items=latent, literal_neighbours=("Paris", "Texas")),
+        scored("niah:latent", 2, 1.0, latent_items=latent),
+        scored("niah:latent+literal", 3, 0.0, latent_items=latent, literal_neighbours=("Paris",)),  # a twin
+        scored("niah", 4, 0.0, literal_neighbours=("Paris",)),  # no low-overlap item
+    ]
+    # Met a neighbour: samples 0 and 1 (1 of 2 right); met none: sample 2 (1 of 1).
+    assert neighbour_table(records) == [
+        ScoreRow("near neighbour", 2, 0.5, *wilson_interval(1, 2)),
+        ScoreRow("none", 1, 1.0, *wilson_interval(1, 1)),
+    ]
+    assert neighbour_table(records[2:]) == []  # no sample met one
