@@ -17,7 +17,8 @@ from typing import Any
 
 from fathom.analysis.stats import effective_by, rows_by
 from fathom.records import SampleRecord
-from fathom.tasks.listing import TASK, item_count, item_scores
+from fathom.tasks.counted_lines import cell_count
+from fathom.tasks.listing import TASK, item_scores
 
 PREFIX = TASK + ":"
 
@@ -55,7 +56,7 @@ def listing_summary(records: Iterable[SampleRecord], threshold: float = 0.85) ->
 
 def _cell(record: SampleRecord) -> tuple[int, int]:
     """A record's cell: its item count and length (one key, for the table and its extras)."""
-    return item_count(record.task), record.length
+    return cell_count(record.task), record.length
 
 
 def _extras(group: list[SampleRecord]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from typing import Any
 
 from fathom.analysis.stats import effective_by, rows_by
 from fathom.records import SampleRecord
-from fathom.tasks.state import TASK, op_count
+from fathom.tasks.counted_lines import cell_count
+from fathom.tasks.state import TASK
 
 PREFIX = TASK + ":"
 
@@ -27,7 +28,7 @@ def state_summary(records: Iterable[SampleRecord], threshold: float = 0.85) -> d
     length) and ``effective_length`` (per operation count: the longest length whose score, and every
     shorter one's, is at least ``threshold``, on the mean and on the 95% lower bound)."""
     rows = [r for r in records if r.task.startswith(PREFIX)]
-    cells = rows_by(rows, lambda r: (op_count(r.task), r.length), ("ops", "length"))
+    cells = rows_by(rows, lambda r: (cell_count(r.task), r.length), ("ops", "length"))
     return {
         "threshold": threshold,
         "cells": cells,

@@ -33,21 +33,20 @@ import hashlib
 import itertools
 import math
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fathom.errors import SpecError
-from fathom.prompts import PromptBuilder, PromptText
+from fathom.prompts import PromptText
 from fathom.prompts import log_records as logs
-from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
-from fathom.prompts.line_stream import line_form, place_lines
+from fathom.prompts.haystack import corpus_info
+from fathom.prompts.line_stream import place_lines
 from fathom.prompts.needles import needle_rng
-from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell, Score
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
+from fathom.tasks.counted_lines import CountAxis, CountedLines, cell_count
 
 # Bump when the text, the generator or the grader below changes the prompts or the grades.
 LISTING_VERSION = 1
@@ -134,41 +133,14 @@ def grade(output: str, references: Sequence[str]) -> Score:
     return Score(scores.f1, scores.found, SCORING)
 
 
-def cell_task(count: int) -> str:
-    return f"{TASK}:{count}"
+class ListingTask(CountedLines):
+    axis = CountAxis(TASK, "--items", "items", "each record with its look-alike")
 
-
-def item_count(task: str) -> int:
-    """The matching records of a cell's task name, ``listing:32`` -> 32."""
-    return int(task.partition(":")[2])
-
-
-class ListingTask:
     def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
-        self.spec = spec
-        self.name = spec.task
-        self.counts = spec.items or DEFAULT_ITEMS
-        self.template = resolve_template(spec.template, tokenizer)
-        self.tokenizer = tokenizer
-        self.corpus: Corpus = load_corpus(spec.corpus or "prose")
         text = PromptText(
             LISTING_TEXT.before, LISTING_TEXT.after, LISTING_TEXT.answer_prefix, spec.system_prompt
         )
-        self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
-        self.form = line_form(self.corpus)
-        self._check_fit()
-
-    def _check_fit(self) -> None:
-        """Refuse an item count that cannot fit the shortest length, saying how many fit."""
-        shortest, most = min(self.spec.lengths), max(self.counts)
-        fit = self.fitting(shortest)
-        if most > fit:
-            raise SpecError(
-                f"--items {most} does not fit a length of {shortest} tokens: at most {max(fit, 0)} items "
-                f"fit it (each record with its look-alike, up to {2 * self.line_tokens} tokens a pair, "
-                f"beside {self.overhead} tokens of instruction and question); use fewer --items or "
-                "longer --lengths"
-            )
+        self._build(spec, tokenizer, text, spec.items or DEFAULT_ITEMS)
 
     @functools.cached_property
     def line_tokens(self) -> int:
@@ -185,28 +157,15 @@ class ListingTask:
         questions = [logs.question(u, a) for u, a in itertools.product(logs.USERS, logs.ACTIONS)]
         return max(sum(map(len, self.builder.frame(q))) for q in questions)
 
-    def fitting(self, length: int) -> int:
-        """How many matching records (each with its look-alike) fit a prompt of ``length`` tokens."""
-        return (length - self.overhead) // (2 * self.line_tokens)
-
     def budget(self, matching: Sequence[str]) -> int:
         """The output budget for an answer listing ``matching``: its tokens, a quarter more, and MARGIN."""
         if self.spec.max_new_tokens:
             return self.spec.max_new_tokens
         return math.ceil(1.25 * len(self.tokenizer.encode(logs.listed(list(matching))))) + MARGIN
 
-    def cells(self) -> Iterator[Cell]:
-        # Length-major, as RULER's: a backend loads each length's KV budget once.
-        return (
-            Cell(cell_task(count), length, None, index)
-            for length in self.spec.lengths
-            for count in self.counts
-            for index in range(self.spec.samples)
-        )
-
     def prepare(self, cell: Cell) -> Sample:
         rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.sample)
-        drawn = draw_log(rng, item_count(cell.task))
+        drawn = draw_log(rng, cell_count(cell.task))
         asked = logs.question(drawn.user, drawn.action)
         prompt = place_lines(self.builder, rng, cell.length, asked, drawn.lines, self.form)
         return Sample(

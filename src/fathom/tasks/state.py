@@ -41,22 +41,21 @@ import functools
 import hashlib
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fathom.errors import SpecError
-from fathom.prompts import PromptBuilder, PromptText
+from fathom.prompts import PromptText
 from fathom.prompts import list_ops as ops
-from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
-from fathom.prompts.line_stream import line_form, place_lines
+from fathom.prompts.haystack import corpus_info
+from fathom.prompts.line_stream import place_lines
 from fathom.prompts.needles import needle_rng
-from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell, Score
 from fathom.scoring import extract_answer, whole_numbers
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
+from fathom.tasks.counted_lines import CountAxis, CountedLines, cell_count
 
 # Bump when the text, the generator or the grader below changes the prompts or the grades.
 STATE_VERSION = 1
@@ -200,39 +199,13 @@ def question_kind(sample: int) -> str:
     return ops.QUESTION_KINDS[sample % len(ops.QUESTION_KINDS)]
 
 
-def cell_task(count: int) -> str:
-    return f"{TASK}:{count}"
+class StateTask(CountedLines):
+    axis = CountAxis(TASK, "--ops", "operations", "each with its decoy line")
 
-
-def op_count(task: str) -> int:
-    """The relevant operations of a cell's task name, ``state:16`` -> 16."""
-    return int(task.partition(":")[2])
-
-
-class StateTask:
     def __init__(self, spec: RunSpec, tokenizer: Tokenizer, lists: Lists = EVAL_LISTS) -> None:
-        self.spec = spec
         self.lists = lists  # fathom export's programs act on the training lists
-        self.name = spec.task
-        self.counts = spec.ops or DEFAULT_OPS
-        self.template = resolve_template(spec.template, tokenizer)
-        self.tokenizer = tokenizer
-        self.corpus: Corpus = load_corpus(spec.corpus or "prose")
         text = dataclasses.replace(lists.text(), system=spec.system_prompt)
-        self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
-        self.form = line_form(self.corpus)
-        self._check_fit()
-
-    def _check_fit(self) -> None:
-        """Refuse an operation count that cannot fit the shortest length, saying how many fit."""
-        shortest, most = min(self.spec.lengths), max(self.counts)
-        fit = self.fitting(shortest)
-        if most > fit:
-            raise SpecError(
-                f"--ops {most} does not fit a length of {shortest} tokens: at most {max(fit, 0)} operations "
-                f"fit it (each with its decoy line, up to {2 * self.line_tokens} tokens a pair, beside "
-                f"{self.overhead} tokens of instruction and question); use fewer --ops or longer --lengths"
-            )
+        self._build(spec, tokenizer, text, spec.ops or DEFAULT_OPS)
 
     @functools.cached_property
     def line_tokens(self) -> int:
@@ -246,21 +219,8 @@ class StateTask:
         questions = [ops.question(k, self.lists.tracked) for k in ops.QUESTION_KINDS]
         return max(sum(map(len, self.builder.frame(q))) for q in questions)
 
-    def fitting(self, length: int) -> int:
-        """How many relevant operations (each with its decoy) fit a prompt of ``length`` tokens."""
-        return (length - self.overhead) // (2 * self.line_tokens)
-
-    def cells(self) -> Iterator[Cell]:
-        # Length-major, as RULER's: a backend loads each length's KV budget once.
-        return (
-            Cell(cell_task(count), length, None, index)
-            for length in self.spec.lengths
-            for count in self.counts
-            for index in range(self.spec.samples)
-        )
-
     def prepare(self, cell: Cell) -> Sample:
-        count = op_count(cell.task)
+        count = cell_count(cell.task)
         rng = needle_rng(self.spec.seed, *self.lists.stream, cell.task, cell.length, cell.sample)
         drawn = program(rng, count, self.lists)
         kind = question_kind(cell.sample)
