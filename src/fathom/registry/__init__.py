@@ -31,50 +31,19 @@ from fathom.registry.plugins import Kind, close_match
 from fathom.scoring import SCORERS, ScoringEntry, grade
 from fathom.spec import RunSpec
 from fathom.tasks.babi_draw import TASKS as BABI_TASKS
-from fathom.tasks.base import Task, TaskEntry
+from fathom.tasks.base import Task, TaskEntry, TaskFactory
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS as RULER_TASKS
 
 
-def _niah(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    from fathom.tasks.niah import NiahTask
+def _task(module: str, name: str) -> TaskFactory:
+    """A factory that imports the task's module only when a run asks for it (a start imports no task
+    it does not run)."""
 
-    return NiahTask(spec, tokenizer)
+    def factory(spec: RunSpec, tokenizer: Tokenizer) -> Task:
+        task: Task = getattr(importlib.import_module(module), name)(spec, tokenizer)
+        return task
 
-
-def _perplexity(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    from fathom.tasks.perplexity import PerplexityTask
-
-    return PerplexityTask(spec, tokenizer)
-
-
-def _ruler(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    from fathom.tasks.ruler.suite import RulerTask
-
-    return RulerTask(spec, tokenizer)
-
-
-def _state(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    from fathom.tasks.state import StateTask
-
-    return StateTask(spec, tokenizer)
-
-
-def _listing(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    from fathom.tasks.listing import ListingTask
-
-    return ListingTask(spec, tokenizer)
-
-
-def _babi(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    from fathom.tasks.babi import BabiTask
-
-    return BabiTask(spec, tokenizer)
-
-
-def _suite(spec: RunSpec, tokenizer: Tokenizer) -> Task:
-    from fathom.tasks.suites.task import SuiteRun
-
-    return SuiteRun(spec, tokenizer)
+    return factory
 
 
 def _sim(rest: str, tokenizer: str) -> Backend:
@@ -104,9 +73,14 @@ def _lazy(module: str, name: str) -> BackendFactory:
 
 # The options of every task that builds prompts from a corpus and grades the answers.
 _PROMPT_KNOBS = ("corpus", "template", "system_prompt", "scoring", "max_new_tokens")
-_RULER_TASK = TaskEntry(_ruler, "one RULER task alone", depths="drawn", knobs=(*_PROMPT_KNOBS, "fill"))
+_RULER_TASK = TaskEntry(
+    _task("fathom.tasks.ruler.suite", "RulerTask"),
+    "one RULER task alone",
+    depths="drawn",
+    knobs=(*_PROMPT_KNOBS, "fill"),
+)
 _BABI_TASK = TaskEntry(
-    _babi,
+    _task("fathom.tasks.babi", "BabiTask"),
     "bAbI-style stories (qa1-qa5) spread through a haystack, answered in a word (babi:qa1 ... alone)",
     depths="drawn",
     knobs=("corpus", "template", "system_prompt", "max_new_tokens"),
@@ -114,7 +88,7 @@ _BABI_TASK = TaskEntry(
 
 TASKS: dict[str, TaskEntry] = {
     "niah": TaskEntry(
-        _niah,
+        _task("fathom.tasks.niah", "NiahTask"),
         "needles (one, several, split, among distractors) at each depth of haystacks of each length",
         depths="swept",
         knobs=(
@@ -135,13 +109,16 @@ TASKS: dict[str, TaskEntry] = {
         ),
     ),
     "perplexity": TaskEntry(
-        _perplexity, "scores corpus documents, generates nothing", knobs=("corpus",), needs_scores=True
+        _task("fathom.tasks.perplexity", "PerplexityTask"),
+        "scores corpus documents, generates nothing",
+        knobs=("corpus",),
+        needs_scores=True,
     ),
     "ruler": dataclasses.replace(_RULER_TASK, summary="the 13 RULER tasks"),
     **dict.fromkeys(RULER_TASKS, _RULER_TASK),
     **{
         name: TaskEntry(
-            _suite,
+            _task("fathom.tasks.suites.task", "SuiteRun"),
             f"{summary}, from the suite's official files (--data DIR)",
             knobs=("template", "system_prompt", "max_new_tokens", "data", "suite_tasks", "truncate"),
         )
@@ -153,13 +130,13 @@ TASKS: dict[str, TaskEntry] = {
         )
     },
     "state": TaskEntry(
-        _state,
+        _task("fathom.tasks.state", "StateTask"),
         "a list's final state after operations spread through a haystack, decoys among them (--ops)",
         depths="drawn",
         knobs=("corpus", "template", "system_prompt", "max_new_tokens", "ops"),
     ),
     "listing": TaskEntry(
-        _listing,
+        _task("fathom.tasks.listing", "ListingTask"),
         "every log record matching a condition, one a line: an answer that grows with the input (--items)",
         depths="drawn",
         knobs=("corpus", "template", "system_prompt", "max_new_tokens", "items"),
