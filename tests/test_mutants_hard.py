@@ -14,6 +14,7 @@ from fathom.analysis.hard import (
     Share,
     all_or_nothing,
     distance_table,
+    form_table,
     literal_cost,
     needle_positions,
     neighbour_table,
@@ -119,3 +120,30 @@ def test_the_neighbour_table_splits_low_overlap_samples_by_a_near_neighbour_in_t
         ScoreRow("none", 1, 1.0, *wilson_interval(1, 1)),
     ]
     assert neighbour_table(records[2:]) == []  # no sample met one
+
+
+def test_the_form_table_scores_each_value_of_an_axis_the_run_drew_more_than_one_of() -> None:
+    records = [
+        scored("niah:latent", 0, 1.0, needle_forms=("born/before/plain",)),
+        # Two needles of one order: counted once under it, and once under each relation.
+        scored("niah:latent", 1, 0.0, needle_forms=("born/after/plain", "lives/after/plain")),
+        scored("niah:latent", 2, 1.0, needle_forms=("lives/before/plain",)),
+        scored("niah:latent+literal", 3, 0.0, needle_forms=("born/after/odd",)),  # a twin: left out
+        scored("niah:latent", 4, 0.0),  # no forms recorded: left out
+    ]
+
+    def row(axis: str, label: str, right: int, n: int) -> dict[str, Any]:
+        return {
+            "axis": axis,
+            "label": label,
+            "n": n,
+            "mean": right / n,
+            **dict(zip(("ci_low", "ci_high"), wilson_interval(right, n), strict=True)),
+        }
+
+    # Relation: born 1 of 2 (0, 1), lives 1 of 2 (1, 2); order: after 0 of 1, before 2 of 2; one
+    # template only, so no rows for it.
+    assert form_table(records) == [
+        row("relation", "born", 1, 2), row("relation", "lives", 1, 2),
+        row("order", "after", 0, 1), row("order", "before", 2, 2),
+    ]  # fmt: skip
