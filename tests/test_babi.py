@@ -5,11 +5,11 @@ grading (BABILong's rule), and what simulated readers score."""
 from __future__ import annotations
 
 import json
-import math
 import random
 from pathlib import Path
 
 import pytest
+from family_checks import refused_run, wilson_low
 
 from fathom.analysis.babi import distance_bin
 from fathom.cli import main
@@ -234,14 +234,9 @@ def test_a_story_too_long_is_refused_with_how_many_fit(
         task("char", (enough,), "babi:qa3").prepare(Cell("babi:qa3", enough, None, 0)).prompt.ids.size
         == enough
     )
-    out = tmp_path / "runs"
-    capsys.readouterr()
     args = ["run", "babi", "--model", "sim:perfect", "--tokenizer", "char", "--lengths", "512,8k"]
-    assert main([*args, "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("fathom: error: ") and err.count("\n") == 1, err
+    err = refused_run(args, tmp_path / "runs", capsys)
     assert f"story of {draw.SIZES['qa3']} sentences does not fit" in err and f"at most {fit} sentences" in err
-    assert not out.exists()
 
 
 @pytest.mark.parametrize(
@@ -255,19 +250,8 @@ def test_a_story_too_long_is_refused_with_how_many_fit(
 def test_bad_input_is_one_line_and_no_folder(
     args: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "runs"
-    capsys.readouterr()
-    assert main([*args, "--model", "sim:perfect", "--lengths", "4k", "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("fathom: error: ") and err.count("\n") == 1 and says in err, err
-    assert not out.exists()
-
-
-def wilson_low(successes: int, n: int, z: float = 1.959964) -> float:
-    p = successes / n
-    centre = p + z * z / (2 * n)
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre - spread) / (1 + z * z / n)
+    err = refused_run([*args, "--model", "sim:perfect", "--lengths", "4k"], tmp_path / "runs", capsys)
+    assert says in err, err
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from family_checks import refused_run
 
 from fathom.cli import main
 from fathom.errors import SpecError
@@ -97,14 +98,9 @@ def test_more_items_than_fit_are_refused_with_how_many_fit(
     fit = task("char", (2048,), (1,)).fitting(2048)
     assert fit > 1
     task("char", (2048,), (fit,)).prepare(Cell(f"listing:{fit}", 2048, None, 0))  # the most that fit builds
-    out = tmp_path / "runs"
     args = ["run", "listing", "--model", "sim:perfect", "--tokenizer", "char", "--lengths", "2k,8k"]
-    capsys.readouterr()
-    assert main([*args, "--items", f"4,{fit + 1}", "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("fathom: error: ") and err.count("\n") == 1, err
+    err = refused_run([*args, "--items", f"4,{fit + 1}"], tmp_path / "runs", capsys)
     assert f"--items {fit + 1} does not fit" in err and f"at most {fit} items fit" in err
-    assert not out.exists()
 
 
 @pytest.mark.parametrize(
@@ -119,12 +115,8 @@ def test_more_items_than_fit_are_refused_with_how_many_fit(
 def test_bad_input_is_one_line_and_no_folder(
     args: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "runs"
-    capsys.readouterr()
-    assert main([*args, "--model", "sim:perfect", "--lengths", "4k", "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("fathom: error: ") and err.count("\n") == 1 and says in err, err
-    assert not out.exists()
+    err = refused_run([*args, "--model", "sim:perfect", "--lengths", "4k"], tmp_path / "runs", capsys)
+    assert says in err, err
 
 
 def test_a_budget_past_the_backend_s_context_is_refused_before_any_sample() -> None:

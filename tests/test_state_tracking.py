@@ -4,11 +4,11 @@ refusals, and what simulated readers score on it. Python itself is the reference
 from __future__ import annotations
 
 import json
-import math
 import random
 from pathlib import Path
 
 import pytest
+from family_checks import refused_run, wilson_low
 
 from fathom.cli import main
 from fathom.prompts import list_ops
@@ -159,14 +159,9 @@ def test_the_fit_is_refused_past_how_many_operations_fit(
     fit = made.fitting(1024)
     assert fit > 1
     task("char", (1024,), (fit,)).prepare(Cell(f"state:{fit}", 1024, None, 0))  # the most that fit builds
-    out = tmp_path / "runs"
     args = ["run", "state", "--model", "sim:perfect", "--tokenizer", "char", "--lengths", "1k,8k"]
-    capsys.readouterr()
-    assert main([*args, "--ops", f"4,{fit + 1}", "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("fathom: error: ") and err.count("\n") == 1, err
+    err = refused_run([*args, "--ops", f"4,{fit + 1}"], tmp_path / "runs", capsys)
     assert f"--ops {fit + 1} does not fit" in err and f"at most {fit} operations fit" in err
-    assert not out.exists()
 
 
 @pytest.mark.parametrize(
@@ -181,19 +176,8 @@ def test_the_fit_is_refused_past_how_many_operations_fit(
 def test_bad_input_is_one_line_and_no_folder(
     args: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "runs"
-    capsys.readouterr()
-    assert main([*args, "--model", "sim:perfect", "--lengths", "4k", "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("fathom: error: ") and err.count("\n") == 1 and says in err, err
-    assert not out.exists()
-
-
-def wilson_low(successes: int, n: int, z: float = 1.959964) -> float:
-    p = successes / n
-    centre = p + z * z / (2 * n)
-    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre - spread) / (1 + z * z / n)
+    err = refused_run([*args, "--model", "sim:perfect", "--lengths", "4k"], tmp_path / "runs", capsys)
+    assert says in err, err
 
 
 @pytest.fixture(scope="module")
