@@ -1,7 +1,7 @@
 """The long-output task's prompts beside plain NIAH's: the seconds to build a few prompts at one
 length with one tokenizer (3 at 128k with cl100k_base by default, 128 matching records and 128
 look-alikes each), each task made (its corpus tokenised) before the clock starts. A benchmark, not
-a test: it prints timings and asserts none. It times as ``bench_state.py`` does, with its function.
+a test: it prints timings and asserts none. It times and prints as ``bench_state.py`` does, with its function.
 
     python benchmarks/bench_listing.py [--length 128k] [--samples 3] [--items 128] [--repeats 30]
 """
@@ -9,13 +9,8 @@ a test: it prints timings and asserts none. It times as ``bench_state.py`` does,
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 
-from bench_state import build_seconds
-
-from fathom.spec import RunSpec
-from fathom.units import parse_count
+from bench_state import beside_niah
 
 
 def main() -> None:
@@ -26,24 +21,9 @@ def main() -> None:
     parser.add_argument("--tokenizer", default="cl100k_base")
     parser.add_argument("--repeats", type=int, default=30)
     args = parser.parse_args()
-    common = {
-        "model": "sim:perfect",
-        "tokenizer": args.tokenizer,
-        "lengths": (parse_count(args.length),),
-        "samples": args.samples,
-    }
-    niah = build_seconds(RunSpec("niah", depths=(0.5,), **common), args.repeats)
-    listing = build_seconds(RunSpec("listing", depths=(), items=(args.items,), **common), args.repeats)
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
+    beside_niah(
+        "listing", {"items": (args.items,)}, f"{args.items} matching records, {args.items} look-alikes", args
     )
-    cells = f"{args.samples} prompts at {args.length} ({args.tokenizer})"
-    print(f"{cells}, best of {args.repeats} passes after a first:")
-    print(f"  niah (one needle, depth 0.5): {1000 * niah[1]:.1f} ms (first pass {1000 * niah[0]:.1f} ms)")
-    records = f"{args.items} matching records, {args.items} look-alikes"
-    print(f"  listing ({records}): {1000 * listing[1]:.1f} ms (first pass {1000 * listing[0]:.1f} ms)")
-    print(f"  ratio listing / niah: {listing[1] / niah[1]:.2f}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import argparse
 import os
 import platform
 import time
+from typing import Any
 
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.registry import create_task
@@ -33,6 +34,28 @@ def build_seconds(spec: RunSpec, repeats: int) -> tuple[float, float]:
     return passes[0], min(passes[1:])
 
 
+def beside_niah(task: str, options: dict[str, Any], about: str, args: argparse.Namespace) -> None:
+    """Prints the seconds to build ``args.samples`` prompts of ``task`` (with ``options``) and as many
+    plain NIAH prompts at ``args.length`` with ``args.tokenizer``, and their ratio."""
+    common = {
+        "model": "sim:perfect",
+        "tokenizer": args.tokenizer,
+        "lengths": (parse_count(args.length),),
+        "samples": args.samples,
+    }
+    niah = build_seconds(RunSpec("niah", depths=(0.5,), **common), args.repeats)
+    family = build_seconds(RunSpec(task, depths=(), **options, **common), args.repeats)
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
+    cells = f"{args.samples} prompts at {args.length} ({args.tokenizer})"
+    print(f"{cells}, best of {args.repeats} passes after a first:")
+    print(f"  niah (one needle, depth 0.5): {1000 * niah[1]:.1f} ms (first pass {1000 * niah[0]:.1f} ms)")
+    print(f"  {task} ({about}): {1000 * family[1]:.1f} ms (first pass {1000 * family[0]:.1f} ms)")
+    print(f"  ratio {task} / niah: {family[1] / niah[1]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--length", default="128k")
@@ -41,25 +64,7 @@ def main() -> None:
     parser.add_argument("--tokenizer", default="cl100k_base")
     parser.add_argument("--repeats", type=int, default=30)
     args = parser.parse_args()
-    length = parse_count(args.length)
-    common = {
-        "model": "sim:perfect",
-        "tokenizer": args.tokenizer,
-        "lengths": (length,),
-        "samples": args.samples,
-    }
-    niah = build_seconds(RunSpec("niah", depths=(0.5,), **common), args.repeats)
-    state = build_seconds(RunSpec("state", depths=(), ops=(args.ops,), **common), args.repeats)
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
-    )
-    cells = f"{args.samples} prompts at {args.length} ({args.tokenizer})"
-    print(f"{cells}, best of {args.repeats} passes after a first:")
-    print(f"  niah (one needle, depth 0.5): {1000 * niah[1]:.1f} ms (first pass {1000 * niah[0]:.1f} ms)")
-    decoys = f"{args.ops} operations, {args.ops} decoys"
-    print(f"  state ({decoys}): {1000 * state[1]:.1f} ms (first pass {1000 * state[0]:.1f} ms)")
-    print(f"  ratio state / niah: {state[1] / niah[1]:.2f}")
+    beside_niah("state", {"ops": (args.ops,)}, f"{args.ops} operations, {args.ops} decoys", args)
 
 
 if __name__ == "__main__":
