@@ -11,7 +11,8 @@ import math
 import pytest
 from test_awkward_fixtures import item
 
-from fathom.analysis.suites import item_key, item_means, mean_over_tasks, task_table
+from fathom.analysis.suites import item_key, item_means, mean_over_tasks, task_table, truncation_table
+from fathom.records import SampleRecord
 
 Z = 1.959963984540054  # the normal's 97.5% point
 
@@ -71,3 +72,22 @@ def test_the_mean_over_tasks_of_as_many_items_is_wilsons_over_their_items_withou
     mean = mean_over_tasks(records)
     assert (mean.tasks, mean.items, mean.n, mean.mean) == (2, 4, 4, 0.75)
     assert (mean.ci_low, mean.ci_high) == pytest.approx(wilson(3, 4))
+
+
+def test_the_truncation_table_gives_each_task_and_limit_its_cut_prompts_and_how_much_went() -> None:
+    def cut(index: int, original: int | None) -> SampleRecord:
+        return dataclasses.replace(item("qasper", index, 1024, 1.0), truncated=True, original_tokens=original)
+
+    records = [
+        cut(0, 3000), cut(1, 2048), item("qasper", 2, 1024, 1.0),
+        cut(3, None),  # cut, but its length before is not known: not counted as cut
+        item("hotpotqa", 0, 2048, 0.0),
+    ]  # fmt: skip
+    # qasper at 1k: 3000 - 1024 = 1976 tokens removed (1976 / 3000 of the prompt) and 2048 - 1024 =
+    # 1024 (half of it).
+    assert truncation_table(records) == [
+        {"task": "hotpotqa", "length": 2048, "samples": 1, "truncated": 0, "mean_removed_tokens": None,
+         "max_removed_tokens": 0, "mean_removed_share": None},
+        {"task": "qasper", "length": 1024, "samples": 4, "truncated": 2, "mean_removed_tokens": 1500.0,
+         "max_removed_tokens": 1976, "mean_removed_share": (1976 / 3000 + 0.5) / 2},
+    ]  # fmt: skip
