@@ -202,3 +202,9 @@ def test_a_truncated_answer_is_scored_as_it_stands_and_counted(runs: dict[str, P
     # The no-context controls' refusal is cut too (45 characters), but a control is no cell of the grid.
     cut = [r for r in records if r["finish_reason"] == "length" and not r.get("control")]
     assert len(cut) == 8 and all(len(r["output"]) == 40 for r in cut)
+
+
+def test_the_questions_example_id_is_never_a_record_s() -> None:
+    # An answer that echoes the example scores a false hit, never a true one.
+    [example] = logs.ids_in(logs.question("alice", "refund"))
+    assert int(example.lstrip("#")) not in logs.IDS and grade(example, ["#10000"]).value == 0.0

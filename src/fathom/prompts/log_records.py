@@ -36,7 +36,7 @@ def condition(user: str, action: str) -> str:
 def question(user: str, action: str) -> str:
     return (
         f"List the id of every log record in the document with `{condition(user, action)}`, in the "
-        "order they appear, one id per line (like #12345), and nothing else."
+        "order they appear, one id per line (like #00000), and nothing else."
     )
 
 
