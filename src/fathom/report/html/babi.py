@@ -11,17 +11,19 @@ from typing import Any
 
 from fathom.analysis.summary import Row
 from fathom.report.babi_text import distance_label
-from fathom.report.html.page import SCORE_COLUMNS, as_shown, esc, number_box, score_rows, table
-from fathom.units import length_or_none
+from fathom.report.html.page import (
+    SCORE_COLUMNS,
+    as_shown,
+    effective_boxes,
+    effective_table,
+    score_rows,
+    table,
+)
 
 
 def babi_boxes(babi: Row) -> list[str]:
     """Each task's effective length on the mean."""
-    threshold = f"score ≥ {babi['threshold']:g}"
-    return [
-        number_box(length_or_none(row["mean"]), f"effective length of {row['task']} ({threshold})")
-        for row in babi["effective_length"]
-    ]
+    return effective_boxes(babi, "task", lambda task: f"of {task}")
 
 
 def babi_section(babi: Row) -> str:
@@ -34,11 +36,6 @@ def babi_section(babi: Row) -> str:
 
     cells = score_rows(babi["cells"], "task", "length")
     distances = score_rows(babi["distances"], "task", "distance", label=label)
-    effective = [
-        (r["task"], length_or_none(r["mean"]), length_or_none(r["lower_bound"]))
-        for r in babi["effective_length"]
-    ]
-    threshold = f"{babi['threshold']:g}"
     return (
         '<section id="babi"><h2>Reasoning in a haystack (bAbI-style)</h2><p>Each sample hides a short '
         "story's sentences through the haystack and asks a question that needs one (qa1, qa4, qa5), two "
@@ -47,6 +44,5 @@ def babi_section(babi: Row) -> str:
         f"<h3>By task</h3>{table(('task', 'length', *SCORE_COLUMNS), cells)}"
         "<h3>By tokens between the first and last supporting fact (every length)</h3>"
         f"{table(('task', 'distance', *SCORE_COLUMNS), distances)}"
-        f"<h3>Effective length (score ≥ {esc(threshold)} at that length and every shorter one)</h3>"
-        f"{table(('task', 'on the mean', 'on the 95% lower bound'), effective)}</section>"
+        f"{effective_table(babi, 'task', 'task')}</section>"
     )

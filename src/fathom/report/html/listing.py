@@ -8,17 +8,21 @@ Every number is the summary's (``fathom.analysis.listing``); this module only la
 from __future__ import annotations
 
 from fathom.analysis.summary import Row
-from fathom.report.html.page import SCORE_COLUMNS, as_shown, esc, number_box, percent, score_rows, table
-from fathom.units import length_or_none
+from fathom.report.html.page import (
+    SCORE_COLUMNS,
+    as_shown,
+    effective_boxes,
+    effective_table,
+    number_box,
+    percent,
+    score_rows,
+    table,
+)
 
 
 def listing_boxes(listing: Row) -> list[str]:
     """Each item count's effective length on the mean, and the answers cut at their budget."""
-    threshold = f"F1 ≥ {listing['threshold']:g}"
-    boxes = [
-        number_box(length_or_none(row["mean"]), f"effective length with {row['items']} items ({threshold})")
-        for row in listing["effective_length"]
-    ]
+    boxes = effective_boxes(listing, "items", lambda items: f"with {items} items", score="F1")
     return [*boxes, number_box(str(listing["truncated"]), "answers cut at their output budget")]
 
 
@@ -38,11 +42,6 @@ def listing_section(listing: Row) -> str:
         )
         for c in cells
     ]
-    effective = [
-        (r["items"], length_or_none(r["mean"]), length_or_none(r["lower_bound"]))
-        for r in listing["effective_length"]
-    ]
-    threshold = f"{listing['threshold']:g}"
     return (
         '<section id="listing"><h2>Long outputs</h2><p>Each sample asks for the id of every log record '
         "that matches a user and an action, one a line; as many look-alike records match one of the two. "
@@ -51,6 +50,5 @@ def listing_section(listing: Row) -> str:
         f"<h3>F1 by items</h3>{table(('items', 'length', *SCORE_COLUMNS), scores)}"
         "<h3>Precision, recall and truncation</h3>"
         f"{table(('items', 'length', 'precision', 'recall', 'truncated', 'max new tokens'), parts)}"
-        f"<h3>Effective length (F1 ≥ {esc(threshold)} at that length and every shorter one)</h3>"
-        f"{table(('items', 'on the mean', 'on the 95% lower bound'), effective)}</section>"
+        f"{effective_table(listing, 'items', 'items', score='F1')}</section>"
     )

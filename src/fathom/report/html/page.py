@@ -27,6 +27,7 @@ from fathom.analysis.ruler import task_order
 from fathom.analysis.summary import NiahGrid, RulerGrid, Summary
 from fathom.report.html.assets import SCRIPT, STYLE
 from fathom.report.plots import WIDE_INTERVAL, format_length, text_colour
+from fathom.units import length_or_none
 
 if TYPE_CHECKING:
     from matplotlib.colors import Colormap
@@ -351,6 +352,32 @@ def score_rows(
          "yes" if r["beyond_window"] else "")
         for r in rows
     ]  # fmt: skip
+
+
+def effective_boxes(
+    section: Mapping[str, Any], key: str, what: Callable[[Any], str], score: str = "score"
+) -> list[str]:
+    """The headline's boxes of a family's effective lengths (``analysis.stats.effective_by``'s rows,
+    each named by its value under ``key``, through ``what``): each row's length on the mean."""
+    threshold = f"{score} ≥ {section['threshold']:g}"
+    return [
+        number_box(length_or_none(row["mean"]), f"effective length {what(row[key])} ({threshold})")
+        for row in section["effective_length"]
+    ]
+
+
+def effective_table(section: Mapping[str, Any], key: str, label: str, score: str = "score") -> str:
+    """A family's effective lengths by ``key`` (headed ``label``), on the mean and on the 95% lower
+    bound, under their heading."""
+    rows = [
+        (row[key], length_or_none(row["mean"]), length_or_none(row["lower_bound"]))
+        for row in section["effective_length"]
+    ]
+    threshold = f"{section['threshold']:g}"
+    return (
+        f"<h3>Effective length ({score} ≥ {esc(threshold)} at that length and every shorter one)</h3>"
+        f"{table((label, 'on the mean', 'on the 95% lower bound'), rows)}"
+    )
 
 
 def image(path: Path, alt: str) -> str:
