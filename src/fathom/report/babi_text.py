@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fathom.report.score_text import axis_table
-from fathom.units import format_count, length_or_none
+from fathom.report.score_text import axis_table, effective_lines
+from fathom.units import format_count
 
 
 def distance_label(edge: int, edges: list[int]) -> str:
@@ -24,9 +24,4 @@ def babi_text(babi: dict[str, Any]) -> list[str]:
     edges = babi["distance_edges"]
     lines = ["score by tokens between the first and last supporting fact (all lengths):"]
     lines += axis_table(babi["distances"], "task", "distance", lambda edge: distance_label(edge, edges))
-    for row in babi["effective_length"]:
-        lines.append(
-            f"effective length of {row['task']} (score >= {babi['threshold']:g}): "
-            f"{length_or_none(row['mean'])}; on the 95% lower bound: {length_or_none(row['lower_bound'])}"
-        )
-    return lines
+    return lines + effective_lines(babi, "task", lambda task: f"of {task}")

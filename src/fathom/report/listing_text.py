@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fathom.report.score_text import axis_table
-from fathom.units import length_or_none
+from fathom.report.score_text import axis_table, effective_lines
 
 
 def listing_text(listing: dict[str, Any]) -> list[str]:
@@ -22,9 +21,4 @@ def listing_text(listing: dict[str, Any]) -> list[str]:
         f"truncated answers (cut at their output budget): {listing['truncated']} of {answers}; "
         f"budgets up to {budget} new tokens"
     )
-    for row in listing["effective_length"]:
-        lines.append(
-            f"effective length with {row['items']} items (F1 >= {listing['threshold']:g}): "
-            f"{length_or_none(row['mean'])}; on the 95% lower bound: {length_or_none(row['lower_bound'])}"
-        )
-    return lines
+    return lines + effective_lines(listing, "items", lambda items: f"with {items} items", score="F1")

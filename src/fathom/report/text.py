@@ -10,7 +10,7 @@ from fathom.report.babi_text import babi_text
 from fathom.report.categories_text import categories_text
 from fathom.report.listing_text import listing_text
 from fathom.report.qualification_text import qualification_line
-from fathom.report.score_text import axis_table
+from fathom.report.score_text import axis_table, effective_lines
 from fathom.report.score_text import pct as _pct
 from fathom.units import format_count, length_or_none
 
@@ -310,12 +310,7 @@ def state_text(state: Row) -> list[str]:
     """State tracking's score by question kind and length (percent), and each operation count's
     effective length on the mean and on the 95% lower bound."""
     lines = axis_table(state["questions"], "question", "length")
-    for row in state["effective_length"]:
-        lines.append(
-            f"effective length with {row['ops']} operations (score >= {state['threshold']:g}): "
-            f"{length_or_none(row['mean'])}; on the 95% lower bound: {length_or_none(row['lower_bound'])}"
-        )
-    return lines
+    return lines + effective_lines(state, "ops", lambda ops: f"with {ops} operations")
 
 
 def suite_text(suites: Row) -> list[str]:
