@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from fathom.packages import package_dir
 from fathom.prompts import TooShort, frame, length_tolerance
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
-from fathom.tasks.ruler import qa_data
+from fathom.tasks.ruler import qa, qa_data
 from fathom.tasks.ruler.base import Draft, Setting
 from fathom.tasks.ruler.catalogue import ALL_VARIANTS
 from fathom.tasks.ruler.qa import QuestionAnswering, separator_leads
@@ -33,6 +34,7 @@ from fathom.tasks.ruler.qa_data import (
     read_squad,
     synthetic_qa,
 )
+from fathom.tasks.ruler.splits import QAPart
 
 RULER_JSON = (package_dir("long_context_eval") or Path("/absent")) / "data" / "synthetic" / "json"
 needs_ruler = pytest.mark.ruler_data
@@ -311,6 +313,8 @@ def test_prompts_are_shuffled_and_deterministic_per_seed() -> None:
 
 def test_related_paragraphs_come_before_other_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FATHOM_SQUAD", str(squad_file(tmp_path)))
+    # Every item asked: this file's Rivers article lies in the training part (tasks/ruler/splits.py).
+    monkeypatch.setattr(qa, "qa_part", lambda data, split: QAPart(frozenset(range(len(data.items))), None))
     fam, tok = QuestionAnswering(ALL_VARIANTS["qa_1"], setting("char")), setting("char").tokenizer
     railway = 0
     for seed in range(30):
@@ -328,8 +332,10 @@ def test_identity_names_the_dataset_and_its_file(tmp_path: Path, monkeypatch: py
     path = squad_file(tmp_path)
     monkeypatch.setenv("FATHOM_SQUAD", str(path))
     identity = QuestionAnswering(ALL_VARIANTS["qa_1"], setting("char")).identity()
-    assert identity == {"dataset": "squad", "dataset_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
-    assert family("qa_synth", "char").identity()["dataset"] == "synthetic"
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    # The split's version: which items evaluation asks (tasks/ruler/splits.py); qa_synth is not split.
+    assert identity == {"dataset": "squad", "dataset_sha256": digest, "split": 1}
+    assert family("qa_synth", "char").identity() == {"dataset": "synthetic", "dataset_sha256": ANY}
 
 
 def test_a_length_below_the_gold_documents_is_refused() -> None:

@@ -17,6 +17,7 @@ from fathom.errors import CorpusError, PromptError
 from fathom.packages import package_dir
 from fathom.prompts import Prompt, PromptText
 from fathom.prompts.haystack.index import Ids
+from fathom.prompts.names import Split
 from fathom.prompts.templates import ChatTemplate
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.tasks.ruler.catalogue import Variant
@@ -32,6 +33,8 @@ class Setting:
     template: ChatTemplate
     system: str | None
     corpus: str | None  # the user's haystack for essay tasks; None keeps RULER's essays
+    # Which part of vt's, cwe's, fwe's and qa's draws (``splits.py``): training's for ``fathom export``.
+    split: Split = "eval"
 
 
 @dataclass(frozen=True, eq=False)

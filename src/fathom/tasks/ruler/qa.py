@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from fathom.prompts.tokenizers import Tokenizer
 from fathom.tasks.ruler.base import Draft, Setting, Steps, encode_units, task_text
 from fathom.tasks.ruler.catalogue import Variant
 from fathom.tasks.ruler.qa_data import QAItem, configured_path, load_dataset
+from fathom.tasks.ruler.splits import QA_SPLIT_VERSION, SPLIT_DATASETS, qa_part
 
 HEADER = "Document {i}:\n"
 SEPARATOR = "\n\n"
@@ -56,16 +57,23 @@ class QuestionAnswering:
         self.variant, self.setting = variant, setting
         name = variant.params["dataset"]
         self.data = load_dataset(name, configured_path(name))
+        self.split = setting.split
+        # The items this part asks, and its distractors' documents (None: all; ``splits.py``).
+        self.part = qa_part(self.data, setting.split)
+        if not self.part.items:
+            raise PromptError(f"{self.data.name}'s {setting.split} part holds no item")
+        self.documents = self.part.documents or range(len(self.data.documents))
         self._bodies: dict[int, Ids] = {}  # document index -> ids of its text (and separator)
         self._headers: list[Ids] = []  # position - 1 -> ids of its header (and separator)
         # The blank line between documents: opening the header after it, or closing the text before.
         self._lead, self._trail = (SEPARATOR, "") if separator_leads(setting.tokenizer) else ("", SEPARATOR)
 
     def identity(self) -> dict[str, Any]:
-        return {"dataset": self.data.name, "dataset_sha256": self.data.sha256}
+        split = {"split": QA_SPLIT_VERSION} if self.data.name in SPLIT_DATASETS else {}
+        return {"dataset": self.data.name, "dataset_sha256": self.data.sha256, **split}
 
     def steps(self, length: int) -> Steps:
-        return Steps(STEP, STEP, "documents", len(self.data.documents))
+        return Steps(STEP, STEP, "documents", len(self.documents))
 
     def appended(self, draft: Draft) -> str:
         # RULER's ``input_text + f' {answer}'``: the list as Python writes it.
@@ -89,9 +97,13 @@ class QuestionAnswering:
 
     def _pick(self, target: int, rng: random.Random) -> tuple[QAItem, PromptText, Ids, Ids]:
         """An item whose gold documents fit, and the prompt's ids before and after the context."""
-        items, least = self.data.items, None
-        for _ in range(ATTEMPTS):
-            item = items[rng.randrange(len(items))]
+        items, least, attempts = self.data.items, None, 0
+        while attempts < ATTEMPTS:
+            index = rng.randrange(len(items))
+            if index not in self.part.items:  # the other part's: drawn again, not counted
+                continue
+            attempts += 1
+            item = items[index]
             text = task_text(self.variant, self.setting, {}, item.question)
             head, tail = frame(self.setting.tokenizer, self.setting.template, text, item.question)
             overhead = len(head) + len(tail) + self._size(self._bodies_of(item.gold))
@@ -105,9 +117,7 @@ class QuestionAnswering:
         not all fit), then the rest in random order; tokenised a batch at a time."""
         related = [i for i in item.related if i not in item.gold]
         rng.shuffle(related)
-        order = itertools.chain(
-            item.gold, related, _others(len(self.data.documents), {*item.gold, *related}, rng)
-        )
+        order = itertools.chain(item.gold, related, _others(self.documents, {*item.gold, *related}, rng))
         while batch := list(itertools.islice(order, LOOKAHEAD)):
             yield from zip(batch, self._bodies_of(batch), strict=True)
 
@@ -144,7 +154,7 @@ class QuestionAnswering:
         if not skipped:
             other = "" if self.data.name == "synthetic" else ", or qa_synth"
             raise PromptError(
-                f"{self.data.name}'s {len(self.data.documents)} documents fill only {self._size(bodies)} of "
+                f"{self.data.name}'s {len(self.documents)} documents fill only {self._size(bodies)} of "
                 f"the {budget} tokens this length leaves them; use shorter lengths{other}"
             )
         if self._room(bodies, budget) < 1:
@@ -203,12 +213,14 @@ def separator_leads(tokenizer: Tokenizer) -> bool:
     return leading == whole != trailing
 
 
-def _others(count: int, taken: set[int], rng: random.Random) -> Iterator[int]:
-    """The indexes below ``count`` not in ``taken``, in random order, drawn lazily: a prompt uses
-    a few hundred of HotpotQA's 66,635 documents."""
+def _others(documents: Sequence[int], taken: set[int], rng: random.Random) -> Iterator[int]:
+    """The ``documents`` not in ``taken``, in random order, drawn lazily: a prompt uses a few hundred
+    of HotpotQA's 66,635 documents."""
     seen = set(taken)
-    while len(seen) < count:
-        index = rng.randrange(count)
+    left = len(documents) - len(taken)  # ``taken`` (an item's documents) lies in its part's ``documents``
+    while left:
+        index = documents[rng.randrange(len(documents))]
         if index not in seen:
             seen.add(index)
+            left -= 1
             yield index

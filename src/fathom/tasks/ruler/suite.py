@@ -17,6 +17,7 @@ from typing import Any
 from fathom.errors import SpecError
 from fathom.prompts import TooShort, too_short
 from fathom.prompts.needles import needle_rng
+from fathom.prompts.spaces import SPACES, Split
 from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell
@@ -50,13 +51,15 @@ def variants_for(task: str) -> list[Variant]:
 
 
 class RulerTask:
-    def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
+    def __init__(self, spec: RunSpec, tokenizer: Tokenizer, split: Split = "eval") -> None:
         _check(spec)
         self.spec = spec
+        # Training's samples (``fathom export``) also draw from random streams of their own.
+        self.stream = SPACES[split].stream
         self.name = spec.task
         self.variants = {v.name: v for v in variants_for(spec.task)}
         setting = Setting(
-            tokenizer, resolve_template(spec.template, tokenizer), spec.system_prompt, spec.corpus
+            tokenizer, resolve_template(spec.template, tokenizer), spec.system_prompt, spec.corpus, split
         )
         self.template = setting.template
         factories = _families()
@@ -104,7 +107,7 @@ class RulerTask:
 
     def _rng(self, cell: Cell, sample: int) -> random.Random:
         """The generator of the cell's task and length's sample ``sample``, started afresh."""
-        return needle_rng(self.spec.seed, cell.task, cell.length, sample)
+        return needle_rng(self.spec.seed, *self.stream, cell.task, cell.length, sample)
 
     def identity(self) -> dict[str, Any]:
         texts = json.dumps(

@@ -46,6 +46,7 @@ from fathom.tasks.ruler.base import (
     task_text,
 )
 from fathom.tasks.ruler.catalogue import Variant
+from fathom.tasks.ruler.splits import CHAINS
 
 # RULER builds its example at max_seq_length 500, of which 30 are the tokens to generate, growing
 # its noise five lines at a time.
@@ -58,8 +59,11 @@ RAW = ChatTemplate("raw", "{{ messages[-1]['content'] }}")
 EXAMPLE_OPENING, EXAMPLE_CLOSING = " ", "\n\n\n\n"
 
 
-def chain(rng: random.Random, hops: int, letters: int) -> tuple[list[str], str, list[str]]:
-    """Distinct variable names, the value the first one is given, and the chain's statements in order."""
+def chain(
+    rng: random.Random, hops: int, letters: int, values: tuple[int, int] = CHAINS["eval"].values
+) -> tuple[list[str], str, list[str]]:
+    """Distinct variable names of ``letters`` letters, the value the first one is given (drawn from
+    ``values``, the upper end excluded), and the chain's statements in order."""
     names: list[str] = []
     while len(names) < hops + 1:
         name = "".join(rng.choices(string.ascii_uppercase, k=letters))
@@ -67,7 +71,7 @@ def chain(rng: random.Random, hops: int, letters: int) -> tuple[list[str], str, 
         if name not in names and name != "VAR":
             names.append(name)
     # RULER draws np.random.randint(10000, 99999), whose upper end is exclusive.
-    value = str(rng.randrange(10000, 99999))
+    value = str(rng.randrange(*values))
     links = [f"VAR {new} = VAR {old}" for old, new in itertools.pairwise(names)]
     return names, value, [f"VAR {names[0]} = {value}", *links]
 
@@ -93,6 +97,7 @@ class VariableTracking:
             )
         self.variant, self.setting = variant, setting
         self.hops: int = variant.params["hops"]
+        self.space = CHAINS[setting.split]  # evaluation's names and values, or training's
         self.corpus = load_corpus("noise")
         # RULER's vt noise is the paragraph with its newline: a line of its own.
         self.lines = Lines(setting.tokenizer, self.corpus.text + "\n", unit)
@@ -109,7 +114,7 @@ class VariableTracking:
 
     def draft(self, target: int, rng: random.Random, count: int | None = None) -> Draft:
         example = self._example(rng)
-        names, value, statements = chain(rng, self.hops, letters=5)
+        names, value, statements = chain(rng, self.hops, self.space.letters, self.space.values)
         text = after_example(self._text(value, len(names)), EXAMPLE_OPENING + example, EXAMPLE_CLOSING)
         head, tail = frame(self.setting.tokenizer, self.setting.template, text, value)
         texts = written(statements)
@@ -128,7 +133,8 @@ class VariableTracking:
 
     def _example(self, rng: random.Random) -> str:
         """A complete small instance with its answer, as RULER's few-shot example."""
-        names, value, statements = chain(rng, min(10, self.hops), letters=3)
+        hops, letters = min(10, self.hops), self.space.example_letters
+        names, value, statements = chain(rng, hops, letters, self.space.values)
         text, texts = self._text(value, len(names)), written(statements)
         count = self._example_lines(text, value, texts, names)
         parts = self.lines.parts(count, texts, line_slots(count, len(texts), rng))

@@ -57,9 +57,9 @@ from fathom.tasks.ruler.base import (
     encode_units,
     solved_example,
     task_text,
-    word_list,
 )
 from fathom.tasks.ruler.catalogue import Variant
+from fathom.tasks.ruler.splits import cwe_words, fwe_letters
 
 SHORT = 4096  # below this length RULER repeats cwe's words less and shows a shorter example
 SINGLES_POOL = 64  # cwe words set aside to close the gap, varied enough in size to close it exactly
@@ -102,7 +102,7 @@ class CommonWords:
         params = variant.params
         self.common: int = params["num_cw"]
         self.repeats = Repeats(params["freq_cw"], params["freq_ucw"])
-        self.words = sorted({*word_list("nounlist"), *word_list("adjectivelist"), *word_list("verblist")})
+        self.words = list(cwe_words(setting.split))
         self.word_ids = dict(zip(self.words, spaced(setting, self.words), strict=True))
         self._numbers: list[Ids] = []  # entry i's number ("1.", " 2.", ...) at i - 1
         self._number_sums = np.zeros(1, dtype=np.int64)  # [n]: tokens of the numbers of entries 1..n
@@ -265,7 +265,7 @@ class FrequentWords:
     def __init__(self, variant: Variant, setting: Setting) -> None:
         self.variant, self.setting = variant, setting
         self.alpha: float = variant.params["alpha"]
-        self.letters: int = variant.params["coded_wordlen"]
+        self.letters = fwe_letters(setting.split, variant.params["coded_wordlen"])
 
     def identity(self) -> dict[str, Any]:
         return {}
