@@ -345,7 +345,7 @@ def test_the_check_reads_keys_names_and_anchors_from_the_records(evaluated: list
     ("args", "message"),
     [
         (["niah_x"], "unknown task 'niah_x': export takes niah, babi, babi:qa1"),
-        (["vt"], "'vt' cannot be exported: export takes niah, babi"),
+        (["niah_single_1"], "'niah_single_1' cannot be exported: export takes niah, babi"),
         (
             ["niah", "--needle", "pin"],
             "unknown needle kind 'pin': export takes number, words, uuid, fact, split",

@@ -157,7 +157,7 @@ def test_an_evaluation_name_planted_in_a_babi_export_is_found(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["vt"], "'vt' cannot be exported: export takes niah, babi"),
+        (["niah_single_1"], "'niah_single_1' cannot be exported: export takes niah, babi"),
         (["state", "--ops", "64"], "--ops 64 does not fit a length of 2048 tokens"),
         (["babi:qa9"], "unknown task 'babi:qa9': export takes niah, babi, babi:qa1"),
         (["babi", "--depths", "3"], "'babi' draws needle depths per sample"),

@@ -6,8 +6,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fathom.export.examples import EXPORT_KINDS, EXPORTABLE
-from fathom.spec import RunSpec, add_latent_arguments, parse_depths, parse_lengths, parse_ops, prompt_options
+from fathom.export.families import EXPORT_KINDS, EXPORTABLE
+from fathom.spec import (
+    RunSpec,
+    add_latent_arguments,
+    parse_depths,
+    parse_items,
+    parse_lengths,
+    parse_ops,
+    prompt_options,
+)
 
 EXPORT_HELP = "write long-context training examples from evaluation's generators, sharing nothing with it"
 EXPORT_DESCRIPTION = (
@@ -22,7 +30,11 @@ EXPORT_DESCRIPTION = (
     "probability 2^-122), so no example shares a needle, key, value, name or item with any evaluation "
     "run. babi's stories (babi, or babi:qa1 ... alone) draw their people, places and objects from "
     "training pools no evaluation story draws from; state's programs act on other lists (cards and jars, "
-    "not items and notes) with three-digit values where evaluation's have one or two. fathom "
+    "not items and notes) with three-digit values where evaluation's have one or two. RULER's vt "
+    "names six-letter variables with six-digit values (evaluation: five and five); cwe lists the prose "
+    "corpus's words that are none of RULER's word lists; fwe codes its words in seven letters (evaluation: "
+    "six); qa_1 and qa_2 ask the training fifth of SQuAD's articles and HotpotQA's questions, which no "
+    "evaluation asks. listing's records name other users and actions, with six-digit ids. fathom "
     "export-check verifies an export against run folders."
 )
 CHECK_HELP = "report what an export shares with evaluation run folders (exit 1 if anything)"
@@ -50,6 +62,9 @@ def add_export_commands(
     )
     export.add_argument(
         "--ops", default=None, help="state's: counts of relevant list operations (default 4,16,64)"
+    )
+    export.add_argument(
+        "--items", default=None, help="listing's: counts of matching records (default 8,32,128)"
     )
     export.add_argument(
         "--needle",
@@ -125,6 +140,7 @@ def export_spec(args: argparse.Namespace) -> RunSpec:
         depths=parse_depths(args.depths or "11") if niah or args.depths else (),
         samples=1,  # each example is a sample of its own (fathom.export.examples)
         ops=parse_ops(args.ops),
+        items=parse_items(args.items),
         seed=args.seed,
         **{**prompt_options(args), "haystack_offset": offset},
     )

@@ -11,6 +11,7 @@ simulated reader that looks for that text finds every matching record and no loo
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 USERS = ("alice", "bruno", "chen", "dmitri", "esther", "farah", "gustav", "hana")
 ACTIONS = ("refund", "purchase", "login", "transfer", "upload", "logout")
@@ -54,3 +55,26 @@ def ids_in(text: str) -> list[str]:
 def listed(ids: list[str]) -> str:
     """The answer that lists ``ids``: one a line."""
     return "\n".join(ids)
+
+
+@dataclass(frozen=True)
+class LogSpace:
+    """What a log's records draw: its users, actions and ids, and the words mixed into each sample's
+    random stream beside the seed and the cell (none for evaluation's, whose streams are what they
+    always were)."""
+
+    users: tuple[str, ...]
+    actions: tuple[str, ...]
+    ids: range
+    stream: tuple[str, ...] = ()
+
+
+EVAL_LOGS = LogSpace(USERS, ACTIONS, IDS)
+# ``fathom export``'s: no user or action of evaluation's, and six-digit ids where evaluation's have five
+# (``ids_in`` finds none of them: it reads five digits and no more).
+TRAIN_LOGS = LogSpace(
+    ("camille", "joaquin", "yuki", "oskar", "priya", "tomas", "ines", "kofi"),
+    ("deposit", "signup", "download", "delete", "renewal", "export"),
+    range(10**ID_DIGITS, 10 ** (ID_DIGITS + 1)),
+    ("train",),
+)

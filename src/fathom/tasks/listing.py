@@ -77,17 +77,18 @@ class Log:
     matching: tuple[str, ...]
 
 
-def draw_log(rng: random.Random, count: int) -> Log:
-    """``count`` records that match a drawn user and action, and as many look-alikes, shuffled."""
-    user, action = rng.choice(logs.USERS), rng.choice(logs.ACTIONS)
+def draw_log(rng: random.Random, count: int, space: logs.LogSpace = logs.EVAL_LOGS) -> Log:
+    """``count`` records that match a drawn user and action, and as many look-alikes, shuffled: of
+    ``space``'s users, actions and ids."""
+    user, action = rng.choice(space.users), rng.choice(space.actions)
     size = 2 * count
-    idents = rng.sample(logs.IDS, size)
+    idents = rng.sample(space.ids, size)
     minutes = sorted(rng.sample(range(MINUTES), size))
     fakes = set(rng.sample(range(size), count))
     # Each look-alike's other field, and which field it changes (a coin): drawn in bulk, as a
     # 128k prompt's hundreds of records, one draw at a time, cost more than the prompt's building.
-    other_users = rng.choices([u for u in logs.USERS if u != user], k=count)
-    other_actions = rng.choices([a for a in logs.ACTIONS if a != action], k=count)
+    other_users = rng.choices([u for u in space.users if u != user], k=count)
+    other_actions = rng.choices([a for a in space.actions if a != action], k=count)
     coins = rng.choices((True, False), k=count)
     amounts = rng.choices(AMOUNTS, k=size)
     lines, matching, fake = [], [], 0
@@ -136,7 +137,8 @@ def grade(output: str, references: Sequence[str]) -> Score:
 class ListingTask(CountedLines):
     axis = CountAxis(TASK, "--items", "items", "each record with its look-alike")
 
-    def __init__(self, spec: RunSpec, tokenizer: Tokenizer) -> None:
+    def __init__(self, spec: RunSpec, tokenizer: Tokenizer, space: logs.LogSpace = logs.EVAL_LOGS) -> None:
+        self.space = space  # evaluation's users, actions and ids, or training's (``fathom export``)
         text = PromptText(
             LISTING_TEXT.before, LISTING_TEXT.after, LISTING_TEXT.answer_prefix, spec.system_prompt
         )
@@ -146,15 +148,15 @@ class ListingTask(CountedLines):
     def line_tokens(self) -> int:
         """The most tokens one record takes: the longest id, time and amount, any user and action."""
         longest = [
-            self.form.format(logs.record(logs.IDS[-1], 31, MINUTES // 31 - 1, user, action, 999))
-            for user, action in itertools.product(logs.USERS, logs.ACTIONS)
+            self.form.format(logs.record(self.space.ids[-1], 31, MINUTES // 31 - 1, user, action, 999))
+            for user, action in itertools.product(self.space.users, self.space.actions)
         ]
         return max(len(ids) for ids in self.tokenizer.encode_batch(longest))
 
     @functools.cached_property
     def overhead(self) -> int:
         """The most tokens the template, instruction and question take, over the conditions."""
-        questions = [logs.question(u, a) for u, a in itertools.product(logs.USERS, logs.ACTIONS)]
+        questions = [logs.question(u, a) for u, a in itertools.product(self.space.users, self.space.actions)]
         return max(sum(map(len, self.builder.frame(q))) for q in questions)
 
     def budget(self, matching: Sequence[str]) -> int:
@@ -164,8 +166,8 @@ class ListingTask(CountedLines):
         return math.ceil(1.25 * len(self.tokenizer.encode(logs.listed(list(matching))))) + MARGIN
 
     def prepare(self, cell: Cell) -> Sample:
-        rng = needle_rng(self.spec.seed, cell.task, cell.length, cell.sample)
-        drawn = draw_log(rng, cell_count(cell.task))
+        rng = needle_rng(self.spec.seed, *self.space.stream, cell.task, cell.length, cell.sample)
+        drawn = draw_log(rng, cell_count(cell.task), self.space)
         asked = logs.question(drawn.user, drawn.action)
         prompt = place_lines(self.builder, rng, cell.length, asked, drawn.lines, self.form)
         return Sample(
