@@ -9,10 +9,8 @@ test: it prints timings and asserts none. It times as ``bench_state.py`` does, w
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 
-from bench_state import build_seconds
+from bench_state import build_seconds, line, machine, ratio
 
 from fathom.spec import RunSpec
 from fathom.units import parse_count
@@ -30,17 +28,21 @@ def main() -> None:
     # "babi" builds a prompt per task per sample: NIAH builds as many, so the passes compare like.
     prompts = args.samples * (5 if args.task == "babi" else 1)
     common = {"model": "sim:perfect", "tokenizer": args.tokenizer, "lengths": (length,)}
-    niah = build_seconds(RunSpec("niah", depths=(0.5,), samples=prompts, **common), args.repeats)
-    babi = build_seconds(RunSpec(args.task, depths=(), samples=args.samples, **common), args.repeats)
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
+    niah, babi = build_seconds(
+        [
+            RunSpec("niah", depths=(0.5,), samples=prompts, **common),
+            RunSpec(args.task, depths=(), samples=args.samples, **common),
+        ],
+        args.repeats,
     )
-    print(f"prompts at {args.length} ({args.tokenizer}), best of {args.repeats} passes after a first:")
-    niah_ms = f"{1000 * niah[1]:.1f} ms (first pass {1000 * niah[0]:.1f} ms)"
-    print(f"  niah, {prompts} (one needle, depth 0.5): {niah_ms}")
-    print(f"  {args.task}, {prompts}: {1000 * babi[1]:.1f} ms (first pass {1000 * babi[0]:.1f} ms)")
-    print(f"  ratio {args.task} / niah: {babi[1] / niah[1]:.2f}")
+    print(machine())
+    print(
+        f"prompts at {args.length} ({args.tokenizer}), best of {args.repeats} passes after a first, "
+        f"and of {args.repeats} over new prompts:"
+    )
+    print(line(f"niah, {prompts} (one needle, depth 0.5)", niah))
+    print(line(f"{args.task}, {prompts}", babi))
+    print(ratio(args.task, babi, niah))
 
 
 if __name__ == "__main__":

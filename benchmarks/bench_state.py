@@ -8,9 +8,12 @@ the clock starts. A benchmark, not a test: it prints timings and asserts none.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fathom.prompts.tokenizers import load_tokenizer
@@ -20,40 +23,83 @@ from fathom.tasks.base import Sample
 from fathom.units import parse_count
 
 
-def build_seconds(spec: RunSpec, repeats: int) -> tuple[float, float]:
-    """The first pass building every cell's prompt (nothing of them remembered yet: a needle's ids
-    are kept once encoded), and the fastest of ``repeats`` passes after it."""
-    task = create_task(spec, load_tokenizer(spec.tokenizer))
-    cells = list(task.cells())
-    passes = []
-    for _ in range(1 + repeats):
-        started = time.perf_counter()
-        for cell in cells:
-            assert isinstance(task.prepare(cell), Sample)
-        passes.append(time.perf_counter() - started)
-    return passes[0], min(passes[1:])
+@dataclass(frozen=True)
+class Timing:
+    """One task's seconds for a pass over its cells: the first (nothing of them remembered yet, and
+    whatever a process pays once, such as NIAH's word index of the corpus), the fastest of the passes
+    after it (a line's or needle's ids are kept once encoded), and the fastest pass over prompts never
+    built before (each a task of another seed, made before the clock: what a run pays per prompt)."""
+
+    first: float
+    best: float
+    fresh: float
+
+
+def _pass(task: Any) -> float:
+    started = time.perf_counter()
+    for cell in task.cells():
+        assert isinstance(task.prepare(cell), Sample)
+    return time.perf_counter() - started
+
+
+def build_seconds(specs: Sequence[RunSpec], repeats: int) -> list[Timing]:
+    """Each spec's ``Timing`` over ``repeats`` passes of each kind. The passes alternate between the
+    specs, so that a shared machine's load, which changes from second to second, weighs on each alike."""
+    tokenizer = load_tokenizer(specs[0].tokenizer)
+    tasks = [create_task(spec, tokenizer) for spec in specs]
+    others = [
+        [create_task(dataclasses.replace(spec, seed=spec.seed + 1 + k), tokenizer) for k in range(repeats)]
+        for spec in specs
+    ]
+    first = [_pass(task) for task in tasks]
+    again: list[list[float]] = [[] for _ in specs]
+    fresh: list[list[float]] = [[] for _ in specs]
+    for k in range(repeats):
+        for i, task in enumerate(tasks):
+            again[i].append(_pass(task))
+            fresh[i].append(_pass(others[i][k]))
+    return [Timing(f, min(a), min(n)) for f, a, n in zip(first, again, fresh, strict=True)]
+
+
+def machine() -> str:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load average {load}"
+    )
+
+
+def line(name: str, timing: Timing) -> str:
+    return (
+        f"  {name}: {1000 * timing.best:.1f} ms (first pass {1000 * timing.first:.1f} ms, "
+        f"new prompts {1000 * timing.fresh:.1f} ms)"
+    )
+
+
+def ratio(name: str, family: Timing, niah: Timing) -> str:
+    fresh = family.fresh / niah.fresh
+    return f"  ratio {name} / niah: {family.best / niah.best:.2f} (new prompts {fresh:.2f})"
 
 
 def beside_niah(task: str, options: dict[str, Any], about: str, args: argparse.Namespace) -> None:
     """Prints the seconds to build ``args.samples`` prompts of ``task`` (with ``options``) and as many
-    plain NIAH prompts at ``args.length`` with ``args.tokenizer``, and their ratio."""
+    plain NIAH prompts at ``args.length`` with ``args.tokenizer``, and their ratios."""
     common = {
         "model": "sim:perfect",
         "tokenizer": args.tokenizer,
         "lengths": (parse_count(args.length),),
         "samples": args.samples,
     }
-    niah = build_seconds(RunSpec("niah", depths=(0.5,), **common), args.repeats)
-    family = build_seconds(RunSpec(task, depths=(), **options, **common), args.repeats)
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
+    niah, family = build_seconds(
+        [RunSpec("niah", depths=(0.5,), **common), RunSpec(task, depths=(), **options, **common)],
+        args.repeats,
     )
+    print(machine())
     cells = f"{args.samples} prompts at {args.length} ({args.tokenizer})"
-    print(f"{cells}, best of {args.repeats} passes after a first:")
-    print(f"  niah (one needle, depth 0.5): {1000 * niah[1]:.1f} ms (first pass {1000 * niah[0]:.1f} ms)")
-    print(f"  {task} ({about}): {1000 * family[1]:.1f} ms (first pass {1000 * family[0]:.1f} ms)")
-    print(f"  ratio {task} / niah: {family[1] / niah[1]:.2f}")
+    print(f"{cells}, best of {args.repeats} passes after a first, and of {args.repeats} over new prompts:")
+    print(line("niah (one needle, depth 0.5)", niah))
+    print(line(f"{task} ({about})", family))
+    print(ratio(task, family, niah))
 
 
 def main() -> None:

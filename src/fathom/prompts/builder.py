@@ -94,20 +94,22 @@ def frame(tokenizer: Tokenizer, template: ChatTemplate, text: PromptText, questi
 def assemble(head: Ids, parts: Sequence[tuple[Ids, bool]], tail: Ids, target: int) -> Prompt:
     """The prompt ``head + parts + tail``; a part flagged True is a needle, whose offset and depth
     (the share of the other parts' tokens before it) are recorded."""
-    haystack = sum(len(ids) for ids, needle in parts if not needle)
-    needles, offset, before = [], len(head), 0
-    for ids, needle in parts:
-        if needle:
-            needles.append(Insertion(offset, len(ids), before / haystack if haystack else 0.0))
-        else:
-            before += len(ids)
-        offset += len(ids)
+    # Counted as arrays, not part by part: a prompt of hundreds of needles (a long-output log of 256
+    # records at 128k) spent more on this loop than on joining its ids.
+    chunks, flagged = zip(*parts, strict=True) if parts else ((), ())
+    sizes = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+    flags = np.array(flagged, dtype=bool)
+    hay = np.where(flags, 0, sizes)
+    haystack = int(hay.sum())
+    offsets = len(head) + np.cumsum(sizes) - sizes
+    before = (np.cumsum(hay) - hay)[flags]
+    depths = before / haystack if haystack else np.zeros(len(before))
     return Prompt(
-        ids=np.concatenate([head, *(ids for ids, _ in parts), tail]),
+        ids=np.concatenate([head, *chunks, tail]),
         target_tokens=target,
         head_tokens=len(head),
-        context_tokens=offset - len(head),
-        needles=tuple(needles),
+        context_tokens=int(sizes.sum()),
+        needles=tuple(map(Insertion, offsets[flags].tolist(), sizes[flags].tolist(), depths.tolist())),
     )
 
 
@@ -275,13 +277,11 @@ class PromptBuilder:
         or after token ``start`` (``TokenizedCorpus.window``)."""
         laid = self.layout(length, question, needles, start, apart)
         haystack, cuts, needle_ids = laid.haystack, laid.cuts, laid.needle_ids
-        order = sorted(range(len(needles)), key=lambda i: cuts[i])  # stable: ties keep their order
-        parts: list[tuple[Ids, bool]] = []
-        previous = 0
-        for i in order:
-            parts += [(haystack[previous : cuts[i]], False), (needle_ids[i], True)]
-            previous = cuts[i]
-        parts.append((haystack[previous:], False))
+        order = sorted(range(len(needles)), key=cuts.__getitem__)  # stable: ties keep their order
+        bounds = [0, *(cuts[i] for i in order), len(haystack)]
+        parts: list[tuple[Ids, bool]] = [(haystack[: bounds[1]], False)]
+        for i, start, end in zip(order, bounds[1:], bounds[2:], strict=False):
+            parts += [(needle_ids[i], True), (haystack[start:end], False)]
         prompt = assemble(laid.head, parts, laid.tail, length)
         placed = dict(zip(order, prompt.needles, strict=True))
         return dataclasses.replace(prompt, needles=tuple(placed[i] for i in range(len(needles))))
@@ -299,7 +299,8 @@ def _nearest(candidates: np.ndarray, budget: int, depths: Sequence[float]) -> li
     above = np.searchsorted(candidates, targets).clip(0, len(candidates) - 1)
     below = (above - 1).clip(0, len(candidates) - 1)
     low, high = candidates[below], candidates[above]
-    return [int(c) for c in np.where(targets - low <= np.abs(high - targets), low, high)]
+    nearest: list[int] = np.where(targets - low <= np.abs(high - targets), low, high).tolist()
+    return nearest
 
 
 def snap(starts: np.ndarray, budget: int, depths: Sequence[float], apart: Apart | None = None) -> list[int]:
@@ -309,9 +310,11 @@ def snap(starts: np.ndarray, budget: int, depths: Sequence[float], apart: Apart 
     lies at least ``apart.gap`` of the haystack from every anchor's boundary: the gap holds on the
     positions used, which snapping alone can shrink to nothing (two adjacent sentences, or one)."""
     candidates = np.concatenate([[0], starts, [budget]])
-    anchors = range(len(depths)) if apart is None else sorted(apart.anchors)
+    if apart is None:
+        return _nearest(candidates, budget, depths)
+    anchors = sorted(apart.anchors)
     cuts = dict(zip(anchors, _nearest(candidates, budget, [depths[i] for i in anchors]), strict=True))
-    if apart is not None and len(cuts) < len(depths):
+    if len(cuts) < len(depths):
         held = np.fromiter(cuts.values(), dtype=np.int64)
         distances = np.abs(candidates[:, None] - held[None, :]).min(axis=1, initial=budget)
         far = candidates[distances >= apart.gap * budget]

@@ -34,10 +34,9 @@ def place_lines(
 ) -> Prompt:
     """A prompt of exactly ``length`` tokens with ``lines``, in order, at depths drawn from ``rng``
     (uniform, sorted); its ``needles`` are the lines' placements, in the order given."""
-    depths = sorted(rng.random() for _ in lines)
-    return builder.place(
-        length, question, [(d, form.format(line)) for d, line in zip(depths, lines, strict=True)]
-    )
+    depths = [rng.random() for _ in lines]
+    depths.sort()
+    return builder.place(length, question, list(zip(depths, map(form.format, lines), strict=True)))
 
 
 def lines_in(context: str) -> Iterator[tuple[str, float]]:
