@@ -96,7 +96,7 @@ def test_a_backends_status_names_what_to_install() -> None:
         (
             {"scoring": "exat"},
             r"^unknown scoring 'exat' \(did you mean 'exact'\?\): "
-            "use one of contains, ordered, share, exact, all, any$",
+            "use one of contains, ordered, share, exact, all, any, mrcr$",
         ),
         (
             {"task": "nia"},
@@ -177,6 +177,7 @@ def test_without_plugins_the_names_are_fathoms_own() -> None:
         "exact",
         "all",
         "any",
+        "mrcr",
     ]
     assert [listed.origin for listed in TASK.listed()] == ["fathom"] * len(TASKS)
 

@@ -9,6 +9,10 @@ with plugins'). All compare case-insensitively and record which references match
   output that merely starts or ends with it is 0.
 - ``all``: the fraction of references that occur (RULER's string_match_all).
 - ``any``: 1 if any reference occurs (RULER's string_match_part).
+- ``mrcr``: multi-round co-reference's, as OpenAI's MRCR grades: the reference opens with a random
+  prefix of ``MRCR_PREFIX_CHARS`` characters; an output that does not open with it (not even after
+  whitespace) is 0, else the score is difflib's ``SequenceMatcher`` ratio of the rest against the
+  reference's rest (2 x matches / both lengths: 1 for the same text, 0 for nothing in common).
 
 ``all`` and ``any`` keep RULER's plain containment, so that RULER's scores stay comparable with its
 published ones. ``committed_lures`` reads which look-alike values an answer commits to, and which it
@@ -20,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Protocol
 
 from fathom.records import Score
@@ -181,6 +186,22 @@ def _any(output: str, references: Sequence[str]) -> Score:
     return Score(float(bool(found)), found, "any")
 
 
+# The random prefix an MRCR answer opens with: its characters (alphanumerics, drawn per sample).
+MRCR_PREFIX_CHARS = 10
+
+
+def _mrcr(output: str, references: Sequence[str]) -> Score:
+    # MRCR's rule as published: the prefix must open the output as it stands (no stripping first),
+    # then both are compared without it, character by character, with difflib's defaults as MRCR's
+    # (the answer second: past 200 characters its most frequent characters are the junk heuristic's).
+    reference = references[0]
+    prefix, target = reference[:MRCR_PREFIX_CHARS], reference[MRCR_PREFIX_CHARS:]
+    if not output.startswith(prefix):
+        return Score(0.0, (), "mrcr")
+    ratio = SequenceMatcher(None, output[MRCR_PREFIX_CHARS:], target).ratio()
+    return Score(ratio, (reference,) if ratio == 1.0 else (), "mrcr")
+
+
 class Grader(Protocol):
     """A scoring method: the output and the references (at least one) in, a Score out, whose
     ``method`` names it in the record."""
@@ -210,6 +231,7 @@ SCORERS: dict[str, ScoringEntry] = {
     "exact": ScoringEntry(_exact, "the output, without an answer prefix, is a reference"),
     "all": ScoringEntry(_all, "the fraction of references that occur (RULER's string_match_all)"),
     "any": ScoringEntry(_any, "1 if any reference occurs (RULER's string_match_part)"),
+    "mrcr": ScoringEntry(_mrcr, "the prefix opens the output, then the rest's similarity ratio (MRCR's)"),
 }
 
 

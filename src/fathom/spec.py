@@ -94,6 +94,8 @@ class RunSpec:
     ops: tuple[int, ...] = ()
     # listing: the counts of matching records (the answer's items) swept as an axis; empty: the default.
     items: tuple[int, ...] = ()
+    # mrcr: how many times the asked piece of writing is asked for, swept as an axis; empty: the default.
+    repeats: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.lengths:
@@ -132,6 +134,8 @@ class RunSpec:
             raise SpecError(f"--ops takes counts of operations of at least 1, got {list(self.ops)}")
         if any(count < 1 for count in self.items):
             raise SpecError(f"--items takes counts of records of at least 1, got {list(self.items)}")
+        if any(count < 1 for count in self.repeats):
+            raise SpecError(f"--repeats takes counts of asks of at least 1, got {list(self.repeats)}")
         if self.fill not in FILLS:
             raise SpecError(f"unknown fill '{self.fill}': use one of {', '.join(FILLS)}")
         check_forms(self.relations, self.needle_orders, self.question_templates)
@@ -161,6 +165,7 @@ class RunSpec:
         values["suite_tasks"] = tuple(values.get("suite_tasks", ()))
         values["ops"] = tuple(values.get("ops", ()))
         values["items"] = tuple(values.get("items", ()))
+        values["repeats"] = tuple(values.get("repeats", ()))
         for name in ("relations", "needle_orders", "question_templates"):
             if name in values:
                 values[name] = tuple(values[name])
@@ -190,6 +195,7 @@ _LATER_FIELDS: dict[str, object] = {
     "fill": "exact",
     "ops": (),
     "items": (),
+    "repeats": (),
 }
 
 
@@ -280,6 +286,11 @@ def parse_ops(text: str | None) -> tuple[int, ...]:
 def parse_items(text: str | None) -> tuple[int, ...]:
     """``--items 8,32,128``: counts of matching records, as ``parse_ops`` reads its counts."""
     return parse_counts(text, "--items", "8,32,128")
+
+
+def parse_repeats(text: str | None) -> tuple[int, ...]:
+    """``--repeats 2,4,8``: how many times mrcr's asked piece is asked for, as ``parse_ops`` reads."""
+    return parse_counts(text, "--repeats", "2,4,8")
 
 
 def parse_counts(text: str | None, flag: str, example: str) -> tuple[int, ...]:

@@ -19,6 +19,7 @@ from fathom.analysis.control import control_summary
 from fathom.analysis.hard import hard_summary
 from fathom.analysis.knowledge import knowledge_summary
 from fathom.analysis.listing import is_listing_run, listing_summary
+from fathom.analysis.mrcr import is_mrcr_run, mrcr_summary
 from fathom.analysis.niah import CellStats, summarize, worst_depth_effective_length
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
 from fathom.analysis.ruler import TaskCell, category_scores, ruler_summary
@@ -80,6 +81,10 @@ class RulerGrid:
     # A long-output run's section (``fathom.analysis.listing.listing_summary``): F1, precision, recall
     # and truncated answers by item count and length, effective lengths per count; added as ``babi`` was.
     listing: Row = dataclasses.field(default_factory=dict)
+    # A multi-round co-reference run's section (``fathom.analysis.mrcr.mrcr_summary``): the similarity
+    # score, prefixed and exact answers by repeat count and length, by which repeat was asked for,
+    # effective lengths per count; added as ``listing`` was.
+    mrcr: Row = dataclasses.field(default_factory=dict)
     # Schema 7. RULER's four categories, each one's mean over its tasks per length with its interval
     # (``fathom.analysis.ruler.category_scores``), where the run has a task of RULER's suite: made
     # from the grid for an older summary. Added to schema 7 before any release wrote it, so a summary
@@ -269,7 +274,7 @@ def _with_worst_depth(grid: dict[str, Any]) -> dict[str, Any]:
 
 SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7))
 # A sweep's sections that only some runs have: absent from summary.json where empty.
-_OPTIONAL = ("variants", "hard", "suites", "state", "babi", "listing", "categories")
+_OPTIONAL = ("variants", "hard", "suites", "state", "babi", "listing", "mrcr", "categories")
 
 
 def run_summary(
@@ -295,6 +300,8 @@ def run_summary(
             summary["babi"] = babi_summary(samples, threshold)
         if is_listing_run(samples):
             summary["listing"] = listing_summary(samples, threshold)
+        if is_mrcr_run(samples):
+            summary["mrcr"] = mrcr_summary(samples, threshold)
     elif samples:
         summary = {"kind": "niah", **_niah(samples, threshold)}
         # The low-overlap items apart from the context: scores on the known ones, bases (hard.knowledge).

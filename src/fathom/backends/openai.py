@@ -322,6 +322,7 @@ class OpenAIBackend:
             raise ValueError(f"request {request.sample_id} has no chat messages for the chat endpoint")
         chat = request.chat
         messages = [{"role": "system", "content": chat.system}] if chat.system else []
+        messages += [{"role": role, "content": content} for role, content in chat.turns]
         messages.append({"role": "user", "content": chat.user})
         if self.prefill == "continue" and chat.prefill:
             # vLLM's extension: continue the assistant's open message rather than start a new turn.

@@ -36,10 +36,11 @@ from fathom.backends.sim_readers import (
     odd_name,
     read_keys,
     read_lines,
+    read_turns,
     spoken,
 )
 from fathom.errors import SpecError
-from fathom.prompts import babi_story, list_ops
+from fathom.prompts import babi_story, conversation, list_ops
 from fathom.prompts.latent import LatentItem, load_items
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Completion
@@ -228,10 +229,12 @@ class SimulatedBackend:
         if probed is not None:  # a low-overlap item's fact asked alone: recalled, or not
             return self._recall(request, probed, start)
         lines = list_ops.asked(request.question) is not None or babi_story.asked(request.question) is not None
-        # A reader that reads follows a state or story question's lines; a shortcut (a pattern-matcher,
-        # the odd-name or literal reader) takes what it takes, and the list or story is replayed from that.
-        reads = lines and self.archetype.reader is read_keys
-        reader = read_lines if reads else self.archetype.reader
+        # A reader that reads follows a state or story question's lines, or a conversation's rounds; a
+        # shortcut (a pattern-matcher, the odd-name or literal reader) takes what it takes, and the list
+        # or story is replayed from that, or the piece asked for said from it.
+        rounds = conversation.asked(request.question) is not None
+        reads = (lines or rounds) and self.archetype.reader is read_keys
+        reader = (read_turns if rounds else read_lines) if reads else self.archetype.reader
         seen = _context(request, self.tokenizer, self.reading["window"]) if self.archetype.recent else context
         found = reader(seen, request, self.reading)
         facts = [fact for fact in found if self._knows(request, fact)]
@@ -328,7 +331,9 @@ def _anchors() -> frozenset[str]:
 def visible_text(request: Request, tokenizer: Tokenizer) -> str:
     """What the model reads: the chat messages, the text, or the decoded ids."""
     if request.chat is not None:
-        return "\n".join([request.chat.system or "", request.chat.user, request.chat.prefill])
+        chat = request.chat
+        messages = [content for _, content in chat.turns]
+        return "\n".join([chat.system or "", *messages, chat.user, chat.prefill])
     if request.text is not None:
         return request.text
     return tokenizer.decode(request.ids.tolist())

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from fathom.backends.base import Request
-from fathom.prompts import babi_story, list_ops, log_records
+from fathom.prompts import babi_story, conversation, list_ops, log_records
 from fathom.prompts.latent import content_words
 from fathom.prompts.line_stream import lines_in
 from fathom.prompts.odd_names import odd_name_answer
@@ -71,17 +71,33 @@ def read_lines(context: str, request: Request, _settings: dict[str, Any]) -> Fac
     ]
 
 
+def read_turns(context: str, request: Request, _settings: dict[str, Any]) -> Facts:
+    """A multi-round co-reference question's reader: the answer of every round that asks for the
+    piece the question names (``prompts/conversation.py``), in order, as one key's evidence."""
+    asked = conversation.asked(request.question)
+    if asked is None:
+        return []
+    return [
+        (turn.answer, turn.depth, 0)
+        for turn in conversation.turns_in(context)
+        if (turn.form, turn.topic) == (asked.form, asked.topic)
+    ]
+
+
 def spoken(question: str, kept: Sequence[str]) -> str:
     """The answer: the sentences found, or, to a state question, the list they leave (its length,
     its sum), or, to a story's, the world they leave, replayed from the lines found, or, to a
-    listing question, the ids of the records found, one a line; NOT_FOUND where none was, or where
-    the story found does not say."""
+    listing question, the ids of the records found, one a line, or, to a multi-round co-reference
+    question, the prefix and the answer it counts to (the last it holds, where it holds fewer);
+    NOT_FOUND where none was, or where the story found does not say."""
     if not kept:
         return NOT_FOUND
     if (kind := list_ops.asked(question)) is not None:
         return list_ops.answer(kind, list_ops.replay(kept).get(list_ops.TRACKED, []))
     if (story := babi_story.asked(question)) is not None:
         return babi_story.replay(kept).answer(*story) or NOT_FOUND
+    if (piece := conversation.asked(question)) is not None:
+        return piece.prefix + kept[min(piece.number, len(kept)) - 1]
     if log_records.asked(question) is not None:
         return log_records.listed([ident for line in kept for ident in log_records.ids_in(line)[:1]])
     return " ".join(kept)

@@ -39,7 +39,15 @@ from fathom.report.text import summary_text
 from fathom.run.labels import parse_labels
 from fathom.run.runner import default_run_dir
 from fathom.run.store import QUARANTINE, RunFolder
-from fathom.spec import RunSpec, parse_depths, parse_items, parse_lengths, parse_ops, prompt_options
+from fathom.spec import (
+    RunSpec,
+    parse_depths,
+    parse_items,
+    parse_lengths,
+    parse_ops,
+    parse_repeats,
+    prompt_options,
+)
 from fathom.tasks.suites.arguments import spec_options
 from fathom.tasks.suites.demo import make_demo
 from fathom.track.logged import log_comparison, log_run
@@ -70,6 +78,7 @@ def _spec(args: argparse.Namespace) -> RunSpec:
         fill=args.fill,
         ops=parse_ops(args.ops),
         items=parse_items(args.items),
+        repeats=parse_repeats(args.repeats),
         **spec_options(args),
     )
 

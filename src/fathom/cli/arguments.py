@@ -323,6 +323,12 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         "8,32,128; docs/long-outputs.md)",
     )
     parser.add_argument(
+        "--repeats",
+        default=None,
+        help=f"{_for('repeats')}: how many times the piece of writing asked for again was asked for, swept "
+        "as an axis (default 2,4,8; docs/mrcr.md)",
+    )
+    parser.add_argument(
         "--perplexity",
         action="store_true",
         help=f"{_for('perplexity')}: also score perplexity documents of the haystack corpus at every length "

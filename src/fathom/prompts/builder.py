@@ -49,6 +49,9 @@ class ChatPrompt:
     system: str | None
     user: str
     prefill: str
+    # The conversation before the user's message, (role, content) in order: a multi-turn prompt's
+    # earlier asks and answers (``tasks/mrcr.py``); () for a prompt of one message.
+    turns: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,16 @@ class ChatTemplate:
             raise SpecError(f"chat template '{self.name}' drops the user's message; choose another template")
         return head, tail
 
+    def pieces(self, tokenizer: Tokenizer, system: str | None, roles: list[str]) -> list[str]:
+        """The template text around each message of a conversation with these roles (``user``,
+        ``assistant``, ...), with a generation prompt: one more piece than messages."""
+        messages = [{"role": "system", "content": system}] if system else []
+        messages += [{"role": role, "content": CONTEXT_MARKER} for role in roles]
+        pieces = self._render(messages, tokenizer).split(CONTEXT_MARKER)
+        if len(pieces) != len(roles) + 1:
+            raise SpecError(f"chat template '{self.name}' drops a message of a conversation; choose another")
+        return pieces
+
     def _render(self, messages: list[dict[str, str]], tokenizer: Tokenizer) -> str:
         try:
             return render_bounded(

@@ -141,6 +141,12 @@ TASKS: dict[str, TaskEntry] = {
         depths="drawn",
         knobs=("corpus", "template", "system_prompt", "max_new_tokens", "items"),
     ),
+    "mrcr": TaskEntry(
+        _task("fathom.tasks.mrcr", "MrcrTask"),
+        "multi-round co-reference: one of a chat's repeated pieces of writing, reproduced (--repeats)",
+        depths="drawn",
+        knobs=("corpus", "template", "system_prompt", "max_new_tokens", "repeats"),
+    ),
     "babi": _BABI_TASK,
     **{
         f"babi:{task}": dataclasses.replace(_BABI_TASK, summary=f"bAbI's {task} alone") for task in BABI_TASKS

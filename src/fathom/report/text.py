@@ -9,6 +9,7 @@ from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summar
 from fathom.report.babi_text import babi_text
 from fathom.report.categories_text import categories_text
 from fathom.report.listing_text import listing_text
+from fathom.report.mrcr_text import mrcr_text
 from fathom.report.qualification_text import qualification_line
 from fathom.report.score_text import axis_table, effective_lines
 from fathom.report.score_text import pct as _pct
@@ -286,6 +287,8 @@ def ruler_text(grid: RulerGrid) -> list[str]:
         return lines + babi_text(grid.babi)
     if grid.listing:  # long outputs: F1's own thresholds, precision, recall and truncation
         return lines + listing_text(grid.listing)
+    if grid.mrcr:  # multi-round co-reference: its own thresholds, prefixed and exact answers, positions
+        return lines + mrcr_text(grid.mrcr)
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     scores = ", ".join(
         f"{name} {'n/a' if mean[key] is None else f'{mean[key]:.1f}'}"

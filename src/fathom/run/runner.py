@@ -348,7 +348,11 @@ def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Re
         text = tokenizer.decode(prompt.ids.tolist())
         actual = len(tokenizer.encode_with_specials(text))
     elif backend.input == "chat":
-        chat = chat_prompt(tokenizer, sample.text, sample.prompt, sample.question)
+        chat = (
+            sample.chat()
+            if sample.chat
+            else chat_prompt(tokenizer, sample.text, sample.prompt, sample.question)
+        )
     refusal = None
     # A prompt sized below its target (RULER's fill) is held to the length it was built at, as
     # closely as an exact prompt is held to its target.

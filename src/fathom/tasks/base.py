@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from fathom.prompts import Prompt, PromptText
+from fathom.prompts import ChatPrompt, Prompt, PromptText
 from fathom.prompts.haystack.index import Ids
 from fathom.prompts.needle_sets import NeedleSet
 from fathom.prompts.tokenizers import Tokenizer
@@ -69,6 +69,9 @@ class Sample:
     # The near neighbours of its items' places that its window names: accidental literal distractors
     # ("Washington" beside a question about Washington, D.C.; tasks/latent_hygiene.py).
     literal_neighbours: tuple[str, ...] = ()
+    # The prompt as messages where the task builds them itself (a multi-turn conversation, mrcr's),
+    # made when a chat backend asks for them; None: they are made from ``text`` around the context.
+    chat: Callable[[], ChatPrompt] | None = None
 
     @classmethod
     def of_needles(

@@ -41,4 +41,5 @@ def without_context(sample: Sample, control: Cell) -> Sample:
     ids = np.concatenate([prompt.ids[: prompt.head_tokens], prompt.ids[end:]])
     short = Prompt(ids, target_tokens=len(ids), head_tokens=prompt.head_tokens, context_tokens=0, needles=())
     # No haystack, so no place's neighbour in it: the sample's literal neighbours are not the control's.
-    return dataclasses.replace(sample, cell=control, prompt=short, literal_neighbours=())
+    # Nor its conversation: a multi-turn sample's control is its last message alone.
+    return dataclasses.replace(sample, cell=control, prompt=short, literal_neighbours=(), chat=None)

@@ -6,6 +6,7 @@ any sample is drawn, saying how many fit."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -17,6 +18,12 @@ from fathom.prompts.templates import ChatTemplate, resolve_template
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
+
+
+def answer_budget(tokens: int, margin: int) -> int:
+    """An output budget for an answer of ``tokens`` tokens: a quarter more and ``margin`` besides, so
+    that a model that says the whole answer and a few words more is not cut short."""
+    return math.ceil(1.25 * tokens) + margin
 
 
 def cell_task(task: str, count: int) -> str:

@@ -15,6 +15,7 @@ from fathom.manifest import Environment, Manifest
 from fathom.records import SampleRecord
 from fathom.report.html.babi import babi_boxes
 from fathom.report.html.listing import listing_boxes
+from fathom.report.html.mrcr import mrcr_boxes
 from fathom.report.html.page import depth_label, esc, number_box, percent
 from fathom.report.html.state import state_boxes
 from fathom.report.html.suites import suite_boxes
@@ -112,6 +113,8 @@ def headline(summary: Summary) -> str:
         boxes += babi_boxes(sweep.babi)
     elif isinstance(sweep, RulerGrid) and sweep.listing:  # nor long outputs'
         boxes += listing_boxes(sweep.listing)
+    elif isinstance(sweep, RulerGrid) and sweep.mrcr:  # nor multi-round co-reference's
+        boxes += mrcr_boxes(sweep.mrcr)
     elif isinstance(sweep, RulerGrid):
         mean, low = sweep.aggregates["mean"], sweep.aggregates["lower_bound"]
         threshold = f"score > {mean['threshold']:g}"

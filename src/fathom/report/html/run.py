@@ -25,6 +25,7 @@ from fathom.report.html.hard import hard_section, variants_section
 from fathom.report.html.header import page_header
 from fathom.report.html.judges import judges_section
 from fathom.report.html.listing import listing_section
+from fathom.report.html.mrcr import mrcr_section
 from fathom.report.html.page import (
     FAILURE_LABELS,
     cell_key,
@@ -79,8 +80,8 @@ def _ruler_section(grid: RulerGrid, folder: RunFolder) -> str:
         "<p>Click a task's cell to see its samples below; the last row is the mean over tasks.</p>"
         f"{ruler_grid(grid)}{legend('score')}"
     )
-    # RULER's thresholds are no suite's, nor state's, nor bAbI's, nor long outputs'
-    if grid.suites or grid.state or grid.babi or grid.listing:
+    # RULER's thresholds are no suite's, nor state's, nor bAbI's, nor long outputs', nor mrcr's
+    if grid.suites or grid.state or grid.babi or grid.listing or grid.mrcr:
         return top + "</section>"
     mean, low = grid.aggregates["mean"], grid.aggregates["lower_bound"]
     head = ("on", "average", "wAvg inc", "wAvg dec", f"effective length (> {mean['threshold']:g})",
@@ -264,6 +265,8 @@ def write_report(
             body.append(babi_section(summary.sweep.babi))
         if summary.sweep.listing:
             body.append(listing_section(summary.sweep.listing))
+        if summary.sweep.mrcr:
+            body.append(mrcr_section(summary.sweep.mrcr))
     elif isinstance(summary.sweep, NiahGrid):
         body.append(_niah_section(summary.sweep))
         body.append(variants_section(summary.sweep.variants))

@@ -1,0 +1,314 @@
+"""Multi-round co-reference (``fathom run mrcr``): a long chat in which the user asks for many pieces
+of writing, one of them ``R`` times, and at the end asks for one of those ``R`` again, word for word,
+after a random prefix. In the spirit of Michelangelo's MRCR (Vodrahalli et al., 2024) and OpenAI's
+public MRCR set, graded as they are.
+
+The design, and why:
+
+- **The conversation** is built through the model's own chat template: user asks
+  (``Write a poem about Brelmoor.``, ``prompts/conversation.py``) and assistant answers in turn, then
+  the final ask. Asks combine a form (poem, short story, riddle, letter, ...) and a topic, one of
+  ``TOPICS`` made-up places drawn per sample from the run's space (``prompts/spaces.py``: ``EVAL``;
+  ``fathom export`` draws ``TRAIN``'s), so that no model knows them. The answers are excerpts of the
+  run's corpus, consecutive sentences from a boundary drawn per sample, ``ANSWER_TOKENS`` tokens
+  long to the nearest sentence boundary: each one different, none any model wrote.
+- **The repeats**: the asked (form, topic) is asked ``R`` times (``--repeats 2,4,8``, the cell's task
+  ``mrcr:R``), each time answered differently; no other ask is that pair, while the rest share its
+  form or its topic. The final ask names which one (``the 2nd of the 4 poems about Brelmoor``, drawn
+  uniformly) and a prefix of ``MRCR_PREFIX_CHARS`` random letters and digits the answer must open with.
+- **Exact length**: the template is rendered once with markers for a conversation of three rounds;
+  its pieces (before the first ask, between an ask and its answer, between an answer and the next
+  ask, after the final ask) are encoded once, the answers are the corpus's own ids, and rounds are
+  added until the next would not fit; the last round's answer is cut at a token to what is left (or,
+  where not even a round's markup and ask fit, the round before grows by the rest). The prompt is
+  exactly its length in the model's tokens, template included. The ``R`` rounds land at depths drawn
+  uniformly (sorted), recorded as the record's ``needle_depths``.
+- **Grading** is MRCR's (``scoring.py``'s ``mrcr``): 0 unless the answer opens with the prefix, else
+  difflib's ``SequenceMatcher`` ratio of the rest against the target answer (stripped). The output
+  budget is the target's tokens (with the prefix) a quarter more and ``MARGIN`` more, recorded per
+  sample; an answer cut there is graded as it stands, and counted.
+- **Too many repeats** for a length are refused when the task is made, before any sample, with how
+  many fit: each repeat, and a round beside it, at its longest.
+- **Chat backends** get the conversation as messages (``Sample.chat``), the same rounds as the ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fathom.errors import PromptError, SpecError
+from fathom.prompts import ChatPrompt, PromptText
+from fathom.prompts import conversation as talk
+from fathom.prompts.builder import Insertion, Prompt
+from fathom.prompts.haystack import corpus_info
+from fathom.prompts.haystack.index import Ids, Positions
+from fathom.prompts.needles import needle_rng
+from fathom.prompts.spaces import EVAL, Space
+from fathom.prompts.tokenizers import Tokenizer
+from fathom.records import Cell
+from fathom.scoring import MRCR_PREFIX_CHARS
+from fathom.spec import RunSpec
+from fathom.tasks.base import Sample
+from fathom.tasks.counted_lines import CountAxis, CountedLines, answer_budget, cell_count
+
+# Bump when the text, the generator or the grader below changes the prompts or the grades.
+MRCR_VERSION = 1
+TASK = "mrcr"
+DEFAULT_REPEATS = (2, 4, 8)
+TOPICS = 4  # made-up places a conversation's asks are about
+ANSWER_TOKENS = (32, 128)  # an answer's size is drawn in this range, then snapped to a sentence boundary
+LONGEST_ANSWER = 192  # an answer whose sentence runs past this is cut here, at a token
+MARGIN = 16  # output tokens past a quarter more than the target: room for a word or two more
+SCORING = "mrcr"
+ROUNDS_RENDERED = 3  # rounds of the conversation the template is rendered with, to find its pieces
+LONGEST_TOPIC = "Strouthhaven"  # as long as a made-up place gets: a round's ask at its longest
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """The chat template's ids around a conversation's messages."""
+
+    head: Ids  # before the first ask (BOS, a default system prompt, the user's header)
+    to_answer: Ids  # after an ask, before its answer
+    to_ask: Ids  # after an answer, before the next ask (the final one too)
+    tail: Ids  # after the final ask: the generation prompt
+
+
+@dataclass(frozen=True, eq=False)
+class Rounds:
+    """A conversation's rounds in order: each one's ask (an index into the sample's asks, 0 the one
+    asked again) and its answer's span of the sample's corpus window."""
+
+    asks: Positions
+    begin: Positions
+    end: Positions
+
+
+def position(number: int, repeats: int) -> str:
+    """Which of the repeats the final question asks for: only, first, last or middle."""
+    if repeats == 1:
+        return "only"
+    return "first" if number == 1 else "last" if number == repeats else "middle"
+
+
+class MrcrTask(CountedLines):
+    axis = CountAxis(TASK, "--repeats", "repeats", "each with another round beside it")
+
+    def __init__(self, spec: RunSpec, tokenizer: Tokenizer, space: Space = EVAL) -> None:
+        self.space = space  # fathom export's conversations are about the training space's places
+        self._ids = functools.lru_cache(maxsize=4096)(self._encode)
+        self._openings = functools.lru_cache(maxsize=4096)(
+            lambda ask: np.concatenate([self._ids(ask), self.frame.to_answer])
+        )
+        self._build(
+            spec,
+            tokenizer,
+            PromptText("", "{question}", "", spec.system_prompt),
+            spec.repeats or DEFAULT_REPEATS,
+        )
+
+    def _encode(self, text: str) -> Ids:
+        return np.asarray(self.tokenizer.encode(text), dtype=np.int32)
+
+    @functools.cached_property
+    def frame(self) -> Frame:
+        """The template's pieces, found on a conversation of ``ROUNDS_RENDERED`` rounds; refused
+        where its rounds' markup differs from round to round (it could not be repeated)."""
+        roles = ["user", "assistant"] * ROUNDS_RENDERED + ["user"]
+        pieces = self.template.pieces(self.tokenizer, self.text.system, roles)
+        if len(set(pieces[1:-1:2])) != 1 or len(set(pieces[2:-1:2])) != 1:
+            raise SpecError(
+                f"chat template '{self.template.name}' marks a conversation's rounds differently from round "
+                "to round; mrcr repeats one round's markup, so choose another template"
+            )
+        encode = self.tokenizer.encode_with_specials
+        head = encode(pieces[0])
+        bos = self.tokenizer.bos_id
+        if bos is not None and head[:1] != [bos]:
+            head.insert(0, bos)
+        as_ids = functools.partial(np.asarray, dtype=np.int32)
+        return Frame(
+            as_ids(head), as_ids(encode(pieces[1])), as_ids(encode(pieces[2])), as_ids(encode(pieces[-1]))
+        )
+
+    @property
+    def text(self) -> PromptText:
+        return self.builder.text
+
+    @functools.cached_property
+    def line_tokens(self) -> int:
+        """The most tokens one round takes: its markup, its ask at its longest, its longest answer."""
+        asks = [len(self._ids(talk.ask(form, LONGEST_TOPIC))) for form, _ in talk.FORMS]
+        return len(self.frame.to_answer) + len(self.frame.to_ask) + max(asks) + LONGEST_ANSWER
+
+    @functools.cached_property
+    def overhead(self) -> int:
+        """The template around the conversation and the final ask at its longest."""
+        most = max(self.counts)
+        asks = [
+            talk.question(most, most, form, LONGEST_TOPIC, "x" * MRCR_PREFIX_CHARS) for form, _ in talk.FORMS
+        ]
+        frame = self.frame
+        return len(frame.head) + len(frame.tail) + max(len(self._ids(q)) for q in asks)
+
+    def prepare(self, cell: Cell) -> Sample:
+        repeats = cell_count(cell.task)
+        rng = needle_rng(self.spec.seed, *self.space.stream, cell.task, cell.length, cell.sample)
+        topics = _distinct(rng, TOPICS, lambda: self.space.place(rng))
+        pairs = [(form, topic) for form, _ in talk.FORMS for topic in topics]
+        asked = rng.choice(pairs)
+        asks = [talk.ask(*asked)] + [talk.ask(*pair) for pair in pairs if pair != asked]
+        number = rng.randint(1, repeats)
+        prefix = "".join(rng.choices(talk.PREFIX_ALPHABET, k=MRCR_PREFIX_CHARS))
+        question = talk.question(number, repeats, *asked, prefix)
+        frame = self.frame
+        budget = cell.length - len(frame.head) - len(self._ids(question)) - len(frame.tail)
+        window, starts = self.builder.corpus.window(budget, self.builder.corpus.random_start(rng))
+        rounds = self._rounds(rng, budget, starts, asks, repeats)
+        prompt = self._prompt(cell.length, window, rounds, asks, question)
+        which = int(np.flatnonzero(rounds.asks == 0)[number - 1])
+        target = window[rounds.begin[which] : rounds.end[which]]
+        reference = prefix + self.tokenizer.decode(target.tolist()).strip()
+        return Sample(
+            cell,
+            prompt,
+            self.text,
+            question,
+            (reference,),
+            position(number, repeats),
+            query_keys=(asks[0],),
+            scoring=SCORING,
+            max_new_tokens=self.spec.max_new_tokens or answer_budget(len(self._ids(reference)), MARGIN),
+            chat=functools.partial(self._chat, window, rounds, asks, question),
+        )
+
+    def _prompt(self, length: int, window: Ids, rounds: Rounds, asks: list[str], question: str) -> Prompt:
+        """The conversation's ids, its repeats' answers as its needles: each one's depth the share of
+        the rest of the conversation before it (as ``builder.assemble`` counts, here over arrays: a
+        conversation's thousands of pieces, one by one, cost more than all the rest of its making)."""
+        frame = self.frame
+        openings = [self._openings(ask) for ask in asks]
+        pieces = [frame.head]
+        for ask, begin, end in zip(
+            rounds.asks.tolist(), rounds.begin.tolist(), rounds.end.tolist(), strict=True
+        ):
+            pieces += [openings[ask], window[begin:end], frame.to_ask]
+        pieces += [self._ids(question), frame.tail]
+        answers = rounds.end - rounds.begin
+        sizes = np.asarray([len(o) for o in openings])[rounds.asks] + answers + len(frame.to_ask)
+        at = np.cumsum(sizes) - sizes + np.asarray([len(o) for o in openings])[rounds.asks]
+        repeat = rounds.asks == 0
+        needles = np.cumsum(np.where(repeat, answers, 0)) - np.where(repeat, answers, 0)
+        context = int(sizes.sum())
+        haystack = context - int(answers[repeat].sum())
+        depths = (at - needles)[repeat] / haystack
+        head = len(frame.head)
+        return Prompt(
+            np.concatenate(pieces),
+            target_tokens=length,
+            head_tokens=head,
+            context_tokens=context,
+            needles=tuple(
+                map(Insertion, (at[repeat] + head).tolist(), answers[repeat].tolist(), depths.tolist())
+            ),
+        )
+
+    def _chat(self, window: Ids, rounds: Rounds, asks: list[str], question: str) -> ChatPrompt:
+        """The conversation as messages, for a chat backend: made only where one asks, as decoding
+        every answer costs more than building the prompt."""
+        decode = self.tokenizer.decode
+        turns = tuple(
+            message
+            for ask, begin, end in zip(
+                rounds.asks.tolist(), rounds.begin.tolist(), rounds.end.tolist(), strict=True
+            )
+            for message in (("user", asks[ask]), ("assistant", decode(window[begin:end].tolist())))
+        )
+        return ChatPrompt(self.text.system, question, "", turns)
+
+    def _rounds(
+        self, rng: random.Random, budget: int, starts: Positions, asks: list[str], repeats: int
+    ) -> Rounds:
+        """Rounds filling ``budget`` tokens exactly: the answers the window's sentences in turn, each
+        ending at the first boundary past a size drawn in ``ANSWER_TOKENS``; the other asks drawn
+        uniformly; the repeats in the rounds at sorted offsets drawn uniformly in the part
+        of the budget that leaves room for them all. Drawn as arrays: a 128k conversation has about
+        a thousand rounds, each drawn one by one cost several NIAH prompts."""
+        draw = np.random.default_rng(rng.getrandbits(64))
+        low, high = ANSWER_TOKENS
+        ends = np.cumsum(draw.integers(low, high + 1, size=budget // low + 1))
+        found = np.searchsorted(starts, ends)
+        ends = np.where(found < len(starts), starts[np.minimum(found, len(starts) - 1)], ends)
+        bounds = _capped(np.unique(np.concatenate([[0], np.minimum(ends, budget)])))
+        lengths = np.diff(bounds)
+        chosen = draw.integers(1, len(asks), size=len(lengths))
+        ask_tokens = np.asarray([len(self._ids(ask)) for ask in asks])
+        markup = len(self.frame.to_answer) + len(self.frame.to_ask)
+        room = max(budget - repeats * self.line_tokens, 0)
+        at = np.cumsum(ask_tokens[chosen] + markup + lengths)
+        picked = np.searchsorted(at, np.sort(draw.random(repeats) * room), side="right")
+        # Distinct rounds: one landing where the one before did moves on to the next.
+        picked = np.maximum.accumulate(picked - np.arange(repeats)) + np.arange(repeats)
+        chosen[picked] = 0
+        spent = np.cumsum(ask_tokens[chosen] + markup + lengths)
+        fit = int(np.searchsorted(spent, budget, side="right"))
+        if picked[-1] >= fit:  # the fit checked when the task was made leaves room for them all
+            raise PromptError(
+                f"only {int((picked < fit).sum())} of {repeats} repeats fit {budget} tokens of rounds"
+            )
+        begin, end, chosen = bounds[:fit].copy(), bounds[1 : fit + 1].copy(), chosen[:fit]
+        left = budget - int(spent[fit - 1])
+        filler = int(draw.integers(1, len(asks)))
+        if left > ask_tokens[filler] + markup:  # one more round, its answer cut at a token
+            begin, chosen = np.append(begin, end[-1]), np.append(chosen, filler)
+            end = np.append(end, end[-1] + left - ask_tokens[filler] - markup)
+        else:  # not even its ask fits: the last answer grows by what is left
+            end[-1] += left
+        return Rounds(chosen, begin, end)
+
+    def corpora(self) -> list[dict[str, Any]]:
+        return [dataclasses.asdict(corpus_info(self.corpus, self.builder.corpus))]
+
+    def identity(self) -> dict[str, Any]:
+        text = repr(
+            (
+                talk.FORMS,
+                talk.ask("{form}", "{topic}"),
+                talk.question(2, 4, "poem", "{topic}", "{prefix}"),
+                *(TOPICS, ANSWER_TOKENS, LONGEST_ANSWER, MARGIN),
+            )
+        ).encode()
+        return {
+            "task": self.name,
+            "version": MRCR_VERSION,
+            "corpus": self.corpus.name,
+            "corpus_sha256": self.corpus.sha256,
+            "template": self.template.name,
+            "template_sha256": self.template.sha256,
+            "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
+        }
+
+
+def _distinct(rng: random.Random, count: int, draw: Any) -> list[str]:
+    """``count`` distinct draws."""
+    drawn: list[str] = []
+    while len(drawn) < count:
+        if (value := draw()) not in drawn:
+            drawn.append(value)
+    return drawn
+
+
+def _capped(bounds: Positions) -> Positions:
+    """The answers' bounds with a cut every ``LONGEST_ANSWER`` tokens through an answer longer."""
+    long = np.flatnonzero(np.diff(bounds) > LONGEST_ANSWER)
+    if not len(long):
+        return bounds
+    cuts = [np.arange(bounds[i] + LONGEST_ANSWER, bounds[i + 1], LONGEST_ANSWER) for i in long]
+    return np.unique(np.concatenate([bounds, *cuts]))
