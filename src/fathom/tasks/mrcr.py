@@ -151,7 +151,7 @@ class MrcrTask(CountedLines):
     @functools.cached_property
     def overhead(self) -> int:
         """The template around the conversation and the final ask at its longest."""
-        most = max(self.counts)
+        most = max(*self.counts, 10)  # two digits at least: how many fit is the same for any fewer
         asks = [
             talk.question(most, most, form, LONGEST_TOPIC, "x" * MRCR_PREFIX_CHARS) for form, _ in talk.FORMS
         ]
