@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 # Searched in this order, so that the more specific name wins (codellama is Llama; mixtral Mistral).
+# Each is the start of one word of a name, which is split at every character but a letter or digit:
+# Cohere's command-r is read as "command" and "r".
 FAMILIES = (
     ("smollm", "smollm"),
     ("gemma", "gemma"),
@@ -29,7 +31,7 @@ FAMILIES = (
     ("falcon", "falcon"),
     ("internlm", "internlm"),
     ("glm", "glm"),
-    ("command-r", "cohere"),
+    ("command", "cohere"),
     ("gpt", "openai"),
     ("claude", "anthropic"),
 )
