@@ -12,10 +12,16 @@ holds, and a passphrase is drawn from training's own words, none of them a key's
 Compared: NIAH records of fathom's generated needle kinds, RULER's synthetic needles (numbers,
 UUIDs, variable names), and babi's stories: their people and places, each record's story drawn
 again from its seed and cell as the prompt drew it (``tasks.babi.story_of``, as the report's
-supporting facts are), looked for as names; their objects are ordinary nouns, not compared. Not
-compared: the sf needle (one published sentence, never exported), RULER's tasks whose answers are
-ordinary words or facts (cwe, fwe, qa), which any haystack holds, and state's lists of small
-numbers (an export's act on other lists, of three-digit values: ``tasks/state.py``'s TRAIN_LISTS).
+supporting facts are), looked for as names; their objects are ordinary nouns, not compared.
+
+Compared within their own family only: what RULER's cwe, fwe and qa and the long outputs drew are
+ordinary words, facts and five-digit numbers, which any haystack may hold, so each is looked for
+in the export's lines of its own task (``meta.task``; a line without one is searched for all of
+them), and there outside the task's own prompt words: cwe's ten common words and fwe's three coded
+words (the answers), qa's question whole, and listing's matching ids and the user and action its
+question names (``user=alice``). Not compared: the sf needle (one published sentence, never
+exported) and state's lists of small numbers (an export's act on other lists, of three-digit
+values: ``tasks/state.py``'s TRAIN_LISTS).
 """
 
 from __future__ import annotations
@@ -29,21 +35,36 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fathom.export.examples import ExportError
+from fathom.prompts import log_records as logs
 from fathom.prompts.latent import LatentItem, load_items
 from fathom.prompts.needle_sets import LATENT_KINDS, PLURAL_QUESTIONS
 from fathom.prompts.needles import KEYED_NEEDLES
 from fathom.records import SampleRecord
 from fathom.run.store import RunFolder
-from fathom.tasks import babi
+from fathom.tasks import babi, listing
 from fathom.tasks.niah import NiahTask
+from fathom.tasks.ruler.catalogue import FAMILIES, VARIANTS
 
-VALUE, KEY, NAME, ANCHOR = "value", "key", "name", "anchor"
+VALUE, KEY, NAME, ANCHOR, WORD, QUESTION = "value", "key", "name", "anchor", "word", "question"
 # NIAH kinds whose questions name an adjective-noun key, and those that name a made-up person.
 _KEYED = (*KEYED_NEEDLES, "split")
 _PEOPLE = ("fact", "chain")
 # RULER's synthetic needles: the kinds whose answers no text holds by chance.
 _RULER_KEYED = ("numbers", "uuids")
 _RULER_VARIABLES = "variables"
+# The families compared within their own lines: RULER's (by task name) and the long outputs.
+_SCOPED = ("cwe", "fwe", "qa_1", "qa_2", listing.TASK)
+# RULER's prompt words of those, taken out of their lines before looking: cwe's ask for the ten most
+# "common" words of the "list", words that RULER's word lists hold and a cwe answer may be.
+_PROMPT_WORDS = {
+    name: tuple(
+        piece.strip()
+        for text in (FAMILIES[VARIANTS[name].family].template, FAMILIES[VARIANTS[name].family].answer_prefix)
+        for piece in re.split(r"\{\w+\}", text)
+        if piece.strip()
+    )
+    for name in ("cwe", "fwe")
+}
 # Words, hyphenated ones whole: a UUID is one word, so its digit groups never match a 4-digit code.
 _WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
 _COMPOUND = re.compile(r"\b[a-z]+(?:-[a-z]+)+\b")
@@ -60,10 +81,11 @@ _TEMPLATE_COMPOUNDS = frozenset(
 class Drawn:
     """One thing evaluation drew, and the first record it was found in."""
 
-    kind: str  # VALUE, KEY, NAME or ANCHOR
+    kind: str  # VALUE, KEY, NAME, ANCHOR, WORD or QUESTION
     text: str
     run: Path
     sample_id: str
+    scope: str | None = None  # the family whose exported lines alone are searched (None: all lines)
 
 
 @dataclass(frozen=True)
@@ -80,7 +102,7 @@ class CheckResult:
     examples: int
     runs: tuple[Path, ...]
     records: int  # the records compared
-    skipped: int  # the records whose answers are ordinary words (RULER's cwe, fwe, qa; sf)
+    skipped: int  # the records with nothing to look for (sf; state's small numbers)
     drawn: int  # the distinct things looked for
     overlaps: tuple[Overlap, ...]
 
@@ -89,7 +111,7 @@ def check_export(export: Path, runs: Iterable[Path]) -> CheckResult:
     """Every value, key, name and anchor of ``runs``' records that ``export`` holds."""
     folders = tuple(runs)
     items = load_items()
-    drawn: dict[tuple[str, str], Drawn] = {}
+    drawn: dict[tuple[str, str, str | None], Drawn] = {}
     compared = skipped = 0
     for folder in folders:
         run = RunFolder(folder)
@@ -99,17 +121,25 @@ def check_export(export: Path, runs: Iterable[Path]) -> CheckResult:
             # sample's question and answers, and holds no needles to tell keys by.
             if not isinstance(record, SampleRecord) or record.control:
                 continue
-            found = list(_record_terms(record, items))
+            scope = _scope(record.task)
+            terms = _family_terms(record) if scope else _record_terms(record, items)
+            found = [(kind, text, scope) for kind, text in terms]
             compared, skipped = (compared + 1, skipped) if found else (compared, skipped + 1)
-            for kind, text in found:
-                drawn.setdefault((kind, text), Drawn(kind, text, folder, record.sample_id))
-    index = _Index(drawn.values())
+            for kind, text, where in found:
+                drawn.setdefault((kind, text, where), Drawn(kind, text, folder, record.sample_id, where))
+    everywhere = _Index(d for d in drawn.values() if d.scope is None)
+    scoped = {name: _Index(d for d in drawn.values() if d.scope == name) for name in _SCOPED}
     hits: dict[Drawn, list[tuple[int, str]]] = {}
     examples = 0
-    for number, messages in _read_export(export):
+    for number, task, messages in _read_export(export):
         examples += 1
+        # A line without a task (no meta) is searched for every family's things.
+        families = _SCOPED if task is None else [name for name in (_scope(task),) if name]
         for role, content in messages:
-            for shared in index.find(content):
+            shared_here = list(everywhere.find(content))
+            for name in families:
+                shared_here += scoped[name].find(_without_prompt_words(content, name))
+            for shared in shared_here:
                 places = hits.setdefault(shared, [])
                 if (number, role) not in places:
                     places.append((number, role))
@@ -151,6 +181,32 @@ def _record_terms(record: SampleRecord, items: tuple[LatentItem, ...]) -> Iterat
     elif record.task.startswith(babi.TASK + ":"):
         story = babi.story_of(record.seed, record.task, record.length, record.sample)
         yield from ((NAME, n) for n in dict.fromkeys((*record.answers, *story.people, *story.places)))
+
+
+def _scope(task: str) -> str | None:
+    """The family a record's or an exported line's task is compared within, or None (everywhere)."""
+    name = task.split(":", 1)[0]
+    return name if name in _SCOPED else None
+
+
+def _family_terms(record: SampleRecord) -> Iterator[tuple[str, str]]:
+    """What a record of a family compared within its own lines drew: cwe's and fwe's answers; qa's
+    question; listing's matching ids and its condition's user and action (``user=alice``)."""
+    if record.task.startswith("qa"):
+        yield QUESTION, record.question
+    elif record.task.startswith(listing.TASK):
+        yield from ((VALUE, ident) for ident in record.answers)
+        condition = logs.asked(record.question)
+        yield from ((NAME, field.strip()) for field in (condition or "").split("|") if field.strip())
+    else:
+        yield from ((WORD, word) for word in record.answers if word)
+
+
+def _without_prompt_words(content: str, name: str) -> str:
+    """``content`` without RULER's prompt words of the family ``name`` (none for the others)."""
+    for piece in _PROMPT_WORDS.get(name, ()):
+        content = content.replace(piece, " ")
+    return content
 
 
 def _stating(context: str, values: Iterable[str]) -> Iterator[str]:
@@ -202,8 +258,9 @@ class _Index:
                     yield d
 
 
-def _read_export(path: Path) -> Iterator[tuple[int, list[tuple[str, str]]]]:
-    """Each line's number and its messages as (role, content)."""
+def _read_export(path: Path) -> Iterator[tuple[int, str | None, list[tuple[str, str]]]]:
+    """Each line's number, its task (``meta.task``; None without one) and its messages as (role,
+    content)."""
     with path.open("rb") as stream:  # decoded line by line, so that a line not in UTF-8 is named
         for number, raw in enumerate(stream, 1):
             try:
@@ -225,7 +282,9 @@ def _read_export(path: Path) -> Iterator[tuple[int, list[tuple[str, str]]]]:
                 ) from None
             if not all(isinstance(content, str) for _, content in messages):
                 raise ExportError(f"{path} line {number} is not an exported example: a content is no text")
-            yield number, messages
+            meta = data.get("meta")
+            task = meta.get("task") if isinstance(meta, dict) else None
+            yield number, task if isinstance(task, str) else None, messages
 
 
 def check_text(result: CheckResult, most: int = 50) -> list[str]:
@@ -233,8 +292,8 @@ def check_text(result: CheckResult, most: int = 50) -> list[str]:
     where = f"{result.examples} examples of {result.export}"
     runs = f"{result.records} records of {len(result.runs)} run folder(s)"
     skipped = (
-        f"; {result.skipped} records of ordinary-word or small-number answers (sf, RULER's cwe, fwe, qa; "
-        "state) not compared"
+        f"; {result.skipped} records with nothing to look for (sf's published sentence, state's small "
+        "numbers, qa_synth) not compared"
         if result.skipped
         else ""
     )
