@@ -286,6 +286,21 @@ def test_an_evaluation_question_planted_in_a_qa_export_is_found(
     capsys.readouterr()
     assert cli("export-check", planted, run) == 1
     assert "question '" in capsys.readouterr().out
+    # The topic: an evaluation question's gold document among an export's documents.
+    data = load_dataset("squad" if task == "qa_1" else "hotpotqa")
+    (gold, *_) = next(item.gold for item in data.items if item.question == question)
+
+    def documented(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        messages[-2]["content"] = messages[-2]["content"].replace(
+            "Document 1:\n", f"Document 1:\n{data.documents[gold]}\n\n"
+        )
+        return messages
+
+    planted = plant(out, tmp_path / "planted.jsonl", documented)
+    capsys.readouterr()
+    assert cli("export-check", planted, run) == 1
+    found = capsys.readouterr().out
+    assert "document '" in found and "question '" not in found
 
 
 @pytest.mark.parametrize(

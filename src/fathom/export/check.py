@@ -18,8 +18,9 @@ Compared within their own family only: what RULER's cwe, fwe and qa and the long
 ordinary words, facts and five-digit numbers, which any haystack may hold, so each is looked for
 in the export's lines of its own task (``meta.task``; a line without one is searched for all of
 them), and there outside the task's own prompt words: cwe's ten common words and fwe's three coded
-words (the answers), qa's question whole, and listing's matching ids and the user and action its
-question names (``user=alice``). Not compared: the sf needle (one published sentence, never
+words (the answers), qa's question whole and the openings of its gold documents (where RULER's data
+files are here to find them), and listing's matching ids and the user and action its question names
+(``user=alice``). Not compared: the sf needle (one published sentence, never
 exported) and state's lists of small numbers (an export's act on other lists, of three-digit
 values: ``tasks/state.py``'s TRAIN_LISTS).
 """
@@ -34,6 +35,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from fathom.errors import CorpusError
 from fathom.export.examples import ExportError
 from fathom.prompts import log_records as logs
 from fathom.prompts.latent import LatentItem, load_items
@@ -44,8 +46,13 @@ from fathom.run.store import RunFolder
 from fathom.tasks import babi, listing
 from fathom.tasks.niah import NiahTask
 from fathom.tasks.ruler.catalogue import FAMILIES, VARIANTS
+from fathom.tasks.ruler.qa_data import configured_path, load_dataset
 
-VALUE, KEY, NAME, ANCHOR, WORD, QUESTION = "value", "key", "name", "anchor", "word", "question"
+VALUE, KEY, NAME, ANCHOR, WORD, QUESTION, DOCUMENT = (
+    "value", "key", "name", "anchor", "word", "question", "document"
+)  # fmt: skip
+# A qa item's gold document is looked for by its opening: so many words (a HotpotQA one's title first).
+OPENING = 12
 # NIAH kinds whose questions name an adjective-noun key, and those that name a made-up person.
 _KEYED = (*KEYED_NEEDLES, "split")
 _PEOPLE = ("fact", "chain")
@@ -194,12 +201,29 @@ def _family_terms(record: SampleRecord) -> Iterator[tuple[str, str]]:
     question; listing's matching ids and its condition's user and action (``user=alice``)."""
     if record.task.startswith("qa"):
         yield QUESTION, record.question
+        dataset = VARIANTS[record.task].params["dataset"]
+        yield from ((DOCUMENT, opening) for opening in _gold_openings(dataset).get(record.question, ()))
     elif record.task.startswith(listing.TASK):
         yield from ((VALUE, ident) for ident in record.answers)
         condition = logs.asked(record.question)
         yield from ((NAME, field.strip()) for field in (condition or "").split("|") if field.strip())
     else:
         yield from ((WORD, word) for word in record.answers if word)
+
+
+@functools.cache
+def _gold_openings(dataset: str) -> dict[str, tuple[str, ...]]:
+    """Each question of a QA dataset, and the openings of its gold documents (the topic it asks
+    about); none where RULER's data files are not here (the questions alone are then compared)."""
+    try:
+        data = load_dataset(dataset, configured_path(dataset))
+    except CorpusError:
+        return {}
+    openings: dict[str, tuple[str, ...]] = {}
+    for item in data.items:
+        found = (" ".join(_WORD.findall(data.documents[d])[:OPENING]) for d in item.gold)
+        openings[item.question] = tuple(dict.fromkeys((*openings.get(item.question, ()), *found)))
+    return openings
 
 
 def _without_prompt_words(content: str, name: str) -> str:
