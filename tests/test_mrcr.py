@@ -5,6 +5,7 @@ refusals, the summary's numbers, and what simulated readers score on it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +18,7 @@ from fathom.cli import main
 from fathom.errors import SpecError
 from fathom.plan.check import check_run
 from fathom.prompts import conversation as talk
+from fathom.prompts.spaces import TRAIN
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Cell, SampleRecord
 from fathom.report.compare import compare_runs
@@ -24,7 +26,7 @@ from fathom.scoring import SCORERS
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.control import without_context
-from fathom.tasks.mrcr import MARGIN, MrcrTask
+from fathom.tasks.mrcr import MARGIN, MrcrTask, topics_of
 
 TOKENIZERS = {name: load_tokenizer(name) for name in ("char", "cl100k_base")}
 
@@ -302,3 +304,56 @@ def test_compare_pairs_mrcr_samples_by_id_and_tests_each_cell(runs: dict[str, Pa
     by_cell = {(c.task, c.length): (c.test.pairs, c.test.worse) for c in comparison.cells}
     assert by_cell[("mrcr:2", 2048)] == (6, 0) and by_cell[("mrcr:4", 2048)] == (6, 0)
     assert by_cell[("mrcr:2", 8192)][1] >= 4 and by_cell[("mrcr:4", 8192)][1] >= 4
+
+
+def test_training_and_evaluation_topics_never_share_a_place() -> None:
+    for index in range(20):
+        _, evaluation = topics_of(0, "mrcr:4", 4096, index)
+        _, training = topics_of(0, "mrcr:4", 4096, index, TRAIN)
+        assert len(set(evaluation)) == len(set(training)) == 4
+        assert all(topic[0] in "CJY" for topic in training) and not any(t[0] in "CJY" for t in evaluation)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("exported") / "mrcr.jsonl"
+    args = ["--tokenizer", "cl100k_base", "--lengths", "2k,8k", "--repeats", "2,4", "--count", "8"]
+    assert main(["export", "mrcr", *args, "--out", str(out)]) == 0
+    return out
+
+
+def test_an_mrcr_export_is_a_conversation_ending_in_the_piece_asked_for(exported: Path) -> None:
+    lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 8 and {line["meta"]["task"] for line in lines} == {"mrcr:2", "mrcr:4"}
+    for line in lines:
+        messages, meta = line["messages"], line["meta"]
+        roles = [m["role"] for m in messages]
+        assert roles == ["user", "assistant"] * (len(roles) // 2)
+        asked = talk.asked(messages[-2]["content"])
+        assert asked is not None and asked.topic[0] in "CJY"
+        assert messages[-1]["content"] == meta["answers"][0] and meta["answers"][0].startswith(asked.prefix)
+        repeated = [a["content"] for u, a in zip(messages[0:-2:2], messages[1:-2:2], strict=True)
+                    if u["content"] == talk.ask(asked.form, asked.topic)]  # fmt: skip
+        assert len(repeated) == asked.repeats and meta["length"] in (2048, 8192)
+        assert asked.prefix + repeated[asked.number - 1].strip() == meta["answers"][0]
+
+
+def test_an_mrcr_export_shares_nothing_with_an_evaluation_run_but_what_is_planted(
+    exported: Path, runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["export-check", str(exported), str(runs["perfect"])]) == 0
+    assert capsys.readouterr().out.startswith("no overlap: 8 examples")
+    # An evaluation conversation's topic, read off one of its questions by the test itself.
+    record = json.loads((runs["perfect"] / "samples.jsonl").read_text().splitlines()[-1])
+    topic = re.search(r"about (\w+),", record["question"])
+    assert topic is not None
+    lines = exported.read_text(encoding="utf-8").splitlines()
+    edited = json.loads(lines[2])
+    edited["messages"][0]["content"] = f"Write a poem about {topic.group(1)}."
+    lines[2] = json.dumps(edited, ensure_ascii=False)
+    leaky = tmp_path / "leaky.jsonl"
+    leaky.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["export-check", str(leaky), str(runs["perfect"])]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("1 overlaps:") and f"name '{topic.group(1)}'" in out and "line 3 (user)" in out

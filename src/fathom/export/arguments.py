@@ -14,6 +14,7 @@ from fathom.spec import (
     parse_items,
     parse_lengths,
     parse_ops,
+    parse_repeats,
     prompt_options,
 )
 
@@ -34,7 +35,8 @@ EXPORT_DESCRIPTION = (
     "names six-letter variables with six-digit values (evaluation: five and five); cwe lists the prose "
     "corpus's words that are none of RULER's word lists; fwe codes its words in seven letters (evaluation: "
     "six); qa_1 and qa_2 ask the training fifth of SQuAD's articles and HotpotQA's questions, which no "
-    "evaluation asks. listing's records name other users and actions, with six-digit ids. fathom "
+    "evaluation asks. listing's records name other users and actions, with six-digit ids. mrcr's "
+    "conversations are about made-up places beginning with C, J or Y. fathom "
     "export-check verifies an export against run folders."
 )
 CHECK_HELP = "report what an export shares with evaluation run folders (exit 1 if anything)"
@@ -65,6 +67,11 @@ def add_export_commands(
     )
     export.add_argument(
         "--items", default=None, help="listing's: counts of matching records (default 8,32,128)"
+    )
+    export.add_argument(
+        "--repeats",
+        default=None,
+        help="mrcr's: how many times the piece asked again is asked (default 2,4,8)",
     )
     export.add_argument(
         "--needle",
@@ -141,6 +148,7 @@ def export_spec(args: argparse.Namespace) -> RunSpec:
         samples=1,  # each example is a sample of its own (fathom.export.examples)
         ops=parse_ops(args.ops),
         items=parse_items(args.items),
+        repeats=parse_repeats(args.repeats),
         seed=args.seed,
         **{**prompt_options(args), "haystack_offset": offset},
     )

@@ -12,7 +12,9 @@ holds, and a passphrase is drawn from training's own words, none of them a key's
 Compared: NIAH records of fathom's generated needle kinds, RULER's synthetic needles (numbers,
 UUIDs, variable names), and babi's stories: their people and places, each record's story drawn
 again from its seed and cell as the prompt drew it (``tasks.babi.story_of``, as the report's
-supporting facts are), looked for as names; their objects are ordinary nouns, not compared.
+supporting facts are), looked for as names; their objects are ordinary nouns, not compared; and
+mrcr's conversations: their made-up places, drawn again from each record's seed and cell, and the
+random prefix its answer opens with (the pieces themselves are the corpus's, as every haystack is).
 
 Compared within their own family only: what RULER's cwe, fwe and qa and the long outputs drew are
 ordinary words, facts and five-digit numbers, which any haystack may hold, so each is looked for
@@ -43,7 +45,8 @@ from fathom.prompts.needle_sets import LATENT_KINDS, PLURAL_QUESTIONS
 from fathom.prompts.needles import KEYED_NEEDLES
 from fathom.records import SampleRecord
 from fathom.run.store import RunFolder
-from fathom.tasks import babi, listing
+from fathom.scoring import MRCR_PREFIX_CHARS
+from fathom.tasks import babi, listing, mrcr
 from fathom.tasks.niah import NiahTask
 from fathom.tasks.ruler.catalogue import FAMILIES, VARIANTS
 from fathom.tasks.ruler.qa_data import configured_path, load_dataset
@@ -188,6 +191,11 @@ def _record_terms(record: SampleRecord, items: tuple[LatentItem, ...]) -> Iterat
     elif record.task.startswith(babi.TASK + ":"):
         story = babi.story_of(record.seed, record.task, record.length, record.sample)
         yield from ((NAME, n) for n in dict.fromkeys((*record.answers, *story.people, *story.places)))
+    elif record.task.startswith(mrcr.TASK + ":"):
+        # The conversation's made-up places, drawn again as its prompt drew them, and its prefix.
+        _, topics = mrcr.topics_of(record.seed, record.task, record.length, record.sample)
+        yield from ((NAME, topic) for topic in topics)
+        yield from ((VALUE, answer[:MRCR_PREFIX_CHARS]) for answer in record.answers)
 
 
 def _scope(task: str) -> str | None:

@@ -90,8 +90,11 @@ def _drawn(task: Made, spec: RunSpec, count: int, tokenizer: Tokenizer) -> Itera
 
 
 def _example(sample: Sample, task: Made, spec: RunSpec, tokenizer: Tokenizer) -> dict[str, Any]:
-    chat = chat_prompt(tokenizer, sample.text, sample.prompt, sample.question)
+    chat = (
+        sample.chat() if sample.chat else chat_prompt(tokenizer, sample.text, sample.prompt, sample.question)
+    )
     messages = [{"role": "system", "content": chat.system}] if chat.system else []
+    messages += [{"role": role, "content": content} for role, content in chat.turns]  # mrcr's rounds
     messages += [
         {"role": "user", "content": chat.user},
         {"role": "assistant", "content": task.answer(chat.prefill, sample)},

@@ -7,7 +7,8 @@ Every family's task is evaluation's own, handed training's words instead of eval
 - babi (and babi:qa1 ... alone): ``babi_draw.TRAIN_POOLS``; state: ``state.TRAIN_LISTS``;
 - RULER's vt, cwe, fwe, qa_1 and qa_2: ``RulerTask`` on training's split
   (``tasks/ruler/splits.py``);
-- listing: ``log_records.TRAIN_LOGS`` (other users and actions, six-digit ids).
+- listing: ``log_records.TRAIN_LOGS`` (other users and actions, six-digit ids);
+- mrcr: ``spaces.TRAIN``'s made-up places as the conversation's topics (C, J or Y first).
 
 A family is added with one ``Family`` in ``FAMILIES``.
 """
@@ -30,7 +31,7 @@ from fathom.prompts.templates import ChatTemplate
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
-from fathom.tasks import babi, listing, state
+from fathom.tasks import babi, listing, mrcr, state
 from fathom.tasks.babi_draw import TASKS as BABI_TASKS
 from fathom.tasks.babi_draw import TRAIN_POOLS
 from fathom.tasks.base import Sample
@@ -135,7 +136,7 @@ def _named_items(spec: RunSpec) -> frozenset[str]:
 
 
 def _lines(
-    task: babi.BabiTask | state.StateTask | listing.ListingTask | RulerTask,
+    task: babi.BabiTask | state.StateTask | listing.ListingTask | mrcr.MrcrTask | RulerTask,
     corpus: Callable[[str], str],
     versions: dict[str, int],
 ) -> Made:
@@ -160,6 +161,13 @@ def _listing(spec: RunSpec, tokenizer: Tokenizer) -> Made:
     return dataclasses.replace(made, answer=listed_answer)
 
 
+def _mrcr(spec: RunSpec, tokenizer: Tokenizer) -> Made:
+    task = mrcr.MrcrTask(spec, tokenizer, TRAIN)
+    made = _lines(task, lambda name: task.corpus.name, {mrcr.TASK: mrcr.MRCR_VERSION})
+    # The assistant's last turn is the piece asked for again, after its prefix: the reference whole.
+    return dataclasses.replace(made, answer=lambda _prefix, sample: sample.answers[0])
+
+
 def _ruler(spec: RunSpec, tokenizer: Tokenizer) -> Made:
     versions = {
         "ruler": RULER_VERSION,
@@ -174,6 +182,7 @@ FAMILIES = (
     Family((state.TASK,), _state),
     Family(tuple(RULER_SOURCES), _ruler),
     Family((listing.TASK,), _listing),
+    Family((mrcr.TASK,), _mrcr),
 )
 EXPORTABLE = tuple(name for family in FAMILIES for name in family.names)
 

@@ -160,8 +160,7 @@ class MrcrTask(CountedLines):
 
     def prepare(self, cell: Cell) -> Sample:
         repeats = cell_count(cell.task)
-        rng = needle_rng(self.spec.seed, *self.space.stream, cell.task, cell.length, cell.sample)
-        topics = _distinct(rng, TOPICS, lambda: self.space.place(rng))
+        rng, topics = topics_of(self.spec.seed, cell.task, cell.length, cell.sample, self.space)
         pairs = [(form, topic) for form, _ in talk.FORMS for topic in topics]
         asked = rng.choice(pairs)
         asks = [talk.ask(*asked)] + [talk.ask(*pair) for pair in pairs if pair != asked]
@@ -294,6 +293,15 @@ class MrcrTask(CountedLines):
             "template_sha256": self.template.sha256,
             "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
         }
+
+
+def topics_of(
+    seed: int, task: str, length: int, sample: int, space: Space = EVAL
+) -> tuple[random.Random, list[str]]:
+    """A sample's random stream, and the topics it draws first from it: as its prompt draws them,
+    and as ``fathom export-check`` draws an evaluation record's again."""
+    rng = needle_rng(seed, *space.stream, task, length, sample)
+    return rng, _distinct(rng, TOPICS, lambda: space.place(rng))
 
 
 def _distinct(rng: random.Random, count: int, draw: Any) -> list[str]:
