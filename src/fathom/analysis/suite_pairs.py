@@ -59,14 +59,15 @@ def compare_suites(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> Su
     fields = {field.name: getattr(comparison, field.name) for field in dataclasses.fields(comparison)}
     return SuiteComparison(
         **fields,
-        tasks=_gated(compare_tasks(graded, alpha, item_key), comparison.gate),
+        tasks=gated(compare_tasks(graded, alpha, item_key), comparison.gate),
         left_out_items=other_items,
         data_differences=_data_differences(base, new),
     )
 
 
-def _gated(tasks: Sequence[TaskComparison], gate: Gate) -> tuple[TaskComparison, ...]:
-    """The tasks with the gate's adjusted p and verdict (a one-task run's task is the overall test)."""
+def gated(tasks: Sequence[TaskComparison], gate: Gate) -> tuple[TaskComparison, ...]:
+    """The tasks with the gate's adjusted p and verdict (a one-task run's task is the overall test): a
+    suite's, and a family's along its axis (``family_pairs``)."""
     tested = {test.task: test for test in gate.at("task")} or {
         task.task: gate.at("overall")[0] for task in tasks
     }

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fathom.analysis.paired import Comparison, compare_records
+from fathom.analysis.family_pairs import compare_families
+from fathom.analysis.paired import Comparison
 from fathom.analysis.pairing import RunRecords
 from fathom.analysis.select import control_records, split_records
 from fathom.analysis.suite_pairs import compare_suites
@@ -20,10 +21,11 @@ from fathom.safe_files import write_file
 
 def compare_runs(base: Path, new: Path, alpha: float = 0.05) -> Comparison:
     """Compare two run folders of one spec that differ only in the model; refuse runs whose prompts
-    differ. Two runs of a real suite are compared task by task as well (``SuiteComparison``), and the
-    runs' no-context controls beside (``Comparison.controls``)."""
+    differ. Two runs of a real suite are compared task by task as well (``SuiteComparison``), two of a
+    family along its axis (``FamilyComparison``: state, babi, listing), and the runs' no-context
+    controls beside (``Comparison.controls``)."""
     base_run, new_run = read_run(base), read_run(new)
-    compare = compare_suites if is_suite_run(base_run.samples) else compare_records
+    compare = compare_suites if is_suite_run(base_run.samples) else compare_families
     return compare(base_run, new_run, alpha)
 
 

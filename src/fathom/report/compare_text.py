@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fathom.analysis.control import CONTROL_VERDICTS, CONTROL_WORDS, ControlComparison, ControlCount
+from fathom.analysis.family_pairs import FamilyComparison, MeasureChange, TruncationChange
 from fathom.analysis.flips import RESAMPLES
 from fathom.analysis.gate import Gate, GateTest
 from fathom.analysis.paired import CellComparison, Comparison, machine_warning
@@ -79,6 +80,44 @@ def suite_comparison_text(comparison: SuiteComparison) -> list[str]:
     return lines
 
 
+def _measure(change: MeasureChange) -> str:
+    difference = change.new_mean - change.base_mean
+    return (
+        f"{change.name} {change.base_mean:.1%} → {change.new_mean:.1%} ({100 * difference:+.1f} points, "
+        f"95% interval {100 * change.ci_low:+.1f} to {100 * change.ci_high:+.1f})"
+    )
+
+
+def _cut(change: TruncationChange) -> str:
+    return (
+        f"cut at the output budget {change.base} → {change.new} ({change.newly} newly, {change.no_longer} "
+        f"no longer; p = {change.p_value:.3g})"
+    )
+
+
+def family_text(comparison: FamilyComparison) -> list[str]:
+    """A family's axis value by value: its task's change (the gate's verdict), its measures' changes
+    and its answers cut at their budget; a warning where the new run's are cut more often."""
+    lines = [
+        f"by {comparison.axis} ({comparison.family}; two-sided exact sign test over the pairs; adjusted p: "
+        "the gate's, for a drop; the difference is new minus base, with a 95% bootstrap interval over "
+        "the pairs):"
+    ]
+    for row in comparison.rows:
+        cuts = row.truncated
+        extras = [*map(_measure, row.measures), *([_cut(cuts)] if cuts.base or cuts.new else [])]
+        lines += [_task_line(row.task, "pairs"), *([f"    {'; '.join(extras)}"] if extras else [])]
+    cut = comparison.truncated
+    if cut is not None and cut.new > cut.base:
+        lines.append(
+            f"warning: the new run's answers are cut at their output budget more often ({cut.base} → "
+            f"{cut.new} of {comparison.overall.pairs} pairs; {cut.newly} newly cut, {cut.no_longer} no "
+            f"longer; p = {cut.p_value:.3g}): an answer cut short loses whatever it had left to say, "
+            "however well it read"
+        )
+    return lines
+
+
 def _cells_text(comparison: Comparison) -> list[str]:
     """The regressed and improved cells (the map's), and the change of effective length."""
     lines = []
@@ -119,6 +158,8 @@ def comparison_text(comparison: Comparison) -> list[str]:
     ]
     lines += gate_text(comparison.gate)
     lines += _cells_text(comparison) if suite is None else suite_comparison_text(suite)
+    if isinstance(comparison, FamilyComparison):
+        lines += family_text(comparison)
     lines += control_comparison_text(comparison.controls)
     if comparison.machine_differences:
         lines.append(f"warning: {machine_warning(comparison.machine_differences)}")

@@ -207,17 +207,61 @@ def _tasks(comparison: Mapping[str, Any]) -> str:
     )
 
 
+TASK_COLUMNS = ("base", "new", "difference (points)", "95% interval")
+
+
+def _task_cells(test: Mapping[str, Any], count: str) -> tuple[Any, ...]:
+    """A tested task's means, difference, interval, ``count`` (its items or pairs), moves each way, p,
+    adjusted p and verdict."""
+    return (percent(test["base_mean"]), percent(test["new_mean"]), f"{100 * test['difference']:+.1f}",
+            f"{100 * test['difference_ci_low']:+.1f} to {100 * test['difference_ci_high']:+.1f}", test[count],
+            test["worse"], test["better"], f"{test['p_value']:.3g}", f"{test['p_adjusted']:.3g}",
+            test["verdict"])  # fmt: skip
+
+
 def _task_table(tasks: Sequence[Mapping[str, Any]], moves: tuple[str, str]) -> str:
     """Tasks compared over their items: means, the difference and its interval, p and the verdict."""
-    head = ("task", "base", "new", "difference (points)", "95% interval", "items", *moves, "p", "adjusted p",
-            "verdict")  # fmt: skip
-    rows = [
-        (t["task"], percent(t["base_mean"]), percent(t["new_mean"]), f"{100 * t['difference']:+.1f}",
-         f"{100 * t['difference_ci_low']:+.1f} to {100 * t['difference_ci_high']:+.1f}", t["items"],
-         t["worse"], t["better"], f"{t['p_value']:.3g}", f"{t['p_adjusted']:.3g}", t["verdict"])
-        for t in tasks
+    head = ("task", *TASK_COLUMNS, "items", *moves, "p", "adjusted p", "verdict")
+    return table(head, [(t["task"], *_task_cells(t, "items")) for t in tasks])
+
+
+def _measure_cell(change: Mapping[str, Any]) -> str:
+    return (
+        f"{percent(change['base_mean'])} → {percent(change['new_mean'])} ({100 * change['difference']:+.1f}; "
+        f"{100 * change['difference_ci_low']:+.1f} to {100 * change['difference_ci_high']:+.1f})"
+    )
+
+
+def _family(comparison: Mapping[str, Any]) -> str:
+    """A family's axis value by value (``fathom.analysis.family_pairs``): each value's task tested,
+    its measures' changes and its answers cut at their output budget."""
+    family = comparison.get("family")
+    if family is None:
+        return ""
+    axis, rows = family["axis"], family["rows"]
+    measures = list(rows[0]["measures"]) if rows else []
+    head = (axis, *TASK_COLUMNS, "pairs", "worse", "better", "p", "adjusted p", "verdict",
+            *(f"{name} (points; 95% interval)" for name in measures), "cut at the output budget")  # fmt: skip
+    cells = [
+        (row[axis], *_task_cells(row, "pairs"), *(_measure_cell(row["measures"][m]) for m in measures),
+         f"{row['truncated']['base']} → {row['truncated']['new']}")
+        for row in rows
     ]  # fmt: skip
-    return table(head, rows)
+    cut = family["truncated"]
+    warning = (
+        "<p><strong>The new run's answers are cut at their output budget more often</strong> "
+        f"({esc(cut['base'])} → {esc(cut['new'])}; {esc(cut['newly'])} newly cut, "
+        f"{esc(cut['no_longer'])} no longer; p {cut['p_value']:.3g}): an answer cut short loses "
+        "whatever it had left to say, however well it read.</p>"
+        if cut is not None and cut["new"] > cut["base"]
+        else ""
+    )
+    return (
+        f"<h3>By {esc(axis)}</h3>{warning}<p>{esc(family['name'])}: each value of the axis over its pairs, "
+        "the exact sign test (two-sided p); the adjusted p and the verdict are the gate's, for a drop; "
+        "each difference is new minus base, with a 95% percentile-bootstrap interval over the pairs' "
+        f"differences.</p>{table(head, cells)}"
+    )
 
 
 def _controls(comparison: Mapping[str, Any]) -> str:
@@ -280,7 +324,7 @@ def comparison_section(comparison: Mapping[str, Any]) -> str:
         f"({esc(c['base']['path'])})<br>new: {esc(c['new']['model'])} ({esc(c['new']['path'])})</p>"
         f"{_comparison_boxes(c)}<p>{esc(c['pairs'])} paired samples, {esc(overall['worse'])} pairs worse, "
         f"{esc(overall['better'])} better; left out: {esc(left_out['errors'])} with errors, "
-        f"{esc(left_out['unpaired'])} unpaired{items}.</p>{_machines(c)}{_gate(c)}{_tasks(c)}"
+        f"{esc(left_out['unpaired'])} unpaired{items}.</p>{_machines(c)}{_gate(c)}{_tasks(c)}{_family(c)}"
         f"{difference_heatmap(c)}"
         '<p class="legend">colour and label: new minus base, in points; ▼ regressed, ▲ improved (by the '
         "gate); hover a cell for its numbers</p>"
