@@ -303,6 +303,21 @@ def test_an_evaluation_question_planted_in_a_qa_export_is_found(
     assert "document '" in found and "question '" not in found
 
 
+@pytest.mark.ruler_data
+def test_a_qa_export_longer_than_its_training_documents_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SQuAD's training part is 248 paragraphs, about 41k tokens of cl100k: 32k fits, 64k does not.
+    out = tmp_path / "out.jsonl"
+    assert cli("export", "qa_1", "--count", "1", "--lengths", "32k", "--out", out) == 0
+    assert cli("export", "qa_1", "--count", "1", "--lengths", "64k", "--out", out, "--force") == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.startswith("fathom: error: squad's 248 training documents fill only ") and "qa_synth" not in err
+    )
+    assert err.endswith("use shorter lengths") and len(err.splitlines()) == 1
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

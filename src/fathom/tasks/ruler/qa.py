@@ -152,9 +152,11 @@ class QuestionAnswering:
         if budget - self._size(bodies) + len(bodies[-1]) - len(plain) <= tolerance // 2:
             return self._joined(order, [*bodies[:-1], plain])
         if not skipped:
-            other = "" if self.data.name == "synthetic" else ", or qa_synth"
+            # An export's training part (a fifth of the data) has no qa_synth to turn to.
+            other = "" if self.data.name == "synthetic" or self.split == "train" else ", or qa_synth"
+            part = " training" if self.split == "train" else ""
             raise PromptError(
-                f"{self.data.name}'s {len(self.documents)} documents fill only {self._size(bodies)} of "
+                f"{self.data.name}'s {len(self.documents)}{part} documents fill only {self._size(bodies)} of "
                 f"the {budget} tokens this length leaves them; use shorter lengths{other}"
             )
         if self._room(bodies, budget) < 1:
