@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,9 +98,14 @@ def frame(tokenizer: Tokenizer, template: ChatTemplate, text: PromptText, questi
 def assemble(head: Ids, parts: Sequence[tuple[Ids, bool]], tail: Ids, target: int) -> Prompt:
     """The prompt ``head + parts + tail``; a part flagged True is a needle, whose offset and depth
     (the share of the other parts' tokens before it) are recorded."""
+    chunks, flagged = zip(*parts, strict=True) if parts else ((), ())
+    return _join(head, chunks, flagged, tail, target)
+
+
+def _join(head: Ids, chunks: Sequence[Ids], flagged: Sequence[bool], tail: Ids, target: int) -> Prompt:
+    """``assemble`` of its parts' ids and flags apart, as ``PromptBuilder.place`` hands them."""
     # Counted as arrays, not part by part: a prompt of hundreds of needles (a long-output log of 256
     # records at 128k) spent more on this loop than on joining its ids.
-    chunks, flagged = zip(*parts, strict=True) if parts else ((), ())
     sizes = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
     flags = np.array(flagged, dtype=bool)
     hay = np.where(flags, 0, sizes)
@@ -280,14 +286,20 @@ class PromptBuilder:
         or after token ``start`` (``TokenizedCorpus.window``)."""
         laid = self.layout(length, question, needles, start, apart)
         haystack, cuts, needle_ids = laid.haystack, laid.cuts, laid.needle_ids
-        order = sorted(range(len(needles)), key=cuts.__getitem__)  # stable: ties keep their order
+        count = len(needles)
+        # A stream of lines comes in order of depth (``line_stream.place_lines``): its cuts ascend
+        # already, and its hundreds of needles need no sorting and no putting back.
+        ascending = all(a <= b for a, b in itertools.pairwise(cuts))
+        order = range(count) if ascending else sorted(range(count), key=cuts.__getitem__)  # stable
         bounds = [0, *(cuts[i] for i in order), len(haystack)]
-        parts: list[tuple[Ids, bool]] = [(haystack[: bounds[1]], False)]
-        for i, start, end in zip(order, bounds[1:], bounds[2:], strict=False):
-            parts += [(needle_ids[i], True), (haystack[start:end], False)]
-        prompt = assemble(laid.head, parts, laid.tail, length)
+        chunks: list[Ids] = [haystack] * (2 * count + 1)
+        chunks[0::2] = [haystack[start:end] for start, end in itertools.pairwise(bounds)]
+        chunks[1::2] = [needle_ids[i] for i in order]
+        prompt = _join(laid.head, chunks, [False, True] * count + [False], laid.tail, length)
+        if ascending:
+            return prompt
         placed = dict(zip(order, prompt.needles, strict=True))
-        return dataclasses.replace(prompt, needles=tuple(placed[i] for i in range(len(needles))))
+        return dataclasses.replace(prompt, needles=tuple(placed[i] for i in range(count)))
 
 
 def _ids(values: list[int]) -> Ids:
