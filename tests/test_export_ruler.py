@@ -338,3 +338,34 @@ def test_a_bad_ruler_export_is_one_line_exit_2_and_writes_nothing(
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_qa_file_whose_items_are_all_held_out_is_refused_by_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One article of one paragraph: its part is the hash of that paragraph, here training's.
+    paragraph = "The Velna rises in the Ostra hills and runs 4 kilometres to the sea."
+    assert _item_part([paragraph]) == "train"
+    qas = [
+        {
+            "question": "How long is the Velna?",
+            "answers": [{"text": "4 kilometres"}],
+            "is_impossible": False,
+        }
+    ]
+    data = {
+        "version": "v2.0",
+        "data": [{"title": "Rivers", "paragraphs": [{"context": paragraph, "qas": qas}]}],
+    }
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setenv("FATHOM_SQUAD", str(path))
+    run = tmp_path / "run"
+    assert cli("run", "qa_1", "--model", "sim:perfect", "--tokenizer", "char", "--lengths", "1k",
+               "--samples", "1", "--run-dir", run) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "fathom: error: squad's file holds no item of the eval part: each item lies in one part by a hash "
+        "of its documents, a fifth in the part held out for fathom export"
+    )
+    assert not run.exists()

@@ -61,7 +61,10 @@ class QuestionAnswering:
         # The items this part asks, and its distractors' documents (None: all; ``splits.py``).
         self.part = qa_part(self.data, setting.split)
         if not self.part.items:
-            raise PromptError(f"{self.data.name}'s {setting.split} part holds no item")
+            raise PromptError(
+                f"{self.data.name}'s file holds no item of the {setting.split} part: each item lies in one "
+                "part by a hash of its documents, a fifth in the part held out for fathom export"
+            )
         self.documents = self.part.documents or range(len(self.data.documents))
         self._bodies: dict[int, Ids] = {}  # document index -> ids of its text (and separator)
         self._headers: list[Ids] = []  # position - 1 -> ids of its header (and separator)
