@@ -57,8 +57,15 @@ def test_training_and_evaluation_logs_never_share_an_id_user_or_action() -> None
 
 
 def test_evaluation_logs_are_drawn_as_before() -> None:
-    # draw_log's evaluation draws: the same calls on the same generator, so the defaults give the same log.
-    assert draw_log(random.Random(7), 5) == draw_log(random.Random(7), 5, logs.EVAL_LOGS)
+    # What draw_log drew before the training part existed (commit 9502db3), for Random(7) and 2 items.
+    log = draw_log(random.Random(7), 2)
+    assert log.lines == (
+        "#61750 2024-03-05 06:48 | user=bruno | action=purchase | amount=565",
+        "#95319 2024-03-17 15:25 | user=farah | action=purchase | amount=947",
+        "#16328 2024-03-25 09:19 | user=farah | action=login | amount=630",
+        "#19494 2024-03-27 12:33 | user=farah | action=purchase | amount=583",
+    )
+    assert (log.user, log.action, log.matching) == ("farah", "purchase", ("#95319", "#19494"))
 
 
 @pytest.fixture(scope="module")
