@@ -45,8 +45,8 @@ CHECK_DESCRIPTION = (
     "ask about, the made-up people they name, the low-overlap items' anchors) and look for each, as "
     "whole words, in every message of the export; what RULER's cwe, fwe and qa and listing drew "
     "(ordinary words, questions and their documents' openings, five-digit ids and user=/action= "
-    "conditions) in the export's lines of the same task only. Exit 0 and say 'no overlap', or exit 1 and list each "
-    "overlap with the export line and the run's sample it comes from."
+    "conditions) in the export's lines of the same task only. Exit 0 and say 'no overlap', or exit 1 "
+    "and list each overlap with the export line and the run's sample it comes from."
 )
 
 
