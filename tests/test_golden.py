@@ -1,7 +1,8 @@
 """Golden samples: a fixed seed builds byte-identical prompts from release to release.
 
-A change here means every earlier run's prompts changed: bump NIAH_VERSION (or RULER_VERSION), then
-regenerate with FATHOM_UPDATE_GOLDEN=1 pytest tests/test_golden.py and say why in the commit.
+A change here means every earlier run's prompts changed: bump NIAH_VERSION (or RULER_VERSION; or,
+where one family's draws changed, that family's identity, as qa's ``split``), then regenerate with
+FATHOM_UPDATE_GOLDEN=1 pytest tests/test_golden.py and say why in the commit.
 """
 
 from __future__ import annotations
