@@ -44,7 +44,9 @@ def _pass(task: Any) -> float:
 
 def build_seconds(specs: Sequence[RunSpec], repeats: int) -> list[Timing]:
     """Each spec's ``Timing`` over ``repeats`` passes of each kind. The passes alternate between the
-    specs, so that a shared machine's load, which changes from second to second, weighs on each alike."""
+    specs, so that a shared machine's load, which changes from second to second, weighs on each alike,
+    and their order turns by one each round, so that none always follows the same one (a pass right
+    after another task's finds less of its own data in the CPU's caches)."""
     tokenizer = load_tokenizer(specs[0].tokenizer)
     tasks = [create_task(spec, tokenizer) for spec in specs]
     others = [
@@ -52,13 +54,14 @@ def build_seconds(specs: Sequence[RunSpec], repeats: int) -> list[Timing]:
         for spec in specs
     ]
     first = [_pass(task) for task in tasks]
-    again: list[list[float]] = [[] for _ in specs]
-    fresh: list[list[float]] = [[] for _ in specs]
+    seconds: dict[tuple[int, bool], list[float]] = {
+        (i, new): [] for i in range(len(specs)) for new in (False, True)
+    }
+    kinds = list(seconds)
     for k in range(repeats):
-        for i, task in enumerate(tasks):
-            again[i].append(_pass(task))
-            fresh[i].append(_pass(others[i][k]))
-    return [Timing(f, min(a), min(n)) for f, a, n in zip(first, again, fresh, strict=True)]
+        for i, new in kinds[k % len(kinds) :] + kinds[: k % len(kinds)]:
+            seconds[i, new].append(_pass(others[i][k] if new else tasks[i]))
+    return [Timing(f, min(seconds[i, False]), min(seconds[i, True])) for i, f in enumerate(first)]
 
 
 def machine() -> str:
