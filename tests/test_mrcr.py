@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 from family_checks import refused_run
+from http_faults import serving
 
 from fathom.analysis.mrcr import mrcr_summary
+from fathom.backends.base import Request
+from fathom.backends.openai import OpenAIBackend
 from fathom.cli import main
 from fathom.errors import SpecError
 from fathom.plan.check import check_run
@@ -121,8 +124,13 @@ def test_every_conversation_is_its_length_with_its_rounds_found_again(
             ]
             assert len(repeated) == repeats
             for needle, answer in zip(prompt.needles, repeated, strict=True):
+                # Each repeat's answer but its last token, which is joined to the markup after it.
                 ids = prompt.ids[needle.token_offset : needle.token_offset + needle.tokens]
-                assert tok.decode(ids.tolist()) == answer
+                assert answer.startswith(tok.decode(ids.tolist())) and len(tok.decode(ids.tolist())) < len(
+                    answer
+                )
+            # The text re-encodes to the length but for a token or two: the seams' ids are the text's.
+            assert abs(len(tok.encode_with_specials(tok.decode(prompt.ids.tolist()))) - length) <= 2
             assert drawn.answers == (asked.prefix + repeated[asked.number - 1].strip(),)
             # A reader that knows no template finds every round again from the text alone.
             context = tok.decode(
@@ -357,3 +365,25 @@ def test_an_mrcr_export_shares_nothing_with_an_evaluation_run_but_what_is_plante
     assert main(["export-check", str(leaky), str(runs["perfect"])]) == 1
     out = capsys.readouterr().out
     assert out.startswith("1 overlaps:") and f"name '{topic.group(1)}'" in out and "line 3 (user)" in out
+
+
+def test_a_chat_endpoint_is_sent_the_rounds_as_messages_before_the_final_ask() -> None:
+    drawn = sample("cl100k_base", 4096, 2, template="chatml")
+    assert drawn.chat is not None
+    chat = drawn.chat()
+    with serving() as server:
+        backend = OpenAIBackend(f"m@{server.url}?endpoint=chat", "cl100k_base")
+        body = backend._body(Request("s1", drawn.prompt.ids, 8, chat=chat))
+    sent = [(m["role"], m["content"]) for m in body["messages"]]
+    assert sent == [*chat.turns, ("user", drawn.question)]
+
+
+@pytest.mark.parametrize("template", ["chatml", "llama3", "plain", "none"])
+def test_a_template_marking_rounds_alike_is_taken_and_one_that_differs_is_refused(
+    template: str, tmp_path: Path
+) -> None:
+    task("cl100k_base", (4096,), (2,), template=template).frame  # noqa: B018 (found without error)
+    numbered = tmp_path / "numbered.jinja"  # each message marked with its index: no round repeats
+    numbered.write_text("{% for m in messages %}[{{ loop.index }}] {{ m['content'] }}\n{% endfor %}")
+    with pytest.raises(SpecError, match="marks a conversation's rounds differently from round to round"):
+        task("cl100k_base", (4096,), (2,), template=str(numbered))

@@ -92,9 +92,10 @@ def turns_in(context: str) -> list[Turn]:
     """The asks of a rendered conversation, each with the answer that follows it, whatever the chat
     template: the text from one ask to the next is the template's markup, the answer, and the markup
     again, the same markup each round, so it is what every such segment shares at its start (up to
-    its last whitespace: every answer opens with a space) and at its end (after any sentence-ending
-    marks the answers share). Each answer is given stripped; with fewer than two asks seen, it keeps
-    whatever markup surrounds it."""
+    its last whitespace: every answer opens with a space) and, but for the last, at its end (after
+    any sentence-ending marks the answers share); the last segment ends in as much of that end as
+    the context holds. Each answer is given stripped; with too few asks seen to tell the markup
+    from the answers, it keeps the markup."""
     asks = list(_ASK.finditer(context))
     segments = [
         context[found.end() : asks[i + 1].start() if i + 1 < len(asks) else len(context)]
@@ -102,18 +103,22 @@ def turns_in(context: str) -> list[Turn]:
     ]
     opening = _common_prefix(segments) if len(segments) > 1 else ""
     opening = opening[: max(opening.rfind(c) for c in " \n\t") + 1]
-    closing = _common_prefix([s[::-1] for s in segments])[::-1] if len(segments) > 1 else ""
+    closing = _common_prefix([s[::-1] for s in segments[:-1]])[::-1] if len(segments) > 2 else ""
     closing = closing.lstrip(_SENTENCE_END)
     size = max(len(context), 1)
-    return [
-        Turn(
-            found.group(1),
-            found.group(2),
-            segment[len(opening) : len(segment) - len(closing)].strip(),
-            found.start() / size,
+    turns = []
+    for i, (found, segment) in enumerate(zip(asks, segments, strict=True)):
+        body = segment[len(opening) :]
+        cut = len(closing) if i + 1 < len(segments) else _ending(body, closing)
+        turns.append(
+            Turn(found.group(1), found.group(2), body[: len(body) - cut].strip(), found.start() / size)
         )
-        for found, segment in zip(asks, segments, strict=True)
-    ]
+    return turns
+
+
+def _ending(text: str, closing: str) -> int:
+    """How much of ``closing``'s start ``text`` ends with."""
+    return next((k for k in range(len(closing), 0, -1) if text.endswith(closing[:k])), 0)
 
 
 def _common_prefix(texts: list[str]) -> str:

@@ -73,12 +73,26 @@ LONGEST_TOPIC = "Strouthhaven"  # as long as a made-up place gets: a round's ask
 
 @dataclass(frozen=True, eq=False)
 class Frame:
-    """The chat template's ids around a conversation's messages."""
+    """The chat template's text around a conversation's messages, each piece encoded with the text
+    it touches. Where the markup is no special token (``User: `` under ``plain``, ``<|im_end|>`` in a
+    vocabulary without it), a text's own tokens join across a seam (``.\n\n`` and `` Write`` are
+    single tokens in cl100k), and a text backend re-encodes the whole: so the markup between two
+    messages is split after its last newline (``\n\n`` | ``User: ``), the part before joined to the
+    answer's last token, the part after to the next ask."""
 
-    head: Ids  # before the first ask (BOS, a default system prompt, the user's header)
-    to_answer: Ids  # after an ask, before its answer
-    to_ask: Ids  # after an answer, before the next ask (the final one too)
-    tail: Ids  # after the final ask: the generation prompt
+    head: Ids  # before the first ask, to its last newline (BOS, a default system prompt, a header)
+    lead: str  # the rest of it, joined to the first ask
+    to_answer: str  # after an ask, before its answer: joined to the ask
+    close: str  # after an answer, to the markup's last newline: joined to the answer's last token
+    close_ids: Ids  # the same alone: after the last answer, whose last token may be cut anywhere
+    reopen: str  # the rest of that markup, joined to the next ask (and to the final one)
+    tail: str  # after the final ask (the generation prompt): joined to it
+
+
+def _at_newline(text: str) -> tuple[str, str]:
+    """``text`` split after its last newline (all of it after, where it has none)."""
+    cut = text.rfind("\n") + 1
+    return text[:cut], text[cut:]
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,6 +103,7 @@ class Rounds:
     asks: Positions
     begin: Positions
     end: Positions
+    shut: Positions  # the tokens of each answer's last token with the markup after it (1: the last's alone)
 
 
 def position(number: int, repeats: int) -> str:
@@ -103,10 +118,9 @@ class MrcrTask(CountedLines):
 
     def __init__(self, spec: RunSpec, tokenizer: Tokenizer, space: Space = EVAL) -> None:
         self.space = space  # fathom export's conversations are about the training space's places
-        self._ids = functools.lru_cache(maxsize=4096)(self._encode)
-        self._openings = functools.lru_cache(maxsize=4096)(
-            lambda ask: np.concatenate([self._ids(ask), self.frame.to_answer])
-        )
+        # Each seam's ids remembered (``Frame``): asks and answers' last tokens recur.
+        self._openings = functools.lru_cache(maxsize=4096)(self._opening)
+        self._closings = functools.lru_cache(maxsize=4096)(self._closing)
         self._build(
             spec,
             tokenizer,
@@ -114,8 +128,19 @@ class MrcrTask(CountedLines):
             spec.repeats or DEFAULT_REPEATS,
         )
 
-    def _encode(self, text: str) -> Ids:
-        return np.asarray(self.tokenizer.encode(text), dtype=np.int32)
+    def _opening(self, before: str, ask: str) -> Ids:
+        """A round's ids before its answer: the markup's end ``before`` it, the ask and the markup
+        after it, encoded together."""
+        text = before + ask + self.frame.to_answer
+        return np.asarray(self.tokenizer.encode_with_specials(text), dtype=np.int32)
+
+    def _closing(self, last: int) -> Ids:
+        """An answer's last token and the markup after it, encoded together (apart where the token
+        is no whole character of text, as a multi-byte character's first byte)."""
+        text = self.tokenizer.decode([last])
+        if "\ufffd" in text:
+            return np.concatenate([np.asarray([last], dtype=np.int32), self.frame.close_ids])
+        return np.asarray(self.tokenizer.encode_with_specials(text + self.frame.close), dtype=np.int32)
 
     @functools.cached_property
     def frame(self) -> Frame:
@@ -129,14 +154,13 @@ class MrcrTask(CountedLines):
                 "to round; mrcr repeats one round's markup, so choose another template"
             )
         encode = self.tokenizer.encode_with_specials
-        head = encode(pieces[0])
+        (head_text, lead), (close, reopen) = _at_newline(pieces[0]), _at_newline(pieces[2])
+        head = encode(head_text)
         bos = self.tokenizer.bos_id
         if bos is not None and head[:1] != [bos]:
             head.insert(0, bos)
         as_ids = functools.partial(np.asarray, dtype=np.int32)
-        return Frame(
-            as_ids(head), as_ids(encode(pieces[1])), as_ids(encode(pieces[2])), as_ids(encode(pieces[-1]))
-        )
+        return Frame(as_ids(head), lead, pieces[1], close, as_ids(encode(close)), reopen, pieces[-1])
 
     @property
     def text(self) -> PromptText:
@@ -145,8 +169,13 @@ class MrcrTask(CountedLines):
     @functools.cached_property
     def line_tokens(self) -> int:
         """The most tokens one round takes: its markup, its ask at its longest, its longest answer."""
-        asks = [len(self._ids(talk.ask(form, LONGEST_TOPIC))) for form, _ in talk.FORMS]
-        return len(self.frame.to_answer) + len(self.frame.to_ask) + max(asks) + LONGEST_ANSWER
+        frame = self.frame
+        asks = [
+            len(self._opening(before, talk.ask(form, LONGEST_TOPIC)))
+            for form, _ in talk.FORMS
+            for before in (frame.lead, frame.reopen)
+        ]
+        return max(asks) + LONGEST_ANSWER + len(frame.close_ids)
 
     @functools.cached_property
     def overhead(self) -> int:
@@ -155,8 +184,12 @@ class MrcrTask(CountedLines):
         asks = [
             talk.question(most, most, form, LONGEST_TOPIC, "x" * MRCR_PREFIX_CHARS) for form, _ in talk.FORMS
         ]
-        frame = self.frame
-        return len(frame.head) + len(frame.tail) + max(len(self._ids(q)) for q in asks)
+        return len(self.frame.head) + max(len(self._final(q)) for q in asks)
+
+    def _final(self, question: str) -> Ids:
+        """The final ask's ids with the template's end (the generation prompt), encoded together."""
+        text = self.frame.reopen + question + self.frame.tail
+        return np.asarray(self.tokenizer.encode_with_specials(text), dtype=np.int32)
 
     def prepare(self, cell: Cell) -> Sample:
         repeats = cell_count(cell.task)
@@ -167,11 +200,11 @@ class MrcrTask(CountedLines):
         number = rng.randint(1, repeats)
         prefix = "".join(rng.choices(talk.PREFIX_ALPHABET, k=MRCR_PREFIX_CHARS))
         question = talk.question(number, repeats, *asked, prefix)
-        frame = self.frame
-        budget = cell.length - len(frame.head) - len(self._ids(question)) - len(frame.tail)
+        final = self._final(question)
+        budget = cell.length - len(self.frame.head) - len(final)
         window, starts = self.builder.corpus.window(budget, self.builder.corpus.random_start(rng))
-        rounds = self._rounds(rng, budget, starts, asks, repeats)
-        prompt = self._prompt(cell.length, window, rounds, asks, question)
+        rounds = self._rounds(rng, budget, window, starts, asks, repeats)
+        prompt = self._prompt(cell.length, window, rounds, asks, final)
         which = int(np.flatnonzero(rounds.asks == 0)[number - 1])
         target = window[rounds.begin[which] : rounds.end[which]]
         reference = prefix + self.tokenizer.decode(target.tolist()).strip()
@@ -184,25 +217,34 @@ class MrcrTask(CountedLines):
             position(number, repeats),
             query_keys=(asks[0],),
             scoring=SCORING,
-            max_new_tokens=self.spec.max_new_tokens or answer_budget(len(self._ids(reference)), MARGIN),
+            max_new_tokens=self.spec.max_new_tokens
+            or answer_budget(len(self.tokenizer.encode(reference)), MARGIN),
             chat=functools.partial(self._chat, window, rounds, asks, question),
         )
 
-    def _prompt(self, length: int, window: Ids, rounds: Rounds, asks: list[str], question: str) -> Prompt:
-        """The conversation's ids, its repeats' answers as its needles: each one's depth the share of
-        the rest of the conversation before it (as ``builder.assemble`` counts, here over arrays: a
-        conversation's thousands of pieces, one by one, cost more than all the rest of its making)."""
+    def _prompt(self, length: int, window: Ids, rounds: Rounds, asks: list[str], final: Ids) -> Prompt:
+        """The conversation's ids, its repeats' answers as its needles (each but its last token, which
+        is joined to the markup after it): each one's depth the share of the rest of the conversation
+        before it (as ``builder.assemble`` counts, here over arrays: a conversation's thousands of
+        pieces, one by one, cost more than all the rest of its making)."""
         frame = self.frame
-        openings = [self._openings(ask) for ask in asks]
+        openings = [self._openings(frame.reopen, ask) for ask in asks]
+        first = self._openings(frame.lead, asks[int(rounds.asks[0])])
+        ends = rounds.end.tolist()
+        lasts = window[rounds.end - 1].tolist()
+        closes = {token: self._closings(token) for token in set(lasts)}
+        tails = [closes[token] for token in lasts[:-1]] + [window[ends[-1] - 1 : ends[-1]]]
+        heads = [first] + [openings[ask] for ask in rounds.asks[1:].tolist()]
         pieces = [frame.head]
-        for ask, begin, end in zip(
-            rounds.asks.tolist(), rounds.begin.tolist(), rounds.end.tolist(), strict=True
-        ):
-            pieces += [openings[ask], window[begin:end], frame.to_ask]
-        pieces += [self._ids(question), frame.tail]
-        answers = rounds.end - rounds.begin
-        sizes = np.asarray([len(o) for o in openings])[rounds.asks] + answers + len(frame.to_ask)
-        at = np.cumsum(sizes) - sizes + np.asarray([len(o) for o in openings])[rounds.asks]
+        for opening_ids, begin, end, tail in zip(heads, rounds.begin.tolist(), ends, tails, strict=True):
+            pieces += (opening_ids, window[begin : end - 1], tail)
+        pieces += [frame.close_ids, final]
+        opening = np.asarray([len(o) for o in openings])[rounds.asks]
+        opening[0] = len(first)
+        answers = rounds.end - rounds.begin - 1
+        sizes = opening + answers + rounds.shut
+        sizes[-1] += len(frame.close_ids)
+        at = np.cumsum(sizes) - sizes + opening
         repeat = rounds.asks == 0
         needles = np.cumsum(np.where(repeat, answers, 0)) - np.where(repeat, answers, 0)
         context = int(sizes.sum())
@@ -233,13 +275,13 @@ class MrcrTask(CountedLines):
         return ChatPrompt(self.text.system, question, "", turns)
 
     def _rounds(
-        self, rng: random.Random, budget: int, starts: Positions, asks: list[str], repeats: int
+        self, rng: random.Random, budget: int, window: Ids, starts: Positions, asks: list[str], repeats: int
     ) -> Rounds:
         """Rounds filling ``budget`` tokens exactly: the answers the window's sentences in turn, each
         ending at the first boundary past a size drawn in ``ANSWER_TOKENS``; the other asks drawn
-        uniformly; the repeats in the rounds at sorted offsets drawn uniformly in the part
-        of the budget that leaves room for them all. Drawn as arrays: a 128k conversation has about
-        a thousand rounds, each drawn one by one cost several NIAH prompts."""
+        uniformly; the repeats in the rounds at sorted offsets drawn uniformly in the part of the
+        budget that leaves room for them all. Drawn as arrays: a 128k conversation has about a
+        thousand rounds, each drawn one by one cost several NIAH prompts."""
         draw = np.random.default_rng(rng.getrandbits(64))
         low, high = ANSWER_TOKENS
         ends = np.cumsum(draw.integers(low, high + 1, size=budget // low + 1))
@@ -247,30 +289,40 @@ class MrcrTask(CountedLines):
         ends = np.where(found < len(starts), starts[np.minimum(found, len(starts) - 1)], ends)
         bounds = _capped(np.unique(np.concatenate([[0], np.minimum(ends, budget)])))
         lengths = np.diff(bounds)
+        lasts, which = np.unique(window[bounds[1:] - 1], return_inverse=True)
+        shut = np.asarray([len(self._closings(int(token))) for token in lasts.tolist()])[which]
+        frame = self.frame
+        opening = np.asarray([len(self._openings(frame.reopen, ask)) for ask in asks])
+        firsts = np.asarray([len(self._openings(frame.lead, ask)) for ask in asks]) - opening
         chosen = draw.integers(1, len(asks), size=len(lengths))
-        ask_tokens = np.asarray([len(self._ids(ask)) for ask in asks])
-        markup = len(self.frame.to_answer) + len(self.frame.to_ask)
         room = max(budget - repeats * self.line_tokens, 0)
-        at = np.cumsum(ask_tokens[chosen] + markup + lengths)
+        at = np.cumsum(opening[chosen] + lengths - 1 + shut)
         picked = np.searchsorted(at, np.sort(draw.random(repeats) * room), side="right")
         # Distinct rounds: one landing where the one before did moves on to the next.
         picked = np.maximum.accumulate(picked - np.arange(repeats)) + np.arange(repeats)
         chosen[picked] = 0
-        spent = np.cumsum(ask_tokens[chosen] + markup + lengths)
+        # The first round's ask follows the header's end, not the markup between rounds.
+        spent = np.cumsum(opening[chosen] + lengths - 1 + shut) + firsts[chosen[0]]
         fit = int(np.searchsorted(spent, budget, side="right"))
         if picked[-1] >= fit:  # the fit checked when the task was made leaves room for them all
             raise PromptError(
                 f"only {int((picked < fit).sum())} of {repeats} repeats fit {budget} tokens of rounds"
             )
-        begin, end, chosen = bounds[:fit].copy(), bounds[1 : fit + 1].copy(), chosen[:fit]
+        begin, end, chosen, shut = bounds[:fit].copy(), bounds[1 : fit + 1].copy(), chosen[:fit], shut[:fit]
         left = budget - int(spent[fit - 1])
+        # The last round's answer is cut at a token, so its last token is not joined to the markup.
+        apart = 1 + len(frame.close_ids)
         filler = int(draw.integers(1, len(asks)))
-        if left > ask_tokens[filler] + markup:  # one more round, its answer cut at a token
-            begin, chosen = np.append(begin, end[-1]), np.append(chosen, filler)
-            end = np.append(end, end[-1] + left - ask_tokens[filler] - markup)
-        else:  # not even its ask fits: the last answer grows by what is left
-            end[-1] += left
-        return Rounds(chosen, begin, end)
+        size = left - int(opening[filler]) - len(frame.close_ids)
+        if size >= 1:  # one more round, its answer cut at a token
+            begin, end = np.append(begin, end[-1]), np.append(end, end[-1] + size)
+            chosen, shut = np.append(chosen, filler), np.append(shut, 1)
+        else:  # not even its ask fits: the last answer grows by what is left (less what its join saved)
+            end[-1] += left + int(shut[-1]) - apart
+            shut[-1] = 1
+            if end[-1] <= begin[-1]:
+                raise PromptError(f"the last round of {budget} tokens of rounds has no answer left")
+        return Rounds(chosen, begin, end, shut)
 
     def corpora(self) -> list[dict[str, Any]]:
         return [dataclasses.asdict(corpus_info(self.corpus, self.builder.corpus))]
