@@ -246,13 +246,15 @@ def test_the_summary_s_numbers_worked_by_hand() -> None:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Simulated readers on one small sweep: a sure reader, one that holds a single piece (the last
-    it read), one that reads only the last 2048 tokens, and a sure one through a chat endpoint."""
+    it read), one that reads only the last 2048 tokens, a sure one through a chat endpoint, and one
+    sure inside 4k that finds nothing past it."""
     root = tmp_path_factory.mktemp("mrcr")
     models = {
         "perfect": "sim:perfect",
         "one-fact": "sim:one-fact",
         "recent": "sim:recent?window=2048",
         "chat": "sim:perfect?input=chat",
+        "cliff": "sim:cliff?window=4096&accuracy=1&floor=0",
     }
     folders = {}
     for name, model in models.items():
@@ -303,6 +305,14 @@ def test_sim_recent_loses_what_lies_before_its_window(runs: dict[str, Path]) -> 
     means = {(c["repeats"], c["length"]): c["mean"] for c in section(runs["recent"])["cells"]}
     assert means[(2, 2048)] == 1.0 and means[(4, 2048)] == 1.0
     assert means[(2, 8192)] < 0.5 and means[(4, 8192)] < 0.5
+
+
+def test_sim_cliff_finds_no_piece_past_its_window_and_so_no_prefix(runs: dict[str, Path]) -> None:
+    cells = {(c["repeats"], c["length"]): c for c in section(runs["cliff"])["cells"]}
+    assert {key: cell["mean"] for key, cell in cells.items()} == {
+        (2, 2048): 1.0, (4, 2048): 1.0, (2, 8192): 0.0, (4, 8192): 0.0
+    }  # fmt: skip
+    assert cells[(2, 8192)]["prefixed"] == 0.0  # it says it found nothing: no prefix, a 0 whatever the rest
 
 
 def test_compare_pairs_mrcr_samples_by_id_and_tests_each_cell(runs: dict[str, Path]) -> None:
