@@ -228,20 +228,32 @@ class MrcrTask(CountedLines):
         before it (as ``builder.assemble`` counts, here over arrays: a conversation's thousands of
         pieces, one by one, cost more than all the rest of its making)."""
         frame = self.frame
-        openings = [self._openings(frame.reopen, ask) for ask in asks]
         first = self._openings(frame.lead, asks[int(rounds.asks[0])])
-        ends = rounds.end.tolist()
-        lasts = window[rounds.end - 1].tolist()
-        closes = {token: self._closings(token) for token in set(lasts)}
-        tails = [closes[token] for token in lasts[:-1]] + [window[ends[-1] - 1 : ends[-1]]]
-        heads = [first] + [openings[ask] for ask in rounds.asks[1:].tolist()]
-        pieces = [frame.head]
-        for opening_ids, begin, end, tail in zip(heads, rounds.begin.tolist(), ends, tails, strict=True):
-            pieces += (opening_ids, window[begin : end - 1], tail)
-        pieces += [frame.close_ids, final]
-        opening = np.asarray([len(o) for o in openings])[rounds.asks]
-        opening[0] = len(first)
+        lasts, which = np.unique(window[rounds.end[:-1] - 1], return_inverse=True)
+        # The ids are gathered from one source (the window, then every distinct piece) by an index
+        # made of each piece's start and size: one pass, where joining a piece at a time costs more
+        # than all the rest of the prompt's making.
+        extras = [
+            frame.head,
+            first,
+            *(self._openings(frame.reopen, ask) for ask in asks),
+            *(self._closings(token) for token in lasts.tolist()),
+            frame.close_ids,
+            final,
+        ]
+        sizes = np.asarray([len(window), *map(len, extras)])
+        offsets = np.cumsum(sizes) - sizes
+        closings = 3 + len(asks)  # where the closings start among the sizes (the window first)
+        opening_at, opening = offsets[3 + rounds.asks], sizes[3 + rounds.asks]
+        opening_at[0], opening[0] = offsets[2], sizes[2]
         answers = rounds.end - rounds.begin - 1
+        close_at = np.append(offsets[closings + which], rounds.end[-1] - 1)
+        starts = np.column_stack([opening_at, rounds.begin, close_at]).ravel()
+        lengths = np.column_stack([opening, answers, rounds.shut]).ravel()
+        starts = np.concatenate([[offsets[1]], starts, offsets[-2:]])
+        lengths = np.concatenate([[sizes[1]], lengths, sizes[-2:]])
+        source = np.concatenate([window, *extras])
+        ids = source[np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(length)]
         sizes = opening + answers + rounds.shut
         sizes[-1] += len(frame.close_ids)
         at = np.cumsum(sizes) - sizes + opening
@@ -252,7 +264,7 @@ class MrcrTask(CountedLines):
         depths = (at - needles)[repeat] / haystack
         head = len(frame.head)
         return Prompt(
-            np.concatenate(pieces),
+            ids,
             target_tokens=length,
             head_tokens=head,
             context_tokens=context,
