@@ -397,3 +397,18 @@ def test_a_template_marking_rounds_alike_is_taken_and_one_that_differs_is_refuse
     numbered.write_text("{% for m in messages %}[{{ loop.index }}] {{ m['content'] }}\n{% endfor %}")
     with pytest.raises(SpecError, match="marks a conversation's rounds differently from round to round"):
         task("cl100k_base", (4096,), (2,), template=str(numbered))
+
+
+def test_compare_sets_mrcr_along_its_repeats_with_its_prefixed_and_exact_answers(
+    runs: dict[str, Path],
+) -> None:
+    family = compare_runs(runs["perfect"], runs["cliff"]).to_json()["family"]
+    assert family["axis"] == "repeats"
+    by_value = {row["repeats"]: row for row in family["rows"]}
+    assert sorted(by_value) == [2, 4]
+    for row in by_value.values():
+        # Past 4k the cliff reader finds nothing: half of each count's 12 pairs lose the prefix and the piece.
+        assert (
+            row["measures"]["prefixed"]["base_mean"] == 1.0 and row["measures"]["prefixed"]["new_mean"] == 0.5
+        )
+        assert row["measures"]["exact"]["new_mean"] == 0.5

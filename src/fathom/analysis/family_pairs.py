@@ -1,15 +1,16 @@
 """Two runs of a family whose tasks lie along one axis compared along it: state tracking by operation
-count, the bAbI-style stories by task, long outputs by item count. What a checkpoint on them is
-judged on, beside the cells.
+count, the bAbI-style stories by task, long outputs by item count, multi-round co-reference by repeat
+count. What a checkpoint on them is judged on, beside the cells.
 
 Each value of the axis is a task of the run (``state:16``, ``babi:qa3``, ``listing:32``), so its test
 is the task's (``fathom.analysis.pairing.compare_tasks``, each sample its own item): the exact sign
 test over its pairs and the mean paired difference of the score with a 95% percentile-bootstrap
 interval; the adjusted p and the verdict are the gate's task level. Beside the score, a family's own
 measures, each one's change with its interval over the same pairs (long outputs' precision and recall:
-an F1 that holds can hide a model that lists more ids and gets fewer right); and, for every family,
-the answers cut at their output budget in each run with the exact sign test over the pairs whose cut
-changed: a checkpoint that starts running out of budget loses items for that reason alone.
+an F1 that holds can hide a model that lists more ids and gets fewer right; mrcr's answers that open
+with the prefix, and those exact); and, for every family, the answers cut at their output budget in
+each run with the exact sign test over the pairs whose cut changed: a checkpoint that starts running
+out of budget loses items for that reason alone.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from fathom.analysis.pairing import (
 from fathom.analysis.stats import bootstrap_interval
 from fathom.analysis.suite_pairs import gated
 from fathom.records import SampleRecord
+from fathom.scoring import MRCR_PREFIX_CHARS
 from fathom.tasks.counted_lines import cell_count
 from fathom.tasks.listing import item_scores
 
@@ -48,6 +50,16 @@ def _precision(record: SampleRecord) -> float:
 
 def _recall(record: SampleRecord) -> float:
     return item_scores(record.output, record.answers).recall
+
+
+def _prefixed(record: SampleRecord) -> float:
+    """1 where an mrcr answer opens with its prefix: a drop here is a model that stopped following the
+    instruction, not one that lost the piece."""
+    return float(record.output.startswith(record.answers[0][:MRCR_PREFIX_CHARS]))
+
+
+def _exact(record: SampleRecord) -> float:
+    return float(record.score == 1.0)
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,7 @@ FAMILIES = (
     Family("state", "ops", cell_count),
     Family("babi", "task", str),  # its task's name, as its summary's table has it
     Family("listing", "items", cell_count, {"precision": _precision, "recall": _recall}),
+    Family("mrcr", "repeats", cell_count, {"prefixed": _prefixed, "exact": _exact}),
 )
 
 
