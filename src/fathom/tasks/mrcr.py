@@ -18,11 +18,12 @@ The design, and why:
   uniformly) and a prefix of ``MRCR_PREFIX_CHARS`` random letters and digits the answer must open with.
 - **Exact length**: the template is rendered once with markers for a conversation of three rounds;
   its pieces (before the first ask, between an ask and its answer, between an answer and the next
-  ask, after the final ask) are encoded once, the answers are the corpus's own ids, and rounds are
-  added until the next would not fit; the last round's answer is cut at a token to what is left (or,
-  where not even a round's markup and ask fit, the round before grows by the rest). The prompt is
-  exactly its length in the model's tokens, template included. The ``R`` rounds land at depths drawn
-  uniformly (sorted), recorded as the record's ``needle_depths``.
+  ask, after the final ask) are each encoded with the text they touch (``Frame``: so the text
+  re-encodes as the ids are, for a text backend) and remembered, the answers are the corpus's own
+  ids, and rounds are added until the next would not fit; the last round's answer is cut at a
+  token to what is left (or, where not even a round's markup and ask fit, the round before grows by
+  the rest). The prompt is exactly its length in the model's tokens, template included. The ``R``
+  rounds land at depths drawn uniformly (sorted), recorded as the record's ``needle_depths``.
 - **Grading** is MRCR's (``scoring.py``'s ``mrcr``): 0 unless the answer opens with the prefix, else
   difflib's ``SequenceMatcher`` ratio of the rest against the target answer (stripped). The output
   budget is the target's tokens (with the prefix) a quarter more and ``MARGIN`` more, recorded per
