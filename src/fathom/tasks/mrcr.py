@@ -13,8 +13,8 @@ The design, and why:
   run's corpus, consecutive sentences from a boundary drawn per sample, ``ANSWER_TOKENS`` tokens
   long to the nearest sentence boundary: each one different, none any model wrote.
 - **The repeats**: the asked (form, topic) is asked ``R`` times (``--repeats 2,4,8``, the cell's task
-  ``mrcr:R``), each time answered differently; no other ask is that pair, while the rest share its
-  form or its topic. The final ask names which one (``the 2nd of the 4 poems about Brelmoor``, drawn
+  ``mrcr:R``), each time answered differently; no other ask is that pair, while some share its form
+  or its topic. The final ask names which one (``the 2nd of the 4 poems about Brelmoor``, drawn
   uniformly) and a prefix of ``MRCR_PREFIX_CHARS`` random letters and digits the answer must open with.
 - **Exact length**: the template is rendered once with markers for a conversation of three rounds;
   its pieces (before the first ask, between an ask and its answer, between an answer and the next
