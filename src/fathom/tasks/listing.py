@@ -31,7 +31,6 @@ import dataclasses
 import functools
 import hashlib
 import itertools
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell, Score
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
-from fathom.tasks.counted_lines import CountAxis, CountedLines, cell_count
+from fathom.tasks.counted_lines import CountAxis, CountedLines, answer_budget, cell_count
 
 # Bump when the text, the generator or the grader below changes the prompts or the grades.
 LISTING_VERSION = 1
@@ -163,7 +162,7 @@ class ListingTask(CountedLines):
         """The output budget for an answer listing ``matching``: its tokens, a quarter more, and MARGIN."""
         if self.spec.max_new_tokens:
             return self.spec.max_new_tokens
-        return math.ceil(1.25 * len(self.tokenizer.encode(logs.listed(list(matching))))) + MARGIN
+        return answer_budget(len(self.tokenizer.encode(logs.listed(list(matching)))), MARGIN)
 
     def prepare(self, cell: Cell) -> Sample:
         rng = needle_rng(self.spec.seed, *self.space.stream, cell.task, cell.length, cell.sample)
