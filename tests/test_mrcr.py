@@ -14,6 +14,7 @@ import pytest
 from family_checks import refused_run
 from http_faults import serving
 
+from fathom.analysis.control import answered
 from fathom.analysis.mrcr import mrcr_summary
 from fathom.backends.base import Request
 from fathom.backends.openai import OpenAIBackend
@@ -412,3 +413,13 @@ def test_compare_sets_mrcr_along_its_repeats_with_its_prefixed_and_exact_answers
             row["measures"]["prefixed"]["base_mean"] == 1.0 and row["measures"]["prefixed"]["new_mean"] == 0.5
         )
         assert row["measures"]["exact"]["new_mean"] == 0.5
+
+
+def test_a_control_answered_the_ask_only_when_nearer_the_piece_than_chance() -> None:
+    # A control that copies the prefix from its question and writes anything earns a ratio that
+    # unrelated text earns too; only one over 0.5 knew the piece without its chat. A method with no
+    # chance level of its own (contains) counts any credit, as before.
+    chance, known = record(0, 0.43, control=True), record(1, 0.51, control=True)
+    exactly = record(2, 0.5, control=True)  # the line itself is chance's side
+    found = record(3, 0.01, control=True, scoring="contains")
+    assert answered([chance, known, exactly, found]) == [known, found]

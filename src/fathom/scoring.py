@@ -216,6 +216,10 @@ class ScoringEntry:
 
     grade: Grader
     summary: str
+    # A no-context control answered its question when it scores above this: any credit for a method
+    # whose credit must be earned (a name found), more than chance for a similarity, which unrelated
+    # texts earn too (``analysis.control.answered``).
+    answered_above: float = 0.0
 
 
 # Bumped when a method grades the same answer otherwise; a run that names a versioned method records
@@ -231,7 +235,12 @@ SCORERS: dict[str, ScoringEntry] = {
     "exact": ScoringEntry(_exact, "the output, without an answer prefix, is a reference"),
     "all": ScoringEntry(_all, "the fraction of references that occur (RULER's string_match_all)"),
     "any": ScoringEntry(_any, "1 if any reference occurs (RULER's string_match_part)"),
-    "mrcr": ScoringEntry(_mrcr, "the prefix opens the output, then the rest's similarity ratio (MRCR's)"),
+    # Two unrelated passages of the prose corpus, 30 words each, scored 0.25 (median) and at most 0.43
+    # in 200 draws: a control over 0.5 is nearer the piece than any chance text came, so the piece is
+    # known without its chat (the control's prefix is in its question, so copying it earns nothing).
+    "mrcr": ScoringEntry(
+        _mrcr, "the prefix opens the output, then the rest's similarity ratio (MRCR's)", answered_above=0.5
+    ),
 }
 
 

@@ -29,7 +29,9 @@ from fathom.analysis.pairing import (
 )
 from fathom.analysis.stats import bootstrap_interval, group_stats
 from fathom.analysis.suites import is_suite_run, item_key
+from fathom.errors import SpecError
 from fathom.records import CONTROL, SampleRecord
+from fathom.registry import SCORING
 
 # Control answers listed in the report and summary, the highest-scoring first.
 EXAMPLES = 10
@@ -53,11 +55,21 @@ def control_summary(controls: Sequence[SampleRecord], samples: Sequence[SampleRe
 
 
 def answered(controls: Sequence[SampleRecord]) -> list[SampleRecord]:
-    """The controls graded without an error that scored above 0 (found an answer, or part of one,
-    without the context) and did not refuse (``refused``), the highest-scoring first. Their scores
-    stay the task's own (RULER's, LongBench's), for comparability; only this count reads refusals."""
-    found = (r for r in controls if r.error is None and r.score > 0 and not refused(r))
+    """The controls graded without an error that scored above their scoring method's chance
+    (``ScoringEntry.answered_above``: 0 for most, found an answer or part of one without the
+    context) and did not refuse (``refused``), the highest-scoring first. Their scores stay the
+    task's own (RULER's, LongBench's), for comparability; only this count reads refusals."""
+    floors = {name: _chance(name) for name in {r.scoring for r in controls}}
+    found = (r for r in controls if r.error is None and r.score > floors[r.scoring] and not refused(r))
     return sorted(found, key=lambda r: (-r.score, r.sample_id))
+
+
+def _chance(scoring: str) -> float:
+    try:
+        entry = SCORING.find(scoring)
+    except SpecError:  # a plugin's method that no longer loads: its records still count as graded
+        return 0.0
+    return 0.0 if entry is None else entry.answered_above
 
 
 def refused(record: SampleRecord) -> bool:
