@@ -45,11 +45,10 @@ def parse_verdict(reply: str, rubric: Rubric, marker: str) -> Verdict:
     if not text.startswith("{"):
         raise Malformed(Unreadable.NOT_AN_OBJECT)
     try:
+        # The text opens with "{": what decodes is an object.
         data, _ = json.JSONDecoder().raw_decode(text)
     except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past the parser's stack
         raise Malformed(Unreadable.NOT_AN_OBJECT) from None
-    if not isinstance(data, dict):
-        raise Malformed(Unreadable.NOT_AN_OBJECT)
     key = score_key(marker)
     if set(data) != {key, "reason"}:
         raise Malformed(Unreadable.WRONG_KEYS)
