@@ -1,14 +1,28 @@
-"""The judge's pure parts pinned value by value, written against the survivors of mutation testing
+"""The judge pinned value by value, written against the survivors of mutation testing
 (docs/mutation.md): every family ``fathom.judge.lineage`` knows, read from each name it looks at, and
-``same_model``'s every way of telling two backends apart; ``parse_verdict``'s fences and reason."""
+``same_model``'s every way of telling two backends apart; ``parse_verdict``'s fences and reason; the
+runner's check of a judge against the model under test, message by message, its progress bar and
+its counts of what it judged, reused and could not read."""
 
 from __future__ import annotations
 
-import pytest
+import logging
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import pytest
+from test_judge import run_dir
+
+from fathom.errors import SpecError
+from fathom.judge import runner
 from fathom.judge.lineage import family, same_model
 from fathom.judge.verdicts import Malformed, parse_verdict
+from fathom.manifest import JudgeIdentity
 from fathom.prompts.judging import Unreadable, load_rubric
+
+__all__ = ["run_dir"]  # the fixture, from test_judge
 
 QA = load_rubric("qa-correctness")
 MARKER = "0123456789abcdef"
@@ -51,6 +65,7 @@ def test_a_family_is_read_word_by_word_from_the_last_part_of_each_name_in_turn()
     assert family("hf:/models/llama/SmolLM2", {}) == "smollm"
     assert family("hf:/models/gemma/finetune", {}) is None
     assert family("openai:mine@http://llama-server:8080", {}) is None
+    assert family("openai:mine@http://qwen@host", {}) is None  # the model is before the first "@"
     # A spec without a backend prefix is read whole.
     assert family("qwen2", {}) == "qwen"
     # The spec first, then the settings' model, then its model path.
@@ -94,3 +109,74 @@ def test_a_reply_nested_past_the_parsers_stack_is_no_object() -> None:
     with pytest.raises(Malformed, match=r"^it was not one JSON object$") as raised:
         parse_verdict('{"a": ' + "[" * 100_000, QA, MARKER)
     assert raised.value.problem is Unreadable.NOT_AN_OBJECT
+
+
+def _judge(role: str, spec: str, settings: dict[str, Any]) -> runner.Judge:
+    backend = SimpleNamespace(settings=lambda: settings)
+    return runner.Judge(role, spec, "id", backend, None)  # type: ignore[arg-type]
+
+
+def _tested(spec: str, settings: dict[str, Any]) -> Any:
+    """As much of a run's manifest as ``_checked`` reads: the model's spec and its backend's settings."""
+    return SimpleNamespace(
+        spec=SimpleNamespace(model=spec), identity=SimpleNamespace(backend=SimpleNamespace(settings=settings))
+    )
+
+
+def test_a_judge_serving_the_tested_models_weights_is_refused_whole() -> None:
+    judge = _judge("judge", "llamacpp:other", {"model_path": "/m/a.gguf"})
+    with pytest.raises(SpecError) as raised:
+        runner._checked(judge, _tested("llamacpp:smollm2", {"model_path": "/m/a.gguf"}), QA)
+    assert str(raised.value) == (
+        "--judge llamacpp:other is the model under test (llamacpp:smollm2): a model grading its own "
+        "answers is no judge; name a model of another family"
+    )
+
+
+def test_a_judge_of_the_tested_family_is_warned_of_whole_and_one_of_another_is_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tested = _tested("llamacpp:smollm2", {"model_path": "/m/SmolLM2-360M.gguf"})
+    with caplog.at_level(logging.WARNING, logger="fathom"):
+        runner._checked(_judge("judge2", "llamacpp:SmolLM2-1.7B", {}), tested, QA)
+        assert caplog.messages == [
+            "--judge2 llamacpp:SmolLM2-1.7B is of the smollm family, as the model under test "
+            "(llamacpp:smollm2) is: a judge of the same lineage tends to favour its own kind; a judge "
+            "of another family is more trustworthy"
+        ]
+        caplog.clear()
+        identity = runner._checked(_judge("judge", "llamacpp:gemma-2b", {"seed": 1}), tested, QA)
+        unknown = runner._checked(_judge("judge", "sim-judge:reference", {}), _tested("sim:perfect", {}), QA)
+        assert caplog.messages == []
+    assert identity == JudgeIdentity(
+        role="judge",
+        name="llamacpp:gemma-2b",
+        settings={"seed": 1},
+        identity="id",
+        family="gemma",
+        tested_family="smollm",
+        rubric="qa-correctness@1",
+        rubric_sha256=QA.sha256,
+        rubric_kind="binary",
+        scale=(0, 1),
+        passing=1,
+    )
+    assert (unknown.family, unknown.tested_family) == (None, None)
+
+
+def test_judging_counts_what_it_judged_reused_and_could_not_read(run_dir: Path) -> None:
+    judges = ["sim-judge:reference", "sim-judge:reference?malformed=1"]
+    first = runner.judge_run(run_dir, judges, "qa-correctness", retries=0, show_progress=False)
+    assert first == runner.JudgingResult(judged=12, reused=0, errors=12)
+    again = runner.judge_run(run_dir, judges, "qa-correctness", retries=0, show_progress=False)
+    assert again == runner.JudgingResult(judged=0, reused=12, errors=12)
+
+
+def test_judging_shows_its_progress_only_when_asked(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runner.judge_run(run_dir, ["sim-judge:reference"], "qa-correctness", show_progress=False)
+    assert capsys.readouterr().err == ""
+    runner.judge_run(run_dir, ["sim-judge:reference?seed=2"], "qa-correctness", show_progress=True)
+    bar = capsys.readouterr().err.split("\r")[-1]
+    assert re.match(r"judging: 100%\|[^|]*\| 12/12 \[.*[\d?](answer/s|s/answer)\]", bar), bar
