@@ -6,6 +6,7 @@ its counts of what it judged, reused and could not read."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from pathlib import Path
@@ -19,8 +20,12 @@ from fathom.errors import SpecError
 from fathom.judge import runner
 from fathom.judge.lineage import family, same_model
 from fathom.judge.verdicts import Malformed, parse_verdict
+from fathom.judgement import JudgementRecord
 from fathom.manifest import JudgeIdentity
-from fathom.prompts.judging import Unreadable, load_rubric
+from fathom.prompts import ChatPrompt
+from fathom.prompts.judging import Unreadable, judge_prompt, load_rubric
+from fathom.records import Completion
+from fathom.registry import BACKEND
 
 __all__ = ["run_dir"]  # the fixture, from test_judge
 
@@ -180,3 +185,119 @@ def test_judging_shows_its_progress_only_when_asked(
     runner.judge_run(run_dir, ["sim-judge:reference?seed=2"], "qa-correctness", show_progress=True)
     bar = capsys.readouterr().err.split("\r")[-1]
     assert re.match(r"judging: 100%\|[^|]*\| 12/12 \[.*[\d?](answer/s|s/answer)\]", bar), bar
+
+
+RETRY = (
+    "\n\nYour previous reply could not be read (its keys were not exactly the score key this prompt names "
+    'and "reason"). Reply with the JSON object only.'
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "as_text", "as_chat"), [("ids", False, False), ("text", True, False), ("chat", False, True)]
+)
+def test_a_judges_request_is_its_prompt_and_retry_note_framed_with_a_line_to_answer_in(
+    kind: str, as_text: bool, as_chat: bool
+) -> None:
+    judge = runner.load_judge("judge", f"sim-judge:reference?input={kind}")
+    prompt = judge_prompt(QA, "What is the capital of France?", ("Paris",), "Paris.")
+    request = runner._request(judge, "s1", prompt, Unreadable.WRONG_KEYS)
+    assert (request.sample_id, request.max_new_tokens, request.stop) == ("judge|s1", 96, ("\n",))
+    # The plain template ("none"): the one message, a blank line, then the verdict's opening.
+    framed = prompt.text + RETRY + "\n\n" + prompt.opening
+    assert judge.backend.tokenizer.decode(request.ids.tolist()) == framed
+    assert request.text == (framed if as_text else None)
+    assert request.chat == (ChatPrompt(None, prompt.text + RETRY, prompt.opening) if as_chat else None)
+    first = runner._request(judge, "s1", prompt, None)
+    assert judge.backend.tokenizer.decode(first.ids.tolist()) == prompt.text + "\n\n" + prompt.opening
+
+
+def _completion(text: str, error: str | None = None) -> Completion:
+    return Completion(text, 10, 5, "stop", 1.234567, error)
+
+
+@pytest.mark.parametrize(
+    ("completion", "score", "reason", "error", "problem"),
+    [
+        (_completion(' 1, "reason": " matches "}'), 1, "matches", None, None),
+        (
+            _completion("It is right."),
+            None,
+            "",
+            "malformed: it was not one JSON object",
+            Unreadable.NOT_AN_OBJECT,
+        ),
+        (_completion("", "backend_error: HTTP 500"), None, "", "backend_error: HTTP 500", None),
+    ],
+)
+def test_a_judgement_is_recorded_whole_from_its_reply(
+    completion: Completion, score: int | None, reason: str, error: str | None, problem: Unreadable | None
+) -> None:
+    judge = runner.Judge("judge2", "sim-judge:reference", "the-identity", None, None)  # type: ignore[arg-type]
+    case = SimpleNamespace(
+        sample_id="s7", prompt_sha256="p" * 64, question="Q?", answers=("Paris",), output="Paris."
+    )
+    prompt = judge_prompt(QA, case.question, case.answers, case.output)
+    record, found = runner._judgement(judge, QA, case, prompt, completion, 3)
+    assert found is problem
+    assert record == JudgementRecord(
+        sample_id="s7",
+        prompt_sha256="p" * 64,
+        answer_sha256=hashlib.sha256(b"Paris.").hexdigest(),
+        role="judge2",
+        judge="sim-judge:reference",
+        judge_identity="the-identity",
+        rubric="qa-correctness@1",
+        rubric_sha256=QA.sha256,
+        score=score,
+        reason=reason,
+        reply=completion.text,  # a verdict that goes on from the opening the prompt gave
+        attempts=3,
+        latency_s=1.2346,
+        error=error,
+    )
+
+
+def test_retries_are_taken_from_0_to_10_and_refused_outside() -> None:
+    runner.check_retries(0)
+    runner.check_retries(10)
+    for retries in (-1, 11):
+        with pytest.raises(SpecError) as raised:
+            runner.check_retries(retries)
+        assert str(raised.value) == (
+            f"--judge-retries {retries} is outside 0 to 10: give the attempts after the first, 10 at most "
+            "(each is paid for)"
+        )
+
+
+def test_judges_are_checked_by_backend_and_rubric_before_a_run() -> None:
+    runner.check_judges([], "no-such-rubric")  # no judge: no rubric read
+    runner.check_judges(["sim-judge:reference", "llamacpp:gemma"], "qa-correctness")
+    known = ", ".join(BACKEND.names())
+    for spec in ("judgebot", "nope:model"):
+        with pytest.raises(SpecError) as raised:
+            runner.check_judges(["sim-judge:reference", spec], "qa-correctness")
+        assert (
+            str(raised.value)
+            == f"unknown judge '{spec}': name it as backend:model, with backend one of {known}"
+        )
+    with pytest.raises(SpecError, match=r"^unknown rubric 'no-such-rubric'"):
+        runner.check_judges(["sim-judge:reference"], "no-such-rubric")
+
+
+def test_a_run_is_judged_by_one_or_two_judges_of_two_models(run_dir: Path) -> None:
+    for judges in ([], ["sim-judge:reference"] * 3):
+        with pytest.raises(SpecError) as raised:
+            runner.judge_run(run_dir, judges, "qa-correctness", show_progress=False)
+        assert str(raised.value) == "name one judge (--judge) or two (--judge and --judge2)"
+    with pytest.raises(SpecError) as raised:
+        runner.judge_run(
+            run_dir, ["sim-judge:reference", "sim-judge:reference"], "qa-correctness", show_progress=False
+        )
+    assert str(raised.value) == (
+        "--judge2 sim-judge:reference is the same model as --judge: agreement of a model with itself "
+        "measures nothing; name a judge of another family"
+    )
+    with pytest.raises(SpecError, match=r"^--judge-retries 11 is outside"):
+        runner.judge_run(run_dir, ["sim-judge:reference"], "qa-correctness", retries=11, show_progress=False)
+    assert not (run_dir / "judgements.jsonl").exists()
