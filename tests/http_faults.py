@@ -220,8 +220,8 @@ def request(text: str = "One of the special magic numbers for a-b is: 1234567. Q
 
 
 @contextmanager
-def serving() -> Iterator[FaultServer]:
-    fault = FaultServer()
+def serving(kind: type[FaultServer] = FaultServer) -> Iterator[FaultServer]:
+    fault = kind()
     thread = threading.Thread(target=fault.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:

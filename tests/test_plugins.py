@@ -63,7 +63,16 @@ def test_a_plugins_names_are_listed_beside_fathoms_own(
     plugins: Use, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plugins("fathom-echo")
-    assert registry.BACKEND.names() == ["llamacpp", "hf", "vllm", "openai", "sim", "sim-judge", "echo"]
+    assert registry.BACKEND.names() == [
+        "llamacpp",
+        "hf",
+        "vllm",
+        "openai",
+        "anthropic",
+        "sim",
+        "sim-judge",
+        "echo",
+    ]
     assert registry.TASK.names()[-1] == "recall" and registry.SCORING.names()[-1] == "echoed"
     assert cli("models") == 0
     out = capsys.readouterr().out
@@ -75,7 +84,7 @@ def test_a_plugins_names_are_listed_beside_fathoms_own(
         cli("run", "--help")
     assert "from plugins: recall" in " ".join(capsys.readouterr().out.split())  # as argparse wraps it
     assert cli("run", "niah", "--model", "gpt5") == 2
-    known = "llamacpp:..., hf:..., vllm:..., openai:..., sim:..., sim-judge:..., echo:..."
+    known = "llamacpp:..., hf:..., vllm:..., openai:..., anthropic:..., sim:..., sim-judge:..., echo:..."
     assert f"with backend one of {known}" in capsys.readouterr().err
 
 
@@ -139,7 +148,9 @@ def test_a_broken_plugin_is_reported_and_breaks_no_other(
         for line in warnings
     )
     assert re.search(
-        r"^  llamacpp .*\n  hf .*\n  vllm .*\n  openai .*\n  sim .*\n  sim-judge .*\n\Z", out, re.M
+        r"^  llamacpp .*\n  hf .*\n  vllm .*\n  openai .*\n  anthropic .*\n  sim .*\n  sim-judge .*\n\Z",
+        out,
+        re.M,
     )  # no plugin's
     # Each entry a plugin got wrong is an error of its own, one line naming the plugin and the fix.
     refusals = {

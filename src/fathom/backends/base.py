@@ -176,6 +176,15 @@ class Tuned(Protocol):
 
 
 @runtime_checkable
+class Counting(Protocol):
+    """A backend whose provider counts each prompt as it was sent (its tokenizer not public), and
+    returns that count as each answered completion's ``prompt_tokens``: the record's
+    ``actual_tokens`` then, rather than the stand-in tokenizer's count the prompt was built with."""
+
+    provider_counts: bool
+
+
+@runtime_checkable
 class BatchSized(Protocol):
     """A backend that wants at most ``requests_per_call`` requests per ``generate`` call: one that
     answers one at a time sets 1, so that the runner saves each answer as it comes rather than a

@@ -83,11 +83,25 @@ class JsonApi:
     """Calls to ``base_url`` as the API key in ``$key_env`` (if set) allows, serving ``model``."""
 
     def __init__(
-        self, base_url: str, model: str, key_env: str, timeout: float, retries: int, max_wait: float
+        self,
+        base_url: str,
+        model: str,
+        key_env: str,
+        timeout: float,
+        retries: int,
+        max_wait: float,
+        bearer: bool = True,
     ) -> None:
         self.base_url, self.model, self.key_env = base_url, model, key_env
         self.timeout, self.retries, self.max_wait = timeout, retries, max_wait
         self._key = os.environ.get(key_env) or None  # never stored anywhere but here
+        # False: the caller's client puts the key where its API wants it (Anthropic's x-api-key).
+        self.bearer = bearer
+
+    @property
+    def key(self) -> str | None:
+        """The key, for a client that sends it itself (``bearer=False``): read, never kept."""
+        return self._key
 
     def each(
         self,
@@ -198,7 +212,7 @@ class JsonApi:
 
     def _client(self, concurrency: int, tls: ssl.SSLContext) -> httpx.AsyncClient:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._key:
+        if self._key and self.bearer:
             headers["Authorization"] = f"Bearer {self._key}"
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         # No httpx timeouts: theirs bound each read, which a reply dripped a byte at a time never
@@ -220,13 +234,24 @@ class JsonApi:
         """``read`` of the reply and the answering attempt's latency (the model's time, not our
         backoff's), retried with backoff until it succeeds or its attempts or ``max_wait`` run out;
         Failed then, and for a refusal. No attempt runs past ``max_wait``."""
+
+        async def once(deadline: float) -> Any:
+            return await self.call(client, "POST", path, body, deadline)
+
+        return await self.retried(once, read)
+
+    async def retried(
+        self, once: Callable[[float], Awaitable[Any]], read: Callable[[Any], Result]
+    ) -> tuple[Result, float]:
+        """``post``'s attempts, each ``once(deadline)`` (one exchange within ``deadline`` seconds,
+        raising Transient, Rejected or a fatal FathomError as ``call`` does), for any client."""
         started = time.monotonic()
         give_up = started + self.max_wait
         reason, attempts = "max_wait ran out before the first attempt", 0
         while attempts < self.retries and (left := give_up - time.monotonic()) > 0:
             sent, attempts = time.monotonic(), attempts + 1
             try:
-                reply = await self.call(client, "POST", path, body, min(self.timeout, left))
+                reply = await once(min(self.timeout, left))
                 return read(reply), time.monotonic() - sent
             except Transient as exc:
                 reason = exc.reason
@@ -248,10 +273,10 @@ class JsonApi:
         try:
             async with asyncio.timeout(deadline):
                 async with client.stream(method, self.base_url + path, content=content) as response:
-                    refused = self._refusal(response, path)
+                    refused = self.refusal(response.status_code, response.headers.get("Retry-After"), path)
                     if refused is not None:
                         raise refused
-                    raw = await _read_capped(response)
+                    raw = await read_capped(response)
         except TimeoutError:
             raise Transient(f"timeout: no complete reply within {deadline:.3g} s") from None
         except httpx.RequestError as exc:  # the connection, the protocol, or a body that does not decode
@@ -260,17 +285,16 @@ class JsonApi:
                 self.bounded(described, TRANSPORT_CHARS), unreachable=isinstance(exc, httpx.ConnectError)
             ) from None
         if not response.is_success:
-            message = self.bounded(_server_message(raw), MESSAGE_CHARS)
+            message = self.bounded(server_message(raw), MESSAGE_CHARS)
             raise Rejected(f"HTTP {response.status_code}: {message}")
         try:
             return finite_json(raw)
         except (ValueError, RecursionError):  # RecursionError: JSON nested past the parser's stack
             raise Transient(f"malformed JSON in a reply of {len(raw)} bytes") from None
 
-    def _refusal(self, response: httpx.Response, path: str) -> Exception | None:
+    def refusal(self, status: int, retry_after: str | None, path: str) -> Exception | None:
         """What a status says before the body is read; None where the body is wanted (an answer,
-        or a refusal's own words)."""
-        status = response.status_code
+        or a refusal's own words). ``retry_after``: the reply's Retry-After header."""
         if status in (401, 403):
             doing = f"refused the API key in ${self.key_env}" if self._key else "wants an API key"
             return KeyRefused(f"the server {doing} (HTTP {status}): set ${self.key_env} to a key it accepts")
@@ -280,7 +304,7 @@ class JsonApi:
                 f"ends in /v1 and that the server serves the model '{self.model}'"
             )
         if status in _RETRIED_STATUS or status >= 500:
-            return Transient(f"HTTP {status}", _retry_after(response.headers.get("Retry-After")))
+            return Transient(f"HTTP {status}", _retry_after(retry_after))
         return None
 
     def scrub(self, text: str) -> str:
@@ -308,7 +332,7 @@ def _drive(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None], outbox: qu
         loop.run_until_complete(loop.shutdown_asyncgens())
 
 
-async def _read_capped(response: httpx.Response) -> bytes:
+async def read_capped(response: httpx.Response) -> bytes:
     """The body, decoded, up to MAX_REPLY_BYTES."""
     raw = bytearray()
     async for chunk in response.aiter_bytes():
@@ -343,7 +367,7 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def _server_message(raw: bytes) -> str:
+def server_message(raw: bytes) -> str:
     """The server's own words for a refusal, e.g. vLLM's 'maximum context length is ...', whole:
     the caller scrubs, then cuts."""
     try:

@@ -12,21 +12,22 @@ from fathom.errors import SpecError
 _TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
 
 
-def read_target(target: str) -> tuple[str, str]:
-    """The model and base URL of ``openai:MODEL@BASE_URL`` (``target`` is what follows ``openai:``); a URL
-    that cannot be read, with a port past 65535 or with credentials in it is refused."""
+def read_target(target: str, backend: str = "openai", key_env: str = "OPENAI_API_KEY") -> tuple[str, str]:
+    """The model and base URL of ``openai:MODEL@BASE_URL`` (``target`` is what follows ``openai:``; the
+    anthropic backend's ``anthropic:MODEL@BASE_URL`` alike); a URL that cannot be read, with a port past
+    65535 or with credentials in it is refused."""
     match = _TARGET.match(target)
     if not match:
         raise SpecError(
-            f"cannot read 'openai:{target}': write openai:MODEL@BASE_URL, e.g. "
-            "openai:smollm2@http://127.0.0.1:8000/v1"
+            f"cannot read '{backend}:{target}': write {backend}:MODEL@BASE_URL, e.g. "
+            f"{backend}:smollm2@http://127.0.0.1:8000/v1"
         )
     url = match["url"].rstrip("/")
     try:
         httpx.URL(url)
     except httpx.InvalidURL as exc:
         raise SpecError(
-            f"cannot read the URL in 'openai:{target}' ({exc}): write http(s)://HOST[:PORT]/v1"
+            f"cannot read the URL in '{backend}:{target}' ({exc}): write http(s)://HOST[:PORT]/v1"
         ) from None
     try:
         port = urlsplit(url).port  # httpx takes any number; the socket refuses one past 65535 mid-run
@@ -34,9 +35,9 @@ def read_target(target: str) -> tuple[str, str]:
         port = 0
     if port is not None and not 1 <= port <= 65535:
         raise SpecError(
-            f"the port in 'openai:{target}' is not one of 1..65535: write http(s)://HOST[:PORT]/v1"
+            f"the port in '{backend}:{target}' is not one of 1..65535: write http(s)://HOST[:PORT]/v1"
         )
     if "@" in urlsplit(url).netloc:
         # The URL goes into the manifest; the key must not.
-        raise SpecError("put no credentials in the URL: give the key in $OPENAI_API_KEY (see api_key_env)")
+        raise SpecError(f"put no credentials in the URL: give the key in ${key_env} (see api_key_env)")
     return match["model"], url

@@ -181,6 +181,13 @@ BACKENDS: dict[str, BackendEntry] = {
         scores=True,
         transport=frozenset({"concurrency", "timeout", "retries", "max_wait", "api_key_env"}),
     ),
+    "anthropic": BackendEntry(
+        _lazy("fathom.backends.anthropic", "AnthropicBackend"),
+        "Anthropic's Messages API through its SDK, MODEL[@URL] (lengths: the provider's token counts)",
+        packages=("anthropic",),
+        extra="anthropic",
+        transport=frozenset({"concurrency", "timeout", "retries", "max_wait", "api_key_env"}),
+    ),
     "sim": BackendEntry(_sim, "simulated models that read the prompt", scores=True),
     "sim-judge": BackendEntry(_sim_judge, "a simulated LLM judge (--judge), gullible outside its blocks"),
 }

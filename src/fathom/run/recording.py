@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from fathom.backends.base import Backend
+from fathom.backends.base import Backend, Counting
 from fathom.prompts import Prompt
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Completion, SampleRecord, cap_answer
@@ -23,6 +23,8 @@ def sample_record(
     spec: RunSpec, backend: Backend, sample: Sample, actual: int, completion: Completion
 ) -> SampleRecord:
     cell, prompt = sample.cell, sample.prompt
+    if isinstance(backend, Counting) and backend.provider_counts and completion.error is None:
+        actual = completion.prompt_tokens  # the provider's count of the prompt it read
     graded, lured = answer_grade(sample, completion.text)  # the whole answer, before any cut
     output, output_bytes = cap_answer(completion.text)
     window = backend.trained_window
