@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from test_judge import run_dir
 
+from fathom.cli import main
 from fathom.errors import SpecError
 from fathom.judge import runner
 from fathom.judge.lineage import family, same_model
@@ -24,8 +25,10 @@ from fathom.judgement import JudgementRecord
 from fathom.manifest import JudgeIdentity
 from fathom.prompts import ChatPrompt
 from fathom.prompts.judging import Unreadable, judge_prompt, load_rubric
-from fathom.records import Completion
+from fathom.records import Completion, SampleRecord
 from fathom.registry import BACKEND
+from fathom.run.judgements import read_judgements
+from fathom.run.store import RunFolder
 
 __all__ = ["run_dir"]  # the fixture, from test_judge
 
@@ -272,7 +275,8 @@ def test_retries_are_taken_from_0_to_10_and_refused_outside() -> None:
 
 def test_judges_are_checked_by_backend_and_rubric_before_a_run() -> None:
     runner.check_judges([], "no-such-rubric")  # no judge: no rubric read
-    runner.check_judges(["sim-judge:reference", "llamacpp:gemma"], "qa-correctness")
+    # A server's address may hold a colon of its own: the backend is what comes before the first.
+    runner.check_judges(["sim-judge:reference", "openai:gpt-4o@http://127.0.0.1:8000"], "qa-correctness")
     known = ", ".join(BACKEND.names())
     for spec in ("judgebot", "nope:model"):
         with pytest.raises(SpecError) as raised:
@@ -301,3 +305,24 @@ def test_a_run_is_judged_by_one_or_two_judges_of_two_models(run_dir: Path) -> No
     with pytest.raises(SpecError, match=r"^--judge-retries 11 is outside"):
         runner.judge_run(run_dir, ["sim-judge:reference"], "qa-correctness", retries=11, show_progress=False)
     assert not (run_dir / "judgements.jsonl").exists()
+
+
+def test_by_default_a_judge_is_asked_twice_more_and_its_progress_shown(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done = runner.judge_run(run_dir, ["sim-judge:reference?malformed=1"], "qa-correctness")
+    assert done == runner.JudgingResult(judged=0, reused=0, errors=12)
+    assert {record.attempts for record in read_judgements(run_dir)} == {3}
+    assert "judging: 100%" in capsys.readouterr().err
+
+
+def test_a_runs_controls_are_not_judged(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    args = ["run", "niah", "--model", "sim:perfect", "--lengths", "1k", "--depths", "2", "--samples", "2"]
+    assert main([*args, "--run-dir", str(folder), "--no-progress"]) == 0  # with its controls
+    done = runner.judge_run(folder, ["sim-judge:reference"], "qa-correctness", show_progress=False)
+    assert done == runner.JudgingResult(judged=4, reused=0, errors=0)
+    samples = [record for record in RunFolder(folder).records() if isinstance(record, SampleRecord)]
+    assert sum(sample.control for sample in samples) == 4
+    judged = sorted(record.sample_id for record in read_judgements(folder))
+    assert judged == sorted(sample.sample_id for sample in samples if not sample.control)
