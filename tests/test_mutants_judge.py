@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from test_judge import run_dir
 
+from fathom.backends.base import Request
+from fathom.backends.sim_judge import SimulatedJudge
 from fathom.cli import main
 from fathom.errors import SpecError
 from fathom.judge import runner
@@ -25,6 +27,7 @@ from fathom.judgement import JudgementRecord
 from fathom.manifest import JudgeIdentity
 from fathom.prompts import ChatPrompt
 from fathom.prompts.judging import Unreadable, judge_prompt, load_rubric
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Completion, SampleRecord
 from fathom.registry import BACKEND
 from fathom.run.judgements import read_judgements
@@ -326,3 +329,95 @@ def test_a_runs_controls_are_not_judged(tmp_path: Path) -> None:
     assert sum(sample.control for sample in samples) == 4
     judged = sorted(record.sample_id for record in read_judgements(folder))
     assert judged == sorted(sample.sample_id for sample in samples if not sample.control)
+
+
+def test_a_run_with_no_answered_sample_is_refused_by_name(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(RunFolder, "latest", lambda folder: iter(()))
+    with pytest.raises(SpecError) as raised:
+        runner.judge_run(run_dir, ["sim-judge:reference"], "qa-correctness", show_progress=False)
+    assert str(raised.value) == f"run folder '{run_dir}' holds no answered sample to judge"
+
+
+def test_a_judges_identity_is_the_hash_of_its_backend_settings_and_prompt_version() -> None:
+    # Its judgements carry it, and a verdict is reused only under the same identity: a changed
+    # form re-pays every judgement made before. sha256 of the sorted JSON, its first 16 hex digits.
+    judge = runner.load_judge("judge2", "sim-judge:reference")
+    form = (
+        '{"backend": "sim-judge:reference", "prompt": 4, '
+        '"settings": {"input": "ids", "malformed": 0.0, "noise": 0.0, "seed": 0}}'
+    )
+    assert judge.identity == hashlib.sha256(form.encode()).hexdigest()[:16] == "1d72bfd2601ae40f"
+    assert (judge.role, judge.name, judge.template.name) == ("judge2", "sim-judge:reference", "none")
+
+
+class Recording(SimulatedJudge):
+    """sim-judge asked at most three requests a call, each call's requests kept; ``path`` is the
+    model file its settings name (None: none)."""
+
+    requests_per_call = 3
+
+    def __init__(self, spec: str, path: str | None = None) -> None:
+        super().__init__(spec, load_tokenizer("cl100k_base"))
+        self.path = path
+        self.calls: list[list[Request]] = []
+
+    def settings(self) -> dict[str, Any]:
+        return super().settings() | ({} if self.path is None else {"model_path": self.path})
+
+    def generate(self, requests: Any) -> Any:
+        self.calls.append(list(requests))
+        return super().generate(requests)
+
+
+def _cases(count: int) -> list[Any]:
+    return [
+        SimpleNamespace(
+            sample_id=f"s{i}", prompt_sha256="p", question="Q?", answers=("Paris",), output="Paris."
+        )
+        for i in range(count)
+    ]
+
+
+def test_cases_go_to_a_judge_as_many_a_call_as_it_asks_and_unreadable_ones_again_with_the_problem() -> None:
+    backend = Recording("reference?malformed=1&input=text")
+    judge = runner.Judge(
+        "judge", "sim-judge:x", "id", backend, runner.resolve_template("auto", backend.tokenizer)
+    )
+    records = list(runner.judge_cases(judge, QA, _cases(4), retries=1))
+    # Cases 0-2, then 3 (a call of three at most); each batch asked once more, then recorded.
+    assert [[r.sample_id for r in call] for call in backend.calls] == [
+        ["judge|s0", "judge|s1", "judge|s2"],
+        ["judge|s0", "judge|s1", "judge|s2"],
+        ["judge|s3"],
+        ["judge|s3"],
+    ]
+    note = "\n\nYour previous reply could not be read (it was not one JSON object)."
+    assert [note in (r.text or "") for call in backend.calls for r in call] == [False] * 3 + [True] * 3 + [
+        False,
+        True,
+    ]
+    assert [(r.sample_id, r.attempts, r.error) for r in records] == [
+        (f"s{i}", 2, "malformed: it was not one JSON object") for i in range(4)
+    ]
+
+
+def test_a_whole_verdict_is_read_under_its_prompts_own_key() -> None:
+    judge = runner.Judge("judge", "sim-judge:x", "id", None, None)  # type: ignore[arg-type]
+    (case,) = _cases(1)
+    prompt = judge_prompt(QA, case.question, case.answers, case.output)
+    reply = f'{{"score_{prompt.marker}": 0, "reason": "no"}}'
+    record, problem = runner._judgement(judge, QA, case, prompt, Completion(reply, 1, 1, "stop", 0.0), 1)
+    assert (record.score, record.reason, record.error, problem) == (0, "no", None, None)
+
+
+def test_two_judges_are_one_model_where_their_weights_are_one(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = {"sim-judge:a": "/m/a.gguf", "sim-judge:b": "/m/b.gguf", "sim-judge:c": "/m/a.gguf"}
+    monkeypatch.setattr(runner, "create_backend", lambda spec, tokenizer: Recording("reference", paths[spec]))
+    done = runner.judge_run(run_dir, ["sim-judge:a", "sim-judge:b"], "qa-correctness", show_progress=False)
+    assert done == runner.JudgingResult(judged=24, reused=0, errors=0)
+    with pytest.raises(SpecError, match=r"^--judge2 sim-judge:c is the same model as --judge: "):
+        runner.judge_run(run_dir, ["sim-judge:a", "sim-judge:c"], "qa-correctness", show_progress=False)
