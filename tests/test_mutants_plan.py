@@ -1,0 +1,74 @@
+"""fathom.plan pinned at its edges, written against the survivors of mutation testing
+(docs/mutation.md): each of a Setup's bounds visited from both sides with its message read whole, and
+a plan's rows (the controls apart, one per length, the total) each priced on the sweep's degree."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from test_plan import ROUND, TINY
+
+from fathom.errors import SpecError
+from fathom.plan.costs import Setup
+from fathom.plan.prompts import PromptCost, SweepPrompts
+from fathom.plan.sweep import plan_prompts
+from fathom.records import Cell
+from fathom.spec import RunSpec
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"gpus": 0}, "--gpus must be at least 1, got 0"),
+        ({"price": -0.01}, "--price is per GPU-hour and cannot be negative, got -0.01"),
+        ({"price": math.inf}, "--price is per GPU-hour and cannot be negative, got inf"),
+        ({"price": math.nan}, "--price is per GPU-hour and cannot be negative, got nan"),
+        ({"utilisation": 0.0}, "--utilisation is a share of the peak in (0, 1], got 0.0"),
+        ({"utilisation": 1.001}, "--utilisation is a share of the peak in (0, 1], got 1.001"),
+        ({"decode_utilisation": 0.0}, "--decode-utilisation is a share of the peak in (0, 1], got 0.0"),
+        ({"decode_utilisation": 1.001}, "--decode-utilisation is a share of the peak in (0, 1], got 1.001"),
+        ({"kv_dtype": "int3"}, "unknown --kv-dtype 'int3': use one of bf16, fp16, fp8"),
+        ({"weights_dtype": "int3"}, "unknown --weights-dtype 'int3': use one of bf16, fp16, fp8, int8, int4"),
+    ],
+)
+def test_a_setup_out_of_bounds_is_refused_whole(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(SpecError) as refused:
+        Setup(ROUND, **changes)  # type: ignore[arg-type]
+    assert str(refused.value) == message
+
+
+def test_a_setup_at_its_bounds_is_taken() -> None:
+    setup = Setup(ROUND, gpus=1, price=0.0, utilisation=1.0, decode_utilisation=1.0, kv_dtype="fp8")
+    assert (setup.gpus, setup.price, setup.utilisation, setup.decode_utilisation) == (1, 0.0, 1.0, 1.0)
+    assert (
+        Setup(ROUND, utilisation=1e-9, decode_utilisation=1e-9, weights_dtype="int4").weights_dtype == "int4"
+    )
+
+
+def test_a_plans_rows_are_the_controls_then_each_length_then_the_total_on_the_sweeps_degree() -> None:
+    prompts = (
+        PromptCost(Cell("niah", 5, None, 0, control=True), 3, 0, 1),
+        PromptCost(Cell("niah", 5, 0.0, 0), 5, 0, 3),
+        PromptCost(Cell("niah", 5, 1.0, 1), 5, 3, 3),
+        PromptCost(Cell("niah", 7, 0.0, 0), 7, 0, 3),
+    )
+    spec = RunSpec("niah", "", "auto", (5, 7), (0.0, 1.0), 1)
+    plan = plan_prompts(spec, SweepPrompts(prompts, "by hand"), TINY, Setup(ROUND, gpus=2), "prefix")
+    assert [(row.label, row.prompts, row.prompt_tokens) for row in plan.rows] == [
+        ("controls", 1, 3),
+        ("5", 2, 10),
+        ("7", 1, 7),
+    ]
+    assert (plan.total.label, plan.total.prompts, plan.total.prompt_tokens) == ("total", 4, 20)
+    # One GPU holds each prompt: two replicas, so each row's wall time is half its GPU time.
+    assert plan.tp == 1
+    for row in (*plan.rows, plan.total):
+        assert row.wall_hours == pytest.approx(row.gpu_hours / 2)
+    assert plan.order == "prefix"
+    cell = plan.cells[2]
+    assert (cell.task, cell.length, cell.depth, cell.sample, cell.control) == ("niah", 5, 1.0, 1, False)
+    assert (cell.prompt_tokens, cell.cached_tokens, cell.new_tokens) == (5, 3, 3)
+    # TINY's cache: 2 layers x 1 KV head x 4 dimensions x 2 (keys, values) x 2 bytes = 32 bytes a
+    # token, for the prompt and its new tokens.
+    assert cell.kv_bytes == 32 * (5 + 3)
