@@ -4,13 +4,14 @@ a plan's rows (the controls apart, one per length, the total) each priced on the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 from test_plan import ROUND, TINY
 
 from fathom.errors import SpecError
-from fathom.plan.costs import Setup
+from fathom.plan.costs import USABLE, Setup
 from fathom.plan.prompts import PromptCost, SweepPrompts
 from fathom.plan.sweep import plan_prompts
 from fathom.records import Cell
@@ -72,3 +73,13 @@ def test_a_plans_rows_are_the_controls_then_each_length_then_the_total_on_the_sw
     # TINY's cache: 2 layers x 1 KV head x 4 dimensions x 2 (keys, values) x 2 bytes = 32 bytes a
     # token, for the prompt and its new tokens.
     assert cell.kv_bytes == 32 * (5 + 3)
+
+
+def test_a_prompts_memory_is_the_weights_and_its_cache_and_its_degree_the_least_that_holds_both() -> None:
+    # Room on one GPU for the weights (bf16) and 100 bytes more: less than the 256-byte cache.
+    weights = TINY.params * 2
+    gpu = dataclasses.replace(ROUND, memory=(weights + 100) / USABLE)
+    swept = SweepPrompts((PromptCost(Cell("niah", 5, 0.5, 0), 5, 0, 3),), "by hand")
+    plan = plan_prompts(RunSpec("niah", "", "auto", (5,), (0.5,), 1), swept, TINY, Setup(gpu), "prefix")
+    (cell,) = plan.cells
+    assert (cell.memory_bytes, cell.tp) == (weights + 256, 2)
