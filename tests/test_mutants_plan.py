@@ -80,6 +80,16 @@ def test_a_prompts_memory_is_the_weights_and_its_cache_and_its_degree_the_least_
     weights = TINY.params * 2
     gpu = dataclasses.replace(ROUND, memory=(weights + 100) / USABLE)
     swept = SweepPrompts((PromptCost(Cell("niah", 5, 0.5, 0), 5, 0, 3),), "by hand")
-    plan = plan_prompts(RunSpec("niah", "", "auto", (5,), (0.5,), 1), swept, TINY, Setup(gpu), "prefix")
+    spec = RunSpec("niah", "", "auto", (5,), (0.5,), 1)
+    plan = plan_prompts(spec, swept, TINY, Setup(gpu, gpus=1, price=1.0), "prefix")
     (cell,) = plan.cells
     assert (cell.memory_bytes, cell.tp) == (weights + 256, 2)
+    # One GPU of the two a replica needs: no wall time, no cost.
+    assert (plan.total.tp, plan.total.wall_hours, plan.total.cost) == (2, None, None)
+
+
+def test_a_rows_longest_prompt_counts_its_new_tokens() -> None:
+    prompts = (PromptCost(Cell("niah", 8, 0.0, 0), 6, 0, 3), PromptCost(Cell("niah", 8, 1.0, 0), 7, 0, 1))
+    spec = RunSpec("niah", "", "auto", (8,), (0.0, 1.0), 1)
+    plan = plan_prompts(spec, SweepPrompts(prompts, "by hand"), TINY, Setup(ROUND), "prefix")
+    assert (plan.total.longest, plan.total.kv_bytes) == (6 + 3, 32 * 9)  # not the 7 + 1 of the other
