@@ -56,12 +56,18 @@ def test_a_plans_rows_are_the_controls_then_each_length_then_the_total_on_the_sw
     )
     spec = RunSpec("niah", "", "auto", (5, 7), (0.0, 1.0), 1)
     plan = plan_prompts(spec, SweepPrompts(prompts, "by hand"), TINY, Setup(ROUND, gpus=2), "prefix")
-    assert [(row.label, row.prompts, row.prompt_tokens) for row in plan.rows] == [
-        ("controls", 1, 3),
-        ("5", 2, 10),
-        ("7", 1, 7),
+    counts = [
+        (row.label, row.prompts, row.prompt_tokens, row.cached_tokens, row.new_tokens) for row in plan.rows
     ]
-    assert (plan.total.label, plan.total.prompts, plan.total.prompt_tokens) == ("total", 4, 20)
+    assert counts == [("controls", 1, 3, 0, 1), ("5", 2, 10, 3, 6), ("7", 1, 7, 0, 3)]
+    total = plan.total
+    assert (total.label, total.prompts, total.prompt_tokens, total.cached_tokens, total.new_tokens) == (
+        "total",
+        4,
+        20,
+        3,
+        10,
+    )
     # One GPU holds each prompt: two replicas, so each row's wall time is half its GPU time.
     assert plan.tp == 1
     for row in (*plan.rows, plan.total):
