@@ -92,6 +92,10 @@ def test_a_prompts_memory_is_the_weights_and_its_cache_and_its_degree_the_least_
     assert (cell.memory_bytes, cell.tp) == (weights + 256, 2)
     # One GPU of the two a replica needs: no wall time, no cost.
     assert (plan.total.tp, plan.total.wall_hours, plan.total.cost) == (2, None, None)
+    # Its prefill, nothing cached: TINY's 12,640 FLOPs for 5 tokens at half of 1 TFLOP/s.
+    assert (
+        plan.total.prefill_hours_uncached == plan.total.prefill_hours == pytest.approx(12_640 / 0.5e12 / 3600)
+    )
 
 
 def test_a_rows_longest_prompt_counts_its_new_tokens() -> None:
