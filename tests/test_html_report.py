@@ -330,6 +330,9 @@ FAILURES = [
     (record(error="backend_error: HTTP 503", beyond_window=True, output="", **WRONG), "error"),
     (record(beyond_window=True, output="It is 7654321.", **WRONG), "beyond_window"),
     (record(beyond_window=True), None),  # right beyond the window is right
+    # Still thinking when the reply ended: that, before the window (which it never got to answer from).
+    (record(output="", finish_reason="thinking", beyond_window=True, **WRONG), "still_thinking"),
+    (record(output="", finish_reason="length", **WRONG), "empty"),  # cut with no reasoning: blank
     (record(output="", first_token="end", **WRONG), "stopped"),
     (record(output=" \n", **WRONG), "empty"),
     (record(output="It is 1234567 or 7654321.", score=0.0, lured=("7654321",)), "hedged"),

@@ -531,6 +531,6 @@ def test_a_servers_own_prefill_and_decode_times_are_read_where_it_gives_them(
         "choices": [{"text": "7", "finish_reason": "stop"}],
         **({} if timings is None else {"timings": timings}),
     }
-    text, finish, _, read = openai_replies.read_answer(reply, chat=False)
+    text, finish, _, read, _ = openai_replies.read_answer(reply, chat=False)
     assert (text, finish) == ("7", "stop")
     assert read == expected  # milliseconds / 1000, correctly rounded: equal to the literals

@@ -440,8 +440,13 @@ def test_the_gallery_shows_the_exposed_archetypes_twice(
         assert plain is not None and exposed is not None
         # The matcher is right where the gold is the last look-alike (depth 100%), the literal reader
         # nowhere; the odd-name reader on the one character it can find, wherever it landed whole.
+        # The thinker, counting in characters, runs out in both: with no budget at the answer's 32
+        # characters (25 of reasoning, its tags apart), with 192 more at 217 of them.
         expected = {"pattern-matcher": (1.0, 0.5), "literal": (1.0, 0.0), "odd-name": (0.0, None),
-                    "one-fact": (1.0, 0.25)}[name]  # fmt: skip
+                    "one-fact": (1.0, 0.25), "thinker": (0.0, 0.0)}[name]  # fmt: skip
+        if name == "thinker":
+            thought = [s.thinking for s in (plain, exposed)]
+            assert [(t["tokens_max"], t["still_thinking"]) for t in thought if t] == [(25, 2), (217, 2)]
         assert [r["mean"] for r in plain.lengths] == [expected[0]]
         if expected[1] is None:
             assert exposed.lengths[0]["mean"] > 0.0

@@ -28,6 +28,9 @@ that commit (so git_sha is null):
 - v11, the tree that added it: ``fathom run niah --model 'sim:perfect?knows=0.5' --tokenizer char
   --lengths 2k,64k --depths 0.25,0.75 --samples 1 --needle latent-1`` (the near neighbours of each
   low-overlap sample's places that its window names: "New York" and "York" beside New York City)
+- v13, the tree that added it: ``fathom run niah --model sim:thinker --lengths 1k,2k --depths 0.5
+  --samples 3 --thinking-budget 120 --keep-reasoning`` (reasoning apart from the answer: its tokens and
+  text; answered, cut after thinking, and still thinking when the budget ran out)
 
 A new record schema adds its fixture here, written by the fathom that introduces it.
 """

@@ -167,7 +167,7 @@ def test_settings_read_into_the_same_manifest_as_before() -> None:
         '"lost-in-the-middle": {"window": 131072, "dip": 0.7}, "pi-decay": {"half": 32768, "slope": 2.0}, '
         '"yarn": {"window": 65536, "accuracy": 0.97, "slope": 0.15}, '
         '"noisy": {"accuracy": 0.95, "drop": 0.0, "at": 0}, "pattern-matcher": {}, "odd-name": {}, '
-        '"literal": {}, "one-fact": {}, "recent": {}}'
+        '"literal": {}, "one-fact": {}, "recent": {}, "thinker": {}}'
     )
     # How a reader reads changes its answers, so it is in the identity, under its own key.
     matcher = SimulatedBackend("pattern-matcher?pick=first", TOKENIZER).settings()

@@ -30,6 +30,7 @@ ADDED: dict[int, tuple[str, ...]] = {
     10: ("odd_name_score",),
     11: ("literal_neighbours",),
     12: ("needle_forms",),
+    13: ("reasoning_tokens", "reasoning"),
 }
 
 
@@ -111,6 +112,12 @@ def v11_to_v12(data: dict[str, Any]) -> dict[str, Any]:
     return _refuse_newer(data, 12)
 
 
+def v12_to_v13(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 13 added a thinking model's reasoning, kept apart from its answer; a record of schema 12
+    was not split (None: no reasoning known, whatever its output holds)."""
+    return _refuse_newer(data, 13)
+
+
 RECORDS = Versions(
     "record",
     RECORD_SCHEMA,
@@ -126,5 +133,6 @@ RECORDS = Versions(
         v9_to_v10,
         v10_to_v11,
         v11_to_v12,
+        v12_to_v13,
     ),
 )

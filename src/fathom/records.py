@@ -20,6 +20,9 @@ from fathom.schemas import RECORD_SCHEMA, read
 # The most of an answer a record keeps, in UTF-8 bytes: far beyond any answer the tasks ask for, and
 # a bound on what a runaway or hostile backend can make fathom write, hold and render.
 ANSWER_BYTES = 64 * 1024
+# The finish reason of a reply that ended inside its reasoning (an unclosed think block, or a reply
+# cut while thinking): still thinking, with no answer.
+THINKING = "thinking"
 CONTROL = "control"  # the prefix of a no-context control's sample id
 PROBE = "probe"  # the prefix of a closed-book probe's sample id: "probe|" and the item's id
 # The roles of a NIAH sample's needles (fathom.prompts.needle_sets names the same): a needle the
@@ -146,6 +149,10 @@ class Completion:
     prefill_s: float | None = None
     decode_s: float | None = None
     first_token: FirstToken | None = None  # what came first of the answer; None: the backend does not say
+    # A thinking model's reasoning, apart from ``text`` (the answer): its text and its tokens; None
+    # where the backend gave none (``fathom.backends.reasoning``).
+    reasoning: str | None = None
+    reasoning_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +262,12 @@ class SampleRecord:
     # Schema 12: on a low-overlap sample, each gold needle's form (relation/order/template,
     # ``fathom.prompts.latent_forms``), in the order of ``answers``.
     needle_forms: tuple[str, ...] = ()
+    # Schema 13: a thinking model's reasoning, kept apart from ``output`` (the answer, all that is
+    # graded): its tokens, None where the backend gave no reasoning; and its text with --keep-reasoning
+    # (bounded as an answer is), None otherwise. A reply that ended inside its reasoning has
+    # ``finish_reason`` THINKING and no answer.
+    reasoning_tokens: int | None = None
+    reasoning: str | None = None
     schema: int = field(default=RECORD_SCHEMA)
 
     def to_json(self) -> dict[str, Any]:

@@ -39,7 +39,9 @@ from fathom.errors import NewerSchemaError
 # low-overlap sample's prompt (``odd_name_score``), the shortcut baseline beside its score. 11: the
 # near neighbours of a low-overlap sample's places that its window names (``literal_neighbours``).
 # 12: each low-overlap gold needle's form: its relation, order and question template (``needle_forms``).
-RECORD_SCHEMA = 12
+# 13: a thinking model's reasoning kept apart from its answer: its tokens (``reasoning_tokens``), and
+# its text where the run was asked to keep it (``reasoning``).
+RECORD_SCHEMA = 13
 # 1: the manifest as written since the first run (sections added since read as absent). 2: the
 # corpora the prompts are cut from, with their source, licence, size in tokens and hash. 3: the LLM
 # judges of the run's answers, with their rubrics. 4: the identity names the version of the scoring
@@ -57,8 +59,9 @@ MANIFEST_SCHEMA = 6
 # slower per token than their task's others at their length (``slow``). 6: the low-overlap scores by
 # the needles' form (``hard.forms``) and apart where a window names a near neighbour of the place
 # (``hard.neighbours``). 7: NIAH's effective length at the worst depth (``effective_length.worst_depth``),
-# and RULER's four categories, each one's mean over its tasks per length (``categories``).
-SUMMARY_SCHEMA = 7
+# and RULER's four categories, each one's mean over its tasks per length (``categories``). 8: a thinking
+# model's reasoning tokens per cell and its samples still thinking (``thinking``).
+SUMMARY_SCHEMA = 8
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1
 # 1: a judge's result on a qualification set (qualifications.jsonl), the first form.

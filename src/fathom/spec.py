@@ -96,6 +96,11 @@ class RunSpec:
     items: tuple[int, ...] = ()
     # mrcr: how many times the asked piece of writing is asked for, swept as an axis; empty: the default.
     repeats: tuple[int, ...] = ()
+    # Thinking models: the tokens of reasoning allowed before each sample's answer budget (None: no
+    # budget asked; a request's max tokens are then the answer's alone), and whether records keep the
+    # reasoning's text (its tokens are kept always).
+    thinking_budget: int | None = None
+    keep_reasoning: bool = False
 
     def __post_init__(self) -> None:
         if not self.lengths:
@@ -129,6 +134,11 @@ class RunSpec:
             raise SpecError(
                 f"--max-new-tokens of {self.max_new_tokens:,} is beyond fathom's longest context, "
                 f"{format_count(MAX_LENGTH)} tokens: give at most that (niah's default is 32)"
+            )
+        if self.thinking_budget is not None and not 1 <= self.thinking_budget <= MAX_LENGTH:
+            raise SpecError(
+                f"--thinking-budget takes a count of tokens in 1..{format_count(MAX_LENGTH)}, got "
+                f"{self.thinking_budget:,}"
             )
         if any(count < 1 for count in self.ops):
             raise SpecError(f"--ops takes counts of operations of at least 1, got {list(self.ops)}")
@@ -196,6 +206,8 @@ _LATER_FIELDS: dict[str, object] = {
     "ops": (),
     "items": (),
     "repeats": (),
+    "thinking_budget": None,
+    "keep_reasoning": False,
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from fathom.records import DISTRACTOR_ROLES, FirstToken, SampleRecord, error_kind
+from fathom.records import DISTRACTOR_ROLES, THINKING, FirstToken, SampleRecord, error_kind
 from fathom.scoring import named_in
 
 
@@ -18,6 +18,7 @@ def error_kinds(records: Iterable[SampleRecord]) -> dict[str, int]:
 # Why a sample was not fully right, in the order failure_kind checks them: the first that applies.
 FAILURE_KINDS = (
     "error",
+    "still_thinking",
     "beyond_window",
     "stopped",
     "empty",
@@ -50,20 +51,24 @@ REFUSAL_PHRASES = (
 def failure_kind(record: SampleRecord) -> str | None:
     """Why a sample failed, as one of ``FAILURE_KINDS``; None when it is fully right.
 
-    "error": never graded (``error`` set). "beyond_window": wrong on a prompt longer than the trained
-    window, where failing is what the window predicts. "stopped": no answer at all, its first token
-    the end of generation (``FirstToken.END``: nothing forced a first token, or a server ignored
-    min_tokens); a model that would answer if made to start, not one that answered blank. "empty": a
-    blank output (whitespace; or nothing, in records that do not say why). "hedged": every
-    answer and a distractor's value too (not right). "distractor": a distractor's value and not every
-    answer (it answered a look-alike). "partial": some but
-    not all references found (RULER's fractional "all" metric), a different miss from finding none.
+    "error": never graded (``error`` set). "still_thinking": no answer, the reply having ended inside
+    its reasoning (``THINKING``: a think block never closed, the budget spent on thinking), whatever
+    the window; a model that would answer given more budget. "beyond_window": wrong on a prompt
+    longer than the trained window, where failing is what the window predicts. "stopped": no answer
+    at all, its first token the end of generation (``FirstToken.END``: nothing forced a first token,
+    or a server ignored min_tokens); a model that would answer if made to start, not one that
+    answered blank. "empty": a blank output (whitespace; or nothing, in records that do not say
+    why). "hedged": every answer and a distractor's value too (not right). "distractor": a
+    distractor's value and not every answer (it answered a look-alike). "partial": some but not all
+    references found (RULER's fractional "all" metric), a different miss from finding none.
     "refusal": declined or said it found nothing (``REFUSAL_PHRASES``). "wrong_answer": the rest.
     """
     if record.error is not None:
         return "error"
     if record.score >= 1.0:
         return None
+    if record.finish_reason == THINKING:
+        return "still_thinking"
     if record.beyond_window:
         return "beyond_window"
     if not record.output.strip():

@@ -33,6 +33,7 @@ from fathom.analysis.select import (
 from fathom.analysis.slow import slow_samples
 from fathom.analysis.state import is_state_run, state_summary
 from fathom.analysis.suites import is_suite_run, suite_summary
+from fathom.analysis.thinking import thinking_summary
 from fathom.judgement import JudgementRecord, QualificationRecord
 from fathom.manifest import JudgeIdentity, Manifest
 from fathom.records import AnyRecord, SampleRecord
@@ -144,6 +145,9 @@ class Summary:
     # (``fathom.analysis.slow``), if any.
     judges: tuple[Row, ...] = ()
     slow: Row | None = None
+    # Schema 8: a thinking model's reasoning tokens per cell and its samples still thinking when their
+    # reply ended (``fathom.analysis.thinking``), where any record holds reasoning.
+    thinking: Row | None = None
     schema: int = SUMMARY_SCHEMA
 
     @property
@@ -180,6 +184,8 @@ class Summary:
             data["judges"] = list(self.judges)
         if self.slow is not None:
             data["slow"] = self.slow
+        if self.thinking is not None:
+            data["thinking"] = self.thinking
         if self.run is not None:
             names = dataclasses.asdict(self.run)
             if names["fill"] == "exact":  # the default is left out: summaries keep their old form
@@ -272,7 +278,15 @@ def _with_worst_depth(grid: dict[str, Any]) -> dict[str, Any]:
     return grid | {"effective_length": effective | {"worst_depth": worst}}
 
 
-SUMMARIES = Versions("summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7))
+def v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 8 added the reasoning's section (``thinking``): a summary of schema 7 is of records
+    whose reasoning was never read apart (record schema 12 or before)."""
+    return data
+
+
+SUMMARIES = Versions(
+    "summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7, v7_to_v8)
+)
 # A sweep's sections that only some runs have: absent from summary.json where empty.
 _OPTIONAL = ("variants", "hard", "suites", "state", "babi", "listing", "mrcr", "categories")
 
@@ -323,6 +337,8 @@ def run_summary(
     slow = slow_samples(samples)
     if slow["samples"]:
         summary["slow"] = slow
+    if (thinking := thinking_summary(samples)) is not None:
+        summary["thinking"] = thinking
     return Summary.from_json({**summary, "schema": SUMMARY_SCHEMA})
 
 

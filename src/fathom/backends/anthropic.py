@@ -27,6 +27,7 @@ from fathom.backends.base import InputKind, Request, split_options
 from fathom.backends.jsonhttp import Failed, JsonApi, Rejected, Transient
 from fathom.backends.openai_replies import MOST_TOKENS
 from fathom.backends.openai_target import read_target
+from fathom.backends.reasoning import reasoned
 from fathom.backends.replies import FINISH_CHARS
 from fathom.backends.schedule import Intake
 from fathom.backends.settings import (
@@ -207,11 +208,13 @@ class AnthropicBackend:
     async def _answer(self, client: httpx.AsyncClient, request: Request) -> Completion:
         """The prompt counted by the provider, then answered; every text scrubbed of the key."""
         body = self._body(request)
-        budget = self._budget() + max(1, request.max_new_tokens)
+        thinking = self._budget(request)
+        # A run's --thinking-budget is in the request's max_new_tokens already; the setting's is not.
+        answer = request.max_new_tokens - request.thinking
+        budget = thinking + max(1, answer)
         if budget > self.max_output:
             error = ErrorKind.REJECTED.error(
-                f"thinking {self._budget()} + answer {request.max_new_tokens} tokens exceed max_output "
-                f"{self.max_output}"
+                f"thinking {thinking} + answer {answer} tokens exceed max_output {self.max_output}"
             )
             return Completion("", len(request.ids), 0, "error", 0.0, error=error)
         try:
@@ -227,18 +230,16 @@ class AnthropicBackend:
                 return Completion("", counted, 0, "error", 0.0, error=error)
             asked = {**body, "max_tokens": budget, **_stops(request)}
             create = functools.partial(exchange, self.api, client, MESSAGES, messages.create, asked)
-            (text, finish, produced), latency = await self.api.retried(create, _answered)
+            (text, finish, produced, thought), latency = await self.api.retried(create, _answered)
         except Failed as failed:
             return Completion(
                 "", len(request.ids), 0, "error", failed.seconds, error=self.api.scrub(failed.error)
             )
-        return Completion(
-            self.api.scrub(text),
-            counted,
-            produced,
-            self.api.bounded(finish, FINISH_CHARS),
-            latency,
+        completion = Completion(
+            self.api.scrub(text), counted, produced, self.api.bounded(finish, FINISH_CHARS), latency
         )
+        # The thinking blocks' text counted by the stand-in: the API counts them only within output_tokens.
+        return reasoned(completion, thought, self.tokenizer, None, secret=self.api.key)
 
     def _body(self, request: Request) -> dict[str, Any]:
         """The model, messages and system prompt: what is counted and what is asked alike."""
@@ -250,15 +251,30 @@ class AnthropicBackend:
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if chat.system:
             body["system"] = chat.system
-        if isinstance(self.thinking, int):
-            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
+        if thinking := self._budget(request):
+            body["thinking"] = {"type": "enabled", "budget_tokens": thinking}
         elif self.thinking == "off":
             body["thinking"] = {"type": "disabled"}
         return body
 
-    def _budget(self) -> int:
-        """The tokens of thinking asked for (none unless a budget is given)."""
-        return self.thinking if isinstance(self.thinking, int) else 0
+    def _budget(self, request: Request) -> int:
+        """The tokens of thinking asked for: the run's --thinking-budget, else the setting's (none
+        unless one is given)."""
+        return request.thinking or (self.thinking if isinstance(self.thinking, int) else 0)
+
+    def thinking_refusal(self, budget: int) -> str | None:
+        """The API's budget_tokens takes the run's budget, where the settings allow it."""
+        if self.thinking == "off":
+            return "the anthropic setting thinking=off turns thinking off, so no thinking budget is honoured"
+        if isinstance(self.thinking, int) and self.thinking != budget:
+            return (
+                f"the anthropic setting thinking={self.thinking} and a thinking budget of {budget} disagree"
+            )
+        if budget < LEAST_THINKING:
+            return f"Anthropic's least thinking budget is {LEAST_THINKING} tokens, not {budget}"
+        if budget >= self.max_output:
+            return f"a thinking budget of {budget} leaves no answer room below max_output ({self.max_output})"
+        return None
 
 
 def _stops(request: Request) -> dict[str, Any]:
@@ -273,9 +289,10 @@ def _counted(reply: Any) -> int:
     return value
 
 
-def _answered(reply: Any) -> tuple[str, str, int]:
-    """The answer (the text blocks, joined; thinking blocks left out), the finish reason and the
-    output tokens (thinking's included, as the API counts them)."""
+def _answered(reply: Any) -> tuple[str, str, int, str | None]:
+    """The answer (the text blocks, joined; thinking blocks left out), the finish reason, the output
+    tokens (thinking's included, as the API counts them) and the thinking blocks' text, joined (None
+    where there is none: redacted thinking holds no text to keep)."""
     blocks = getattr(reply, "content", None)
     if not isinstance(blocks, list):
         raise Transient("the reply has no content blocks")
@@ -287,7 +304,11 @@ def _answered(reply: Any) -> tuple[str, str, int]:
     finish = FINISH.get(stop, stop) if isinstance(stop, str) else "unknown"
     produced = getattr(getattr(reply, "usage", None), "output_tokens", None)
     counted = produced if type(produced) is int and 0 <= produced < MOST_TOKENS else 0
-    return "".join(answer), finish, counted
+    thought = [
+        getattr(block, "thinking", None) for block in blocks if getattr(block, "type", None) == "thinking"
+    ]
+    reasoning = "\n".join(text for text in thought if isinstance(text, str)) or None
+    return "".join(answer), finish, counted, reasoning
 
 
 def lengths_line(gaps: Sequence[float], stand_in: str) -> str:

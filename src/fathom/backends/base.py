@@ -36,7 +36,7 @@ class Request:
 
     sample_id: str
     ids: Ids
-    max_new_tokens: int
+    max_new_tokens: int  # the thinking budget's tokens (``thinking``), then the answer's
     text: str | None = None
     chat: ChatPrompt | None = None
     stop: tuple[str, ...] = ()
@@ -47,6 +47,9 @@ class Request:
     # The gold answer's ids: the backend also returns their teacher-forced log-probabilities
     # right after the prompt (a continuous retrieval signal beside the greedy answer).
     continuation: Ids | None = None
+    # Of max_new_tokens, those of the thinking budget (--thinking-budget; 0: none asked), for a backend
+    # that passes the model a budget of its own (Anthropic's budget_tokens).
+    thinking: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,6 +158,15 @@ class ClosedBook(Protocol):
 def answers_closed_book(backend: Backend) -> bool:
     """Whether the backend can answer closed-book: unless it says it cannot (``ClosedBook``)."""
     return not isinstance(backend, ClosedBook) or backend.closed_book
+
+
+@runtime_checkable
+class Thinking(Protocol):
+    """A backend that reads a thinking model's reasoning apart from its answer, and can take a thinking
+    budget (``--thinking-budget``): ``thinking_refusal`` says in one line why it cannot honour this
+    one, or None. A backend without it (a plugin's) is refused any budget: it would grade reasoning."""
+
+    def thinking_refusal(self, budget: int) -> str | None: ...
 
 
 @runtime_checkable

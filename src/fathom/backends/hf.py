@@ -29,6 +29,7 @@ from fathom.backends.base import (
     split_options,
 )
 from fathom.backends.local_models import resolve_model_path
+from fathom.backends.reasoning import THINK_TAGS, split_completion, tags_refusal, tags_setting
 from fathom.backends.replies import engine_error
 from fathom.backends.settings import MOST_BATCH, choice, or_auto, parse_settings, text, unless_auto, whole
 from fathom.errors import FathomError, MissingExtraError, SpecError
@@ -93,6 +94,7 @@ class TransformersBackend:
         if self.device_map != "none":
             self.device = next(self.model.get_input_embeddings().parameters()).device
         self.kv: str = values["kv"]
+        self.think_tags = values["think_tags"]
         self._cache = _quantized_cache(self.kv)
         self.tokenizer = TransformersTokenizer(hf_tokenizer, f"hf:{self.path}")
         config = self.model.config.get_text_config()
@@ -125,7 +127,12 @@ class TransformersBackend:
             "decoding": _GREEDY,
             "batch": self.batch,
             "window": self.window,
+            **tags_setting(self.think_tags),
         }
+
+    def thinking_refusal(self, budget: int) -> str | None:
+        """A budget is the larger max new tokens asked: the model spends the sum as it will."""
+        return tags_refusal(self.name, self.think_tags)
 
     @functools.cached_property
     def _fingerprint(self) -> dict[str, str]:
@@ -211,7 +218,8 @@ class TransformersBackend:
             count = next(k for k in range(1, len(kept) + 1) if _stop_at(self._text(kept[:k]), request.stop))
             text, reason = text[:cut], "stop"
         # min_new_tokens=1 keeps end-of-sequence from coming first.
-        return Completion(text, len(request.ids), count, reason, latency, first_token=FirstToken.FORCED)
+        completion = Completion(text, len(request.ids), count, reason, latency, first_token=FirstToken.FORCED)
+        return split_completion(completion, self.tokenizer, self.think_tags)
 
     def _text(self, ids: list[int]) -> str:
         decode = self.tokenizer.hf.decode
@@ -306,6 +314,7 @@ _SETTINGS = {
     "device_map": choice("none", "auto", "balanced", "balanced_low_0", "sequential"),
     # The KV cache's values: the model's dtype, or quantized (optimum-quanto) to fit longer prompts.
     "kv": choice("model", "int8", "int4"),
+    "think_tags": THINK_TAGS,
 }
 
 

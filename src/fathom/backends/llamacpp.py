@@ -31,6 +31,7 @@ from fathom.backends.base import (
 )
 from fathom.backends.llamacpp_vocab import LlamaCppTokenizer, load_llama
 from fathom.backends.local_models import resolve_model_path
+from fathom.backends.reasoning import THINK_TAGS, split_completion, tags_refusal, tags_setting
 from fathom.backends.replies import ENGINE_CHARS, bounded
 from fathom.backends.settings import MOST_BATCH_TOKENS, MOST_CONTEXT, count, flag, parse_settings, whole
 from fathom.errors import MissingExtraError, SpecError
@@ -51,6 +52,7 @@ _SETTINGS = {
     "batch": count(512, most=MOST_BATCH_TOKENS, example="512"),
     "seed": whole(0, most=2**32 - 1),  # llama.cpp keeps it in 32 bits
     "flash_attn": flag(False),
+    "think_tags": THINK_TAGS,
 }
 
 
@@ -112,6 +114,7 @@ class LlamaCppBackend:
         self.batch: int = values["batch"]
         self.seed: int = values["seed"]
         self.flash_attn: bool = values["flash_attn"]
+        self.think_tags = values["think_tags"]
         self.llm = self._load(values["n_ctx"])
         if (note := threads_note(options, self.threads)) is not None:
             print(note, file=sys.stderr)  # beside the plan's line: a busy machine's run looks hung without it
@@ -169,7 +172,12 @@ class LlamaCppBackend:
             "flash_attn": params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
             "kv_types": [params.type_k, params.type_v],
             "swa_full": True,
+            **tags_setting(self.think_tags),
         }
+
+    def thinking_refusal(self, budget: int) -> str | None:
+        """A budget is the larger max new tokens asked: the model spends the sum as it will."""
+        return tags_refusal(self.name, self.think_tags)
 
     def build(self) -> dict[str, Any]:
         """llama.cpp's version and the CPU features its kernels were built for and use."""
@@ -214,6 +222,7 @@ class LlamaCppBackend:
             decode_s=ended - started - prefill,
             first_token=answer.first,
         )
+        completion = split_completion(completion, self.tokenizer, self.think_tags)
         if request.continuation is None:
             return completion
         # Right after the answer: the prompt is still in the cache, so this costs a few tokens.

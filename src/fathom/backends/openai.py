@@ -34,8 +34,9 @@ from fathom.backends.base import (
     with_continuation,
 )
 from fathom.backends.jsonhttp import Failed, JsonApi, NotFound, Rejected, Transient
-from fathom.backends.openai_replies import read_answer, token_count
+from fathom.backends.openai_replies import read_answer, reasoning_count, token_count
 from fathom.backends.openai_target import read_target
+from fathom.backends.reasoning import THINK_TAGS, reasoned, tags_setting
 from fathom.backends.replies import FINISH_CHARS, finite_number
 from fathom.backends.schedule import Intake, Plan, PrefixChunks, prefix_plan
 from fathom.backends.settings import (
@@ -82,6 +83,7 @@ _SETTINGS = {
     "api_key_env": text("OPENAI_API_KEY", r"[A-Za-z_][A-Za-z0-9_]*", "an environment variable's name"),
     "window": count(None, most=MOST_CONTEXT),
     "max_prompt": count(None, most=MOST_CONTEXT),
+    "think_tags": THINK_TAGS,
 }
 Result = TypeVar("Result")
 Parsed = TypeVar("Parsed")
@@ -145,6 +147,7 @@ class OpenAIBackend:
             retries=options["retries"],
             max_wait=options["max_wait"],
         )
+        self.think_tags = options["think_tags"]
         self.min_tokens = True  # until the server refuses the field
         self._probe()
 
@@ -160,7 +163,13 @@ class OpenAIBackend:
             # Part of the identity, as it changes answers: a run from before it resumes only with
             # the fathom that began it.
             "first_token": FIRST_TOKEN,
+            **tags_setting(self.think_tags),
         }
+
+    def thinking_refusal(self, budget: int) -> str | None:
+        """A budget is the larger max_tokens asked (thinking, then the answer's): servers take no
+        budget of thinking apart, so the model spends the sum as it will."""
+        return None
 
     def transport_settings(self) -> dict[str, Any]:
         """The transport settings (the registry entry's), as resolved: outside the identity."""
@@ -231,7 +240,9 @@ class OpenAIBackend:
         body = self._body(request)
         try:
             read = functools.partial(read_answer, chat=chat)
-            (text, finish, usage, timings), latency, forced = await self._post(client, path, body, read)
+            (text, finish, usage, timings, reasoning), latency, forced = await self._post(
+                client, path, body, read
+            )
         except Failed as failed:
             return Completion("", len(request.ids), 0, "error", failed.seconds, error=failed.error)
         prompt_tokens = token_count(usage, "prompt_tokens", len(request.ids))
@@ -240,7 +251,7 @@ class OpenAIBackend:
         # Nothing, stopped, in one token at most (servers differ in counting the end): the end came
         # first, whatever was asked (a server may take min_tokens and ignore it).
         ended = text == "" and finish == "stop" and completion_tokens <= 1
-        return Completion(
+        completion = Completion(
             text,
             prompt_tokens,
             completion_tokens,
@@ -250,6 +261,8 @@ class OpenAIBackend:
             decode_s=decode,
             first_token=FirstToken.of(forced, ended),
         )
+        counted = reasoning_count(usage)
+        return reasoned(completion, reasoning, self.tokenizer, self.think_tags, counted, self.api.key)
 
     async def _post(
         self, client: httpx.AsyncClient, path: str, body: dict[str, Any], read: Callable[[Any], Parsed]

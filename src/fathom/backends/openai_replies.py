@@ -14,10 +14,17 @@ Timings = tuple[float | None, float | None]
 MOST_TOKENS = 2**31
 
 
-def read_answer(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any], Timings]:
-    """Text, finish reason, usage and the server's prefill and decode seconds of a reply; a reply
-    without the first two is worth another try. The finish reason is whole: the backend scrubs it
-    of the key, then bounds it."""
+# Where servers put a thinking model's reasoning beside the content, in the order looked for:
+# ``reasoning`` (vLLM since 0.10, which deprecates the other; Ollama, OpenRouter), ``reasoning_content``
+# (vLLM before, llama.cpp's server, DeepSeek's API, SGLang).
+REASONING_FIELDS = ("reasoning", "reasoning_content")
+
+
+def read_answer(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any], Timings, str | None]:
+    """Text, finish reason, usage, the server's prefill and decode seconds, and the reasoning it gave
+    apart from the text (None where it gave none, or none that is text) of a reply; a reply without
+    the first two is worth another try. The finish reason is whole: the backend scrubs it of the
+    key, then bounds it."""
     try:
         choice = reply["choices"][0]
         text = choice["message"]["content"] if chat else choice["text"]
@@ -29,7 +36,18 @@ def read_answer(reply: Any, chat: bool) -> tuple[str, str, dict[str, Any], Timin
         raise Transient("the reply's text is not a string")
     usage = reply.get("usage")
     finish = str(choice.get("finish_reason") or "unknown")
-    return text, finish, usage if isinstance(usage, dict) else {}, timings(reply)
+    place = choice.get("message") if chat else choice
+    given = [place.get(key) for key in REASONING_FIELDS] if isinstance(place, dict) else []
+    reasoning = next((value for value in given if isinstance(value, str) and value), None)
+    return text, finish, usage if isinstance(usage, dict) else {}, timings(reply), reasoning
+
+
+def reasoning_count(usage: dict[str, Any]) -> int | None:
+    """The reasoning tokens a server counted (OpenAI's ``usage.completion_tokens_details.
+    reasoning_tokens``), where it gives a plausible count; None otherwise."""
+    details = usage.get("completion_tokens_details")
+    counted = token_count(details, "reasoning_tokens", -1) if isinstance(details, dict) else -1
+    return None if counted < 0 else counted
 
 
 def timings(reply: dict[str, Any]) -> Timings:

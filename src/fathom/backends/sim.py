@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from fathom.backends.base import InputKind, Request, ScoreRequest, TokenScores, split_options
+from fathom.backends.reasoning import split_completion
 from fathom.backends.settings import Setting, choice, count, number, parse_settings, whole
 from fathom.backends.sim_readers import (
     Reader,
@@ -38,6 +39,7 @@ from fathom.backends.sim_readers import (
     read_lines,
     read_turns,
     spoken,
+    thought,
 )
 from fathom.errors import SpecError
 from fathom.prompts import babi_story, conversation, list_ops
@@ -94,6 +96,8 @@ class Archetype:
     # Whether it reads only the prompt's last ``window`` tokens (a reading setting), as a sliding-window
     # or state-space model keeps only what is recent.
     recent: bool = False
+    # Whether it thinks before answering (a ``think`` reading setting: the most tokens it thinks).
+    thinks: bool = False
 
 
 def _chance(default: float) -> Setting:
@@ -142,6 +146,10 @@ ARCHETYPES = {
     # Reads perfectly, but only the prompt's last ``window`` tokens: a needle near the end is found at
     # any length, one earlier only while the prompt fits the window; perplexity stays flat.
     "recent": Archetype(lambda _l, _d, _p: 1.0, {}, False, reading={"window": count(4096)}, recent=True),
+    # Reads perfectly, but thinks first: a think block of a length drawn per sample (between a quarter
+    # of ``think`` tokens and all of them) before its answer, all within the request's max_new_tokens
+    # (the thinking budget and the answer's): a block the budget cuts leaves it still thinking.
+    "thinker": Archetype(lambda _l, _d, _p: 1.0, {}, False, reading={"think": count(256)}, thinks=True),
 }
 _COMMON = {
     "seed": whole(0),
@@ -204,6 +212,12 @@ class SimulatedBackend:
             **obeying,
         }
 
+    def thinking_refusal(self, budget: int) -> str | None:
+        """Only sim:thinker thinks: a budget given any other would be recorded and mean nothing."""
+        if self.archetype.thinks:
+            return None
+        return f"{self.name} does not think (sim:thinker does), so a thinking budget means nothing to it"
+
     def knows_item(self, anchor: str) -> bool:
         """Whether it knows the low-overlap item with this anchor: a draw by the anchor and the seed."""
         if self.knows >= 1:
@@ -250,6 +264,9 @@ class SimulatedBackend:
             if draws[key] < self.archetype.profile(len(request.ids), depth, self.params)
         ]
         output = spoken(request.question, kept)
+        if self.archetype.thinks:
+            tokens = self._thinking(request)
+            output = thought(request.question, kept, tokens, self.tokenizer) + output
         return dataclasses.replace(
             self._completion(request, output, start),
             continuation_logprobs=self._answer_logprobs(request, facts),
@@ -258,17 +275,28 @@ class SimulatedBackend:
             decode_s=0.0 if self.delay else None,
         )
 
+    def _thinking(self, request: Request) -> int:
+        """How long it thinks on this prompt: a draw by the seed and the prompt, from a quarter of
+        ``think`` tokens to all of them."""
+        most: int = self.reading["think"]
+        digest = hashlib.sha256(f"{self.seed}|think|".encode() + request.ids.tobytes()).digest()
+        return most // 4 + int.from_bytes(digest[:8], "big") % (most - most // 4 + 1)
+
     def _completion(self, request: Request, output: str, start: float) -> Completion:
         tokens = self.tokenizer.encode(output)
-        cut = self.budget == "obey" and len(tokens) > request.max_new_tokens
+        # A thinker's budget is the one it runs out of: it always stops there.
+        cut = (self.budget == "obey" or self.archetype.thinks) and len(tokens) > request.max_new_tokens
         if cut:
             tokens = tokens[: request.max_new_tokens]
-        return Completion(
-            text=self.tokenizer.decode(tokens) if cut else output,
-            prompt_tokens=len(request.ids),
-            completion_tokens=len(tokens),
-            finish_reason="length" if cut else "stop",
-            latency_s=time.perf_counter() - start,
+        return split_completion(
+            Completion(
+                text=self.tokenizer.decode(tokens) if cut else output,
+                prompt_tokens=len(request.ids),
+                completion_tokens=len(tokens),
+                finish_reason="length" if cut else "stop",
+                latency_s=time.perf_counter() - start,
+            ),
+            self.tokenizer,
         )
 
     def _knows(self, request: Request, fact: tuple[str, float, int]) -> bool:

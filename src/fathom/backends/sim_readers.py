@@ -15,10 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from fathom.backends.base import Request
+from fathom.backends.reasoning import DEFAULT_TAGS
 from fathom.prompts import babi_story, conversation, list_ops, log_records
 from fathom.prompts.latent import content_words
 from fathom.prompts.line_stream import lines_in
 from fathom.prompts.odd_names import odd_name_answer
+from fathom.prompts.tokenizers import Tokenizer
 
 NOT_FOUND = "I could not find the answer in the document."
 SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
@@ -157,3 +159,18 @@ def find_facts(context: str, keys: Sequence[str]) -> Facts:
             facts.setdefault(context[begin:end].strip(), (at / max(len(context), 1), index))
             at = context.find(key, at + len(key))
     return [(sentence, depth, index) for sentence, (depth, index) in facts.items()]
+
+
+# What sim:thinker says to itself before its answer, over and over until it has thought its fill.
+MUSING = " Let me check the document once more before I answer."
+
+
+def thought(question: str, kept: Sequence[str], tokens: int, tokenizer: Tokenizer) -> str:
+    """A think block of ``tokens`` tokens (its tags apart): the question, what was found (so that a
+    grader that read the reasoning would credit it), then musing; the block's text is cut to its
+    tokens, and closed."""
+    opening = f"The question is: {question.strip()} I found: {' '.join(kept) or 'nothing'}."
+    unit = len(tokenizer.encode(MUSING)) or 1
+    filler = opening + MUSING * (tokens // unit + 1)
+    opened, closed = DEFAULT_TAGS
+    return f"{opened}{tokenizer.decode(tokenizer.encode(filler)[:tokens])}{closed}"

@@ -27,6 +27,7 @@ from fathom.backends.base import (
     split_options,
 )
 from fathom.backends.local_models import resolve_model_path
+from fathom.backends.reasoning import THINK_TAGS, Tags, split_completion, tags_refusal, tags_setting
 from fathom.backends.replies import FINISH_CHARS, bounded, engine_error, finite_number
 from fathom.backends.settings import (
     MOST_CONTEXT,
@@ -66,6 +67,7 @@ _SETTINGS = {
     "prefix_caching": flag(True),
     "seed": whole(0),
     "enforce_eager": flag(False),
+    "think_tags": THINK_TAGS,
 }
 
 
@@ -78,6 +80,7 @@ class _Options:
     prefix_caching: bool
     seed: int
     enforce_eager: bool
+    think_tags: Tags
 
 
 class VLLMBackend:
@@ -146,7 +149,12 @@ class VLLMBackend:
             "seed": o.seed,
             "decoding": {"temperature": 0.0, "min_tokens": 1},
             "window": self.window,
+            **tags_setting(o.think_tags),
         }
+
+    def thinking_refusal(self, budget: int) -> str | None:
+        """A budget is the larger max_tokens asked: the model spends the sum as it will."""
+        return tags_refusal(self.name, self.options.think_tags)
 
     @functools.cached_property
     def _fingerprint(self) -> dict[str, str]:
@@ -168,7 +176,9 @@ class VLLMBackend:
             return [Completion("", len(r.ids), 0, "error", latency, error=error) for r in requests]
         # The engine interleaves the prompts, so a prompt's own time is the batch's share.
         latency = (time.perf_counter() - started) / len(requests)
-        return attach_continuations(self, requests, [_completion(out, latency) for out in outputs])
+        tags = self.options.think_tags
+        completions = [split_completion(_completion(out, latency), self.tokenizer, tags) for out in outputs]
+        return attach_continuations(self, requests, completions)
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
         """One ``generate`` call with ``prompt_logprobs=0``: the log-probability of each prompt

@@ -72,6 +72,8 @@ def _spec(args: argparse.Namespace) -> RunSpec:
         **prompt_options(args),
         scoring=args.scoring,
         max_new_tokens=args.max_new_tokens,
+        thinking_budget=args.thinking_budget,
+        keep_reasoning=args.keep_reasoning,
         perplexity=args.perplexity,
         answer_logprob=args.answer_logprob,
         control=args.control,

@@ -304,6 +304,19 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         "--max-new-tokens", type=int, default=None, help="niah: 32 by default; RULER tasks: their own budget"
     )
     parser.add_argument(
+        "--thinking-budget",
+        type=int,
+        default=None,
+        help="thinking models: tokens of reasoning allowed before each answer's budget (--max-new-tokens "
+        "comes after it: a request asks for both); refused by a backend that cannot honour one "
+        "(docs/thinking.md)",
+    )
+    parser.add_argument(
+        "--keep-reasoning",
+        action="store_true",
+        help="keep each answer's reasoning text in its record (its tokens are kept always)",
+    )
+    parser.add_argument(
         "--fill",
         default="exact",
         help=f"{_for('fill')}: exact (each prompt and its tokens to generate fill the length) or ruler "

@@ -58,6 +58,19 @@ def run_order(spec: RunSpec, task: Task, order: str) -> list[Cell]:
 
 
 def sweep_prompts(spec: RunSpec, task: Task, order: str, build: bool = True) -> SweepPrompts:
+    """The run's prompts, built or estimated; each sample's new tokens are its answer's budget and the
+    thinking budget before it (``--thinking-budget``), as the run asks for both."""
+    counted = _counted(spec, task, order, build)
+    if not spec.thinking_budget:
+        return counted
+    more = spec.thinking_budget
+    prompts = tuple(
+        dataclasses.replace(p, new_tokens=p.new_tokens + more) if p.new_tokens else p for p in counted.prompts
+    )
+    return dataclasses.replace(counted, prompts=prompts)
+
+
+def _counted(spec: RunSpec, task: Task, order: str, build: bool) -> SweepPrompts:
     cells = run_order(spec, task, order)
     target = sum(cell.length for cell in cells if not cell.control)
     reason = "the run's check reads no prompts" if not build else f"{target:,} prompt tokens"

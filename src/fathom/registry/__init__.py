@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from urllib.parse import unquote_plus
 
-from fathom.backends.base import Backend, BackendEntry, BackendFactory, Scorer, cannot_score
+from fathom.backends.base import Backend, BackendEntry, BackendFactory, Scorer, Thinking, cannot_score
 from fathom.errors import SpecError
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Score
@@ -201,7 +201,10 @@ SCORING = Kind("scoring", "fathom.scorers", ScoringEntry, SCORERS)
 # The RunSpec fields that every task reads, or that concern the run rather than the task. Every other
 # field but depths is a knob, which a task takes only by naming it in its entry's ``knobs``; a new
 # field is refused by every task until one declares it.
-EVERY_TASK = frozenset({"task", "model", "tokenizer", "lengths", "samples", "seed", "control"})
+EVERY_TASK = frozenset(
+    {"task", "model", "tokenizer", "lengths", "samples", "seed", "control"}
+    | {"thinking_budget", "keep_reasoning"}  # every task's answers may be reasoned
+)
 _DEFAULTS = {field.name: field.default for field in dataclasses.fields(RunSpec)}
 KNOBS = tuple(name for name in _DEFAULTS if name not in EVERY_TASK and name != "depths")
 # A knob whose option is not its field's name with dashes: one that is on unless turned off.
@@ -305,11 +308,20 @@ def create_backend(model: str, tokenizer: str) -> Backend:
 
 def check_backend(spec: RunSpec, backend: Backend) -> None:
     """Refuse, before any work, a backend that cannot read the log-probabilities the spec's task or
-    its options (--perplexity, --answer-logprob) need."""
+    its options (--perplexity, --answer-logprob) need, or honour the spec's thinking budget
+    (``backends.base.Thinking``)."""
     needed = TASK.entry(spec.task).needs_scores or spec.perplexity or spec.answer_logprob
     if needed and not isinstance(backend, Scorer):
         able = [name for name, entry in BACKENDS.items() if entry.scores]
         raise SpecError(f"{cannot_score(backend)}: use one of {', '.join(able[:-1])} or {able[-1]}")
+    if spec.thinking_budget is not None:
+        if not isinstance(backend, Thinking):
+            raise SpecError(
+                f"backend '{backend.name}' reads no reasoning apart from its answers, so it cannot "
+                "honour a thinking budget: drop --thinking-budget"
+            )
+        if (why := backend.thinking_refusal(spec.thinking_budget)) is not None:
+            raise SpecError(f"{why}: drop --thinking-budget, or give one it can honour")
 
 
 def score(method: str, output: str, references: Sequence[str]) -> Score:

@@ -55,6 +55,10 @@ ARCHETYPE_NOTES = {
         "reads only the prompt's last 4k tokens, like a sliding-window or state-space model: a needle "
         "near the end is found at every length, one earlier only while the prompt fits"
     ),
+    "thinker": (
+        "reads perfectly, but thinks 64 to 256 tokens first: with no thinking budget its 32-token answer "
+        "budget is spent thinking (no answer anywhere); with one, it answers unless it thinks past it"
+    ),
 }
 
 
@@ -85,6 +89,11 @@ EXPOSURES = {
         "literal twins left out",
     ),
     "one-fact": Exposure("one-fact+needles-4", {"needles": 4}, "with 4 needles asked at once (--needles 4)"),
+    "thinker": Exposure(
+        "thinker+budget-192",
+        {"thinking_budget": 192},
+        "with 192 tokens to think, then 32 to answer (--thinking-budget 192)",
+    ),
 }
 PLAIN = "plain needles"
 

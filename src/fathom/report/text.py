@@ -13,6 +13,7 @@ from fathom.report.mrcr_text import mrcr_text
 from fathom.report.qualification_text import qualification_line
 from fathom.report.score_text import axis_table, effective_lines
 from fathom.report.score_text import pct as _pct
+from fathom.report.thinking_text import thinking_line
 from fathom.units import format_count, length_or_none
 
 RULER_FILL = (
@@ -42,6 +43,8 @@ def summary_text(summary: Summary) -> list[str]:
             f"slow samples: {slow['count']} took at least {slow['factor']:g}x their task's median time per "
             f"prompt token at their length (likely {cause}): see report.html"
         )
+    if summary.thinking is not None:
+        lines.append(thinking_line(summary.thinking))
     return lines + [line for section in summary.judges for line in judges_text(section)]
 
 

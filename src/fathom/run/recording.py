@@ -71,6 +71,8 @@ def sample_record(
         odd_name_score=odd_name_score(sample),
         literal_neighbours=sample.literal_neighbours,
         needle_forms=() if needles is None else needles.forms,
+        reasoning_tokens=completion.reasoning_tokens,
+        reasoning=completion.reasoning if spec.keep_reasoning else None,
         needle_roles=() if needles is None else tuple(p.role for p in needles.placements),
         needle_values=() if needles is None else tuple(p.value for p in needles.placements),
         lured=lured or flagged,

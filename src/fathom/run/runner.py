@@ -232,7 +232,7 @@ def _build(spec: RunSpec, backend: Backend, task: Task, cell: Cell) -> Ready:
     item = _prepare(task, cell)
     if isinstance(item, Document):
         return item
-    return BuiltSample(item, *_request(backend, item, spec.answer_logprob))
+    return BuiltSample(item, *_request(backend, item, spec.answer_logprob, spec.thinking_budget or 0))
 
 
 def _answer(spec: RunSpec, clock: BackendClock, batch: Sequence[Ready], finish: Finish) -> None:
@@ -338,9 +338,12 @@ def _score(spec: RunSpec, clock: BackendClock, documents: Sequence[Document]) ->
     return records
 
 
-def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Request, int, str | None]:
+def _request(
+    backend: Backend, sample: Sample, answer_logprob: bool, thinking: int = 0
+) -> tuple[Request, int, str | None]:
     """The request for a sample, its verified token count, and why it must not be sent, if so (on the
-    build's worker thread: the re-encoding of a text backend's prompt is the costly part of a build)."""
+    build's worker thread: the re-encoding of a text backend's prompt is the costly part of a build).
+    Its new tokens are the thinking budget's, then the sample's answer budget."""
     prompt, tokenizer = sample.prompt, backend.tokenizer
     text, chat, actual = None, None, len(prompt.ids)
     if backend.input == "text":
@@ -353,7 +356,7 @@ def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Re
             if sample.chat
             else chat_prompt(tokenizer, sample.text, sample.prompt, sample.question)
         )
-    refusal = None
+    refusal, new = None, thinking + sample.max_new_tokens
     # A prompt sized below its target (RULER's fill) is held to the length it was built at, as
     # closely as an exact prompt is held to its target.
     built = prompt.target_tokens if prompt.fills_target else len(prompt.ids)
@@ -362,10 +365,9 @@ def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Re
         refusal = ErrorKind.LENGTH_MISMATCH.error(
             f"{actual} tokens for a target of {prompt.target_tokens}{below}"
         )
-    elif backend.max_prompt_tokens is not None and actual + sample.max_new_tokens > backend.max_prompt_tokens:
+    elif backend.max_prompt_tokens is not None and actual + new > backend.max_prompt_tokens:
         refusal = ErrorKind.TOO_LONG.error(
-            f"{actual} prompt tokens + {sample.max_new_tokens} new exceed the backend's "
-            f"limit of {backend.max_prompt_tokens}"
+            f"{actual} prompt tokens + {new} new exceed the backend's limit of {backend.max_prompt_tokens}"
         )
     context = (prompt.head_tokens, prompt.head_tokens + prompt.context_tokens)
     # The first answer as it would follow the answer prefix, one space on.
@@ -373,7 +375,7 @@ def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Re
     request = Request(
         sample.cell.id,
         prompt.ids,
-        sample.max_new_tokens,
+        new,
         text,
         chat,
         query_keys=sample.query_keys,
@@ -381,5 +383,6 @@ def _request(backend: Backend, sample: Sample, answer_logprob: bool) -> tuple[Re
         patterns=sample.patterns,
         question=sample.question,
         continuation=gold,
+        thinking=thinking,
     )
     return request, actual, refusal

@@ -37,6 +37,7 @@ DATA_ID = "fathom-data"
 # comparison's failure counts say it.
 FAILURE_LABELS = {
     "error": "error: never graded (the backend failed, or the prompt missed its length or limit)",
+    "still_thinking": "still thinking: the reply ended inside its reasoning, with no answer",
     "beyond_window": "wrong, on a prompt beyond the model's trained window",
     "stopped": "stopped before any token: its first token was the end (none was forced)",
     "empty": "answered empty: a blank output",

@@ -41,6 +41,7 @@ from fathom.report.html.page import (
 )
 from fathom.report.html.state import state_section
 from fathom.report.html.suites import suite_section
+from fathom.report.html.thinking import thinking_section
 from fathom.report.plots import format_length
 from fathom.report.text import slow_cause
 from fathom.run.store import RunFolder
@@ -282,6 +283,7 @@ def write_report(
         body.append(_perplexity_section(summary.perplexity, folder))
     if summary.slow is not None:
         body.append(_slow_section(summary.slow, manifest.spec.model))
+    body.append(thinking_section(summary.thinking))
     body.append(judges_section(summary.judges))
     if comparison is not None:
         body.append(comparison_section(comparison))
