@@ -11,7 +11,9 @@ import pytest
 from test_plan import ROUND, TINY
 
 from fathom.errors import SpecError
+from fathom.plan.activations import chunking
 from fathom.plan.costs import USABLE, Setup
+from fathom.plan.gpus import GPUS
 from fathom.plan.prompts import PromptCost, SweepPrompts
 from fathom.plan.sweep import plan_prompts
 from fathom.records import Cell
@@ -103,3 +105,18 @@ def test_a_rows_longest_prompt_counts_its_new_tokens() -> None:
     spec = RunSpec("niah", "", "auto", (8,), (0.0, 1.0), 1)
     plan = plan_prompts(spec, SweepPrompts(prompts, "by hand"), TINY, Setup(ROUND), "prefix")
     assert (plan.total.longest, plan.total.kv_bytes) == (6 + 3, 32 * 9)  # not the 7 + 1 of the other
+
+
+def test_a_mixture_of_experts_holds_the_mlps_of_each_expert_a_token_is_routed_to() -> None:
+    moe = dataclasses.replace(TINY, experts=4, experts_used=2)
+    # 3 new tokens, 2 bytes a value: the stream 2 x 3 x 8 x 2 = 96; two experts' MLPs
+    # 3 x 3 x 2 x 16 x 2 = 576, above attention's 3 x (2 + 2) x 4 x 2 = 96; the logits 4 x 10 = 40.
+    assert moe.activation_bytes(3, 3, 2, scores=False) == 96 + 576 + 40
+
+
+def test_a_llamacpp_models_chunk_is_read_past_a_colon_in_its_path_and_its_batch_bounded() -> None:
+    h100 = GPUS["h100"]
+    assert chunking("llamacpp:C:/models/m.gguf", h100).tokens == 512  # llama.cpp's, not vllm's
+    assert chunking("llamacpp:m.gguf?batch=1M", h100).tokens == 512
+    with pytest.raises(SpecError, match=r"^llamacpp setting 'batch' must be a whole number .*, not '2M'"):
+        chunking("llamacpp:m.gguf?batch=2M", h100)
