@@ -11,8 +11,8 @@ import pytest
 from test_plan import ROUND, TINY
 
 from fathom.errors import SpecError
-from fathom.plan.activations import chunking
-from fathom.plan.costs import USABLE, Setup
+from fathom.plan.activations import Chunking, chunking
+from fathom.plan.costs import USABLE, Setup, decode_seconds, prefill_seconds, weights_bytes
 from fathom.plan.gpus import GPUS
 from fathom.plan.prompts import PromptCost, SweepPrompts
 from fathom.plan.sweep import plan_prompts
@@ -120,3 +120,27 @@ def test_a_llamacpp_models_chunk_is_read_past_a_colon_in_its_path_and_its_batch_
     assert chunking("llamacpp:m.gguf?batch=1M", h100).tokens == 512
     with pytest.raises(SpecError, match=r"^llamacpp setting 'batch' must be a whole number .*, not '2M'"):
         chunking("llamacpp:m.gguf?batch=2M", h100)
+
+
+def test_vllms_chunk_is_the_large_one_from_70_gib_and_an_assumed_backend_says_so() -> None:
+    at = dataclasses.replace(GPUS["h100"], memory=70 * (1 << 30))
+    below = dataclasses.replace(at, memory=at.memory - 1)
+    assert chunking("vllm:folder", at) == Chunking(16384, "bf16", False, "vllm's max_num_batched_tokens")
+    assert chunking("vllm:folder", below).tokens == 8192
+    assumed = "vllm's max_num_batched_tokens, assumed: no llamacpp or hf model named"
+    assert chunking("sim:cliff", at) == Chunking(16384, "bf16", False, assumed)
+
+
+def test_a_model_files_own_bytes_are_its_weights_unless_a_dtype_is_asked() -> None:
+    stored = dataclasses.replace(TINY, stored_bytes=1000)
+    assert weights_bytes(stored, Setup(ROUND)) == 1000.0
+    assert weights_bytes(stored, Setup(ROUND, weights_dtype="fp16")) == TINY.params * 2
+
+
+def test_costs_of_a_cached_prefill_and_of_no_and_one_new_token_by_hand() -> None:
+    setup = Setup(ROUND)  # half of 1 TFLOP/s; 0.6 of 1 GB/s
+    # With 3 of 5 tokens cached, TINY's prefill is 5,344 FLOPs (tests/test_plan.py works it out).
+    assert prefill_seconds(TINY, setup, 5, 3, 1) == pytest.approx(5_344 / 0.5e12)
+    assert decode_seconds(TINY, setup, 5, 0, 1) == 0.0
+    # One new token reads the weights (bf16) and the cache of the 5 prompt tokens (32 bytes each).
+    assert decode_seconds(TINY, setup, 5, 1, 1) == pytest.approx((TINY.params * 2 + 32 * 5) / 0.6e9)
