@@ -116,7 +116,7 @@ def test_each_simulated_figure_is_made_by_the_command_the_docs_show() -> None:
 
 def test_every_figure_under_docs_is_made_by_the_script() -> None:
     made = {output for figure in TOOL.FIGURES for output in figure.outputs()}
-    sources = {f"{figure.name}.json" for figure in TOOL.FIGURES if isinstance(figure, TOOL.TrapFigure)}
+    sources = {figure.source for figure in TOOL.FIGURES if isinstance(figure, TOOL.Drawn)}
     found = {
         path.relative_to(DOCS).as_posix()
         for path in DOCS.rglob("*")
@@ -145,3 +145,21 @@ def test_a_real_models_trap_figure_is_drawn_again_from_its_committed_numbers(tmp
     made = TOOL.NAMES["trap-gemma3"].make(tmp_path, tmp_path)
     assert made.files == ("trap-gemma3.png",) and made.numbers is None
     assert (tmp_path / "trap-gemma3.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_a_real_models_family_grid_is_drawn_from_the_rows_its_numbers_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    figure = TOOL.NAMES["families-smollm2"]
+    drawn: list[tuple[list[tuple[str, int, float | None]], bool]] = []
+    monkeypatch.setattr(
+        TOOL,
+        "plot_task_grid",
+        lambda grid, path, title, average: drawn.append(
+            ([(c.task, c.length, c.mean) for c in grid], average)
+        ),
+    )
+    assert figure.make(tmp_path, tmp_path).files == ("families-smollm2.png",)
+    (model,) = (m for m in committed(figure.source)["models"] if m["model"] == figure.model)
+    rows = [(r["task"], r["length"], r["mean"]) for f in model["families"] for r in f["rows"]]
+    assert drawn == [(rows, False)]  # every row, no average over unlike families

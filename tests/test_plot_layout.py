@@ -81,3 +81,20 @@ def test_the_task_grids_legend_clears_the_axis_label_with_one_task(
     plot_task_grid(grid, tmp_path / "grid.png", "model · ruler · k=3")
     (boxes,) = drawn
     assert_apart(boxes)
+
+
+@pytest.mark.parametrize("average", [True, False])
+def test_the_task_grid_has_its_average_row_only_where_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, average: bool
+) -> None:
+    rows: list[list[str]] = []
+    save = fathom.report.plots.save_figure
+
+    def keep(fig: Figure, path: Path, note: str) -> None:
+        save(fig, path, note)
+        rows.append([label.get_text() for label in fig.axes[0].get_yticklabels()])
+
+    monkeypatch.setattr(fathom.report.plots, "save_figure", keep)
+    grid = [TaskCell(task, 1024, 3, 0, 0.5, 0.1, 0.9, False) for task in ("state:2", "niah")]
+    plot_task_grid(grid, tmp_path / "grid.png", "model · families · k=3", average=average)
+    assert rows == [["niah", "state:2", "average"] if average else ["niah", "state:2"]]

@@ -28,6 +28,9 @@ committed beside it, which ``fathom trap`` drew it from:
 - trap-gemma3        docs/trap-gemma3.png from docs/trap-gemma3.json: Gemma 3 270M, made on the same
                      machine by the two ``fathom run niah --model 'llamacpp:gemma3-270m?...'`` commands
                      docs/perplexity.md shows (1k-30k, then 40k), then ``fathom trap RUN RUN_40K``
+- families-smollm2   docs/families-smollm2.png from docs/families-real.json: SmolLM2's score per task
+                     family and length, beside plain NIAH, from the runs docs/families.md lists
+                     (``python tools/family_evidence.py collect`` read their summaries)
 
 ``--check`` makes everything into a scratch folder instead and compares numbers, not pixels: each
 simulated figure's JSON against the committed one (exit status 1 where any differs). The
@@ -52,8 +55,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fathom.analysis.ruler import TaskCell
 from fathom.backends.sim import ARCHETYPES
 from fathom.report.gallery import EXPOSURES, GALLERY
+from fathom.report.plots import plot_task_grid
 from fathom.report.trap_plot import plot_trap
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,8 +171,39 @@ class TrapFigure:
         plot_trap(perplexity, retrieval, answer, out / f"{self.name}.png", title, first["trained_window"])
         return Made(self.outputs(), None)
 
+    @property
+    def source(self) -> str:
+        return f"{self.name}.json"
 
-Figure = RunFigure | GalleryFigure | TrapFigure
+
+@dataclass(frozen=True)
+class FamilyGridFigure:
+    """A real model's score per task family and length (plain NIAH beside state tracking, bAbI-style
+    reasoning, long outputs...), drawn as a task grid from the numbers ``tools/family_evidence.py``
+    collected from its runs into ``source``."""
+
+    name: str
+    model: str
+    source: str = "families-real.json"
+
+    def outputs(self) -> tuple[str, ...]:
+        return (f"{self.name}.png",)
+
+    def make(self, scratch: Path, out: Path) -> Made:
+        numbers = json.loads((DOCS / self.source).read_text())
+        (model,) = (m for m in numbers["models"] if m["model"] == self.model)
+        grid = [
+            TaskCell(**row, beyond_window=False) for family in model["families"] for row in family["rows"]
+        ]
+        title = (
+            f"{self.model.split('?')[0]} · each family beside plain NIAH\n{numbers['machine'].split(',')[0]}"
+        )
+        plot_task_grid(grid, out / f"{self.name}.png", title, average=False)
+        return Made(self.outputs(), None)
+
+
+Drawn = TrapFigure | FamilyGridFigure
+Figure = RunFigure | GalleryFigure | Drawn
 FIGURES: tuple[Figure, ...] = (
     RunFigure(
         "heatmap-sim-cliff",
@@ -186,6 +222,7 @@ FIGURES: tuple[Figure, ...] = (
     GalleryFigure(),
     TrapFigure("trap-smollm2", "retrieval_16k_second_run"),
     TrapFigure("trap-gemma3", "second_run"),
+    FamilyGridFigure("families-smollm2", "llamacpp:smollm2?threads=2"),
 )
 NAMES = {figure.name: figure for figure in FIGURES}
 
@@ -260,10 +297,10 @@ def make(figures: Sequence[Figure], out: Path, report: Callable[[str], None]) ->
             )
             return result
 
-        drawn = [f for f in figures if isinstance(f, TrapFigure)]
+        drawn = [f for f in figures if isinstance(f, Drawn)]
         for figure in drawn:  # matplotlib in this process: one figure at a time, before any thread
             made[figure.name] = one(figure)
-        runs = [f for f in figures if not isinstance(f, TrapFigure)]
+        runs = [f for f in figures if not isinstance(f, Drawn)]
         with ThreadPoolExecutor(max_workers=max(1, min(len(runs), os.cpu_count() or 1))) as pool:
             made.update(zip((f.name for f in runs), pool.map(one, runs), strict=True))
     return made
@@ -276,7 +313,7 @@ def check(figures: Sequence[Figure], report: Callable[[str], None]) -> int:
     with tempfile.TemporaryDirectory(prefix="fathom-figures-check-") as out:
         for name, made in make(figures, Path(out), report).items():
             if made.numbers is None:
-                report(f"{name}: drawn from docs/{name}.json, which holds its numbers: nothing to compare")
+                report(f"{name}: drawn from the numbers committed beside it: nothing to compare")
                 continue
             committed = DOCS / made.numbers
             if not committed.is_file():

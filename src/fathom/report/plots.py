@@ -189,8 +189,11 @@ def plot_heatmap(
 AVERAGE = "average"
 
 
-def _draw_task_grid(ax: Axes, grid: Sequence[TaskCell], cmap: Colormap, wide_interval: float) -> None:
-    """Task rows in suite order, then the per-length average over tasks as the bottom row."""
+def _draw_task_grid(
+    ax: Axes, grid: Sequence[TaskCell], cmap: Colormap, wide_interval: float, average: bool
+) -> None:
+    """Task rows in suite order, then (where ``average``) the per-length average over tasks as the
+    bottom row."""
     lengths = sorted({c.length for c in grid})
     tasks = task_order(c.task for c in grid)
     by_pos = {(c.task, c.length): c for c in grid}
@@ -200,22 +203,29 @@ def _draw_task_grid(ax: Axes, grid: Sequence[TaskCell], cmap: Colormap, wide_int
             cell = by_pos.get((task, length))
             stats = (None, 0.0, 1.0) if cell is None else (cell.mean, cell.ci_low, cell.ci_high)
             _draw_cell(ax, (col, row), stats, style, label)
-    for score in length_scores(grid):
+    rows = [*tasks, AVERAGE] if average else tasks
+    for score in length_scores(grid) if average else ():
         bounds = (score.ci_low or 0.0, 1.0 if score.ci_high is None else score.ci_high)
         _draw_cell(ax, (lengths.index(score.length), len(tasks)), (score.mean, *bounds), style, label)
-    ax.axhline(len(tasks) - 0.5, color="black", linewidth=2)
+    if average:
+        ax.axhline(len(tasks) - 0.5, color="black", linewidth=2)
     ax.set_xlim(-0.5, len(lengths) - 0.5)
-    ax.set_ylim(len(tasks) + 0.5, -0.5)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xticks(range(len(lengths)), [format_length(n) for n in lengths])
-    ax.set_yticks(range(len(tasks) + 1), [*tasks, AVERAGE])
+    ax.set_yticks(range(len(rows)), rows)
     ax.set_xlabel("context length (tokens, with the tokens to generate)")
 
 
 def plot_task_grid(
-    grid: Sequence[TaskCell], path: Path, title: str, wide_interval: float = WIDE_INTERVAL
+    grid: Sequence[TaskCell],
+    path: Path,
+    title: str,
+    wide_interval: float = WIDE_INTERVAL,
+    average: bool = True,
 ) -> None:
     """Save a PNG of score (percent) by task (rows) and context length (columns), with the per-length
-    average over tasks (each task weighing the same) as the bottom row."""
+    average over tasks (each task weighing the same) as the bottom row where ``average`` (not for rows
+    of unlike families, whose mean means nothing)."""
     pyplot_agg()
     import matplotlib.pyplot as plt
 
@@ -225,7 +235,7 @@ def plot_task_grid(
     cmap = plt.get_cmap("RdYlGn")
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * lengths + 4), max(4.0, 0.4 * rows + 2.5)))
     try:
-        _draw_task_grid(ax, grid, cmap, wide_interval)
+        _draw_task_grid(ax, grid, cmap, wide_interval, average)
         _finish(fig, ax, _mark_window(ax, grid), (cmap, 100.0, "score (%)"))
         ax.set_title(title, fontsize=10)
         note = f"score in percent; hatched: 95% interval wider than {100 * wide_interval:g} points"
