@@ -97,7 +97,7 @@ def test_a_chunks_rows_are_those_of_a_single_chunk_for_every_fixture_and_judgeme
     whole = tables(_indexed(runs, tmp_path / "whole.duckdb"))
     monkeypatch.setattr(build, "CHUNK_RECORDS", 2)
     chunked = tables(_indexed(runs, tmp_path / "chunked.duckdb"))
-    assert len(whole["runs"]) == 15 and len(whole["judgements"]) == len(verdicts) >= 4
+    assert len(whole["runs"]) == 16 and len(whole["judgements"]) == len(verdicts) >= 4
     assert [row[1] for row in whole["judgements"]] == [1, 2, *range(4, len(verdicts) + 2)]
     assert chunked == whole
 

@@ -462,3 +462,27 @@ def test_the_plan_counts_the_thinking_budget_among_each_samples_new_tokens() -> 
     assert {p.new_tokens for p in sweep_prompts(plain, task, "prefix").prompts} == {32}
     thinking = RunSpec("niah", "sim:thinker", "char", (1024,), (0.5,), 1, thinking_budget=100)
     assert {p.new_tokens for p in sweep_prompts(thinking, task, "prefix").prompts} == {132}
+
+
+def test_the_index_holds_each_records_reasoning_tokens(tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb", reason="needs the index extra: pip install -e '.[index]'")
+    from fathom.index import index_runs
+
+    index = tmp_path / "results.duckdb"
+    index_runs([FIXTURES / "records-v13", FIXTURES / "records-v12"], index)
+    with duckdb.connect(str(index), read_only=True) as connection:
+        rows = connection.execute(
+            "SELECT sample_id, reasoning_tokens FROM samples JOIN runs USING (run_id) "
+            "WHERE name = 'records-v13' AND sample_id LIKE 'niah|L1024%' ORDER BY 1"
+        ).fetchall()
+        older = connection.execute(
+            "SELECT count(*), count(reasoning_tokens) FROM samples JOIN runs USING (run_id) "
+            "WHERE name = 'records-v12'"
+        ).fetchone()
+    # records-v13's three samples at 1k (its lines); records-v12's 19 records read no reasoning.
+    assert rows == [
+        ("niah|L1024|D0.5000|S0", 129),
+        ("niah|L1024|D0.5000|S1", 150),
+        ("niah|L1024|D0.5000|S2", 77),
+    ]
+    assert older == (19, 0)

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 # 1: runs, samples (every record, the latest of each sample flagged) and judgements, and index_meta.
 # 2: the low-overlap samples' columns: probe, latent_items, odd_name_score, literal_neighbours,
-# needle_forms.
-INDEX_SCHEMA = 2
+# needle_forms. 3: a thinking model's reasoning tokens (reasoning_tokens; its text stays in the json).
+INDEX_SCHEMA = 3
 FORMAT = "fathom-index"  # index_meta's "format": what tells fathom's index from another database
 TABLES = ("runs", "samples", "judgements")
 
@@ -49,7 +49,7 @@ CREATE TABLE samples (
     beyond_window BOOLEAN, latency_s DOUBLE, prefill_s DOUBLE, decode_s DOUBLE, first_token VARCHAR,
     needle_kind VARCHAR, item_id VARCHAR, truncated BOOLEAN, prompt_sha256 VARCHAR,
     probe VARCHAR, latent_items VARCHAR[], odd_name_score DOUBLE, literal_neighbours VARCHAR[],
-    needle_forms VARCHAR[],
+    needle_forms VARCHAR[], reasoning_tokens INTEGER,
     json VARCHAR USING COMPRESSION zstd
 );
 CREATE TABLE judgements (

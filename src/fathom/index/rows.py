@@ -28,7 +28,7 @@ SAMPLE_FIELDS = (
     "sample_id", "task", "length", "depth", "sample", "seed", "control", "score", "error", "output",
     "answers", "scoring", "finish_reason", "target_tokens", "actual_tokens", "beyond_window", "latency_s",
     "prefill_s", "decode_s", "first_token", "needle_kind", "item_id", "truncated", "prompt_sha256",
-    "probe", "latent_items", "odd_name_score", "literal_neighbours", "needle_forms",
+    "probe", "latent_items", "odd_name_score", "literal_neighbours", "needle_forms", "reasoning_tokens",
 )  # fmt: skip
 # What a perplexity record's row holds for the flags only sample records have: it is neither.
 _ABSENT = {"control": False, "truncated": False}
