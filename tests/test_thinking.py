@@ -213,10 +213,10 @@ def test_an_openai_chat_reply_with_reasoning_content_is_answered_by_its_content(
     (cut,) = backend.generate([request()])
     assert (cut.text, cut.finish_reason, cut.reasoning_tokens) == ("", THINKING, 7)
     # A budget is the larger max_tokens: the request's max_new_tokens (thinking's, then the answer's).
-    budgeted = Request("s2", np.zeros(12, dtype=np.int32), 8 + 64, chat=request().chat, thinking=64)
+    budgeted = Request("s2", np.zeros(12, dtype=np.int32), 8 + 64, chat=request().chat)
     backend.generate([budgeted])
     assert reasoning_server.bodies[-1]["max_tokens"] == 72
-    assert backend.thinking_refusal(64) is None
+    assert backend.take_thinking(64) is None
 
 
 def test_an_openai_reply_with_tags_in_its_content_is_split_unless_told_not_to(
@@ -248,8 +248,8 @@ def test_anthropic_thinking_blocks_are_the_reasoning_and_a_runs_budget_is_budget
     messages: Any,
 ) -> None:
     backend = AnthropicBackend(f"claude-test@{messages.root}?max_output=4096", "cl100k_base")
-    assert backend.thinking_refusal(1024) is None
-    asked = Request("s1", np.zeros(12, dtype=np.int32), 1024 + 8, chat=request().chat, thinking=1024)
+    assert backend.take_thinking(1024) is None
+    asked = Request("s1", np.zeros(12, dtype=np.int32), 1024 + 8, chat=request().chat)
     (answered,) = backend.generate([asked])
     assert answered.text == " One of the special magic numbers for a-b is: 1234567."
     # "Let me look for the number. It is 9999999, no: keep looking.": cl100k's Let, me, look, for, the,
@@ -261,8 +261,23 @@ def test_anthropic_thinking_blocks_are_the_reasoning_and_a_runs_budget_is_budget
     (body,) = messages.bodies
     assert body["max_tokens"] == 1032 and body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     # The model's default thinking (none asked): no block, no reasoning.
-    (plain,) = backend.generate([request()])
+    (plain,) = AnthropicBackend(f"claude-test@{messages.root}", "cl100k_base").generate([request()])
     assert (plain.reasoning, plain.reasoning_tokens) == (None, None)
+
+
+def test_a_runs_thinking_budget_reaches_anthropics_budget_tokens(messages: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    model = f"anthropic:claude-test@{messages.root}?max_output=4096"
+    grid = ["--lengths", "1k", "--depths", "0.5", "--samples", "1", "--no-control", "--no-progress"]
+    assert (
+        main(["run", "niah", "--model", model, *grid, "--run-dir", str(folder), "--thinking-budget", "1024"])
+        == 0
+    )
+    (body,) = messages.bodies
+    # niah's answer budget (32) after the thinking budget: 1056 tokens asked, 1024 of them to think.
+    assert body["max_tokens"] == 1056 and body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    (line,) = [json.loads(raw) for raw in (folder / "samples.jsonl").read_text().splitlines()]
+    assert (line["max_new_tokens"], line["reasoning_tokens"], line["score"]) == (32, 19, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -284,7 +299,7 @@ def test_anthropic_refuses_a_budget_its_settings_or_the_api_cannot_take(
     messages: Any, settings: str, budget: int, refusal: str | None
 ) -> None:
     backend = AnthropicBackend(f"claude-test@{messages.root}?{settings}", "cl100k_base")
-    assert backend.thinking_refusal(budget) == refusal
+    assert backend.take_thinking(budget) == refusal
 
 
 # sim:thinker, through the CLI: every case, in the records and the summary.
@@ -438,7 +453,7 @@ def test_a_budget_that_cannot_be_honoured_is_refused_before_any_work(
 
 
 def test_a_backend_that_reads_no_reasoning_is_refused_a_budget() -> None:
-    class Plain:  # a plugin's backend, say: no thinking_refusal
+    class Plain:  # a plugin's backend, say: no take_thinking
         name = "echo:x"
 
     spec = RunSpec("niah", "echo:x", "char", (1024,), (0.5,), 1, thinking_budget=64)
@@ -450,8 +465,8 @@ def test_a_backend_that_reads_no_reasoning_is_refused_a_budget() -> None:
 
 
 def test_sim_archetypes_other_than_the_thinker_refuse_a_budget() -> None:
-    assert SimulatedBackend("thinker", CHAR).thinking_refusal(64) is None
-    assert SimulatedBackend("perfect", CHAR).thinking_refusal(64) == (
+    assert SimulatedBackend("thinker", CHAR).take_thinking(64) is None
+    assert SimulatedBackend("perfect", CHAR).take_thinking(64) == (
         "sim:perfect does not think (sim:thinker does), so a thinking budget means nothing to it"
     )
 

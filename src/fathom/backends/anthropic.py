@@ -115,6 +115,7 @@ class AnthropicBackend:
             raise SpecError("name the model: anthropic:MODEL, e.g. anthropic:claude-sonnet-4-5")
         self.name = f"anthropic:{self.model}" + (f"@{self.base_url}" if self.base_url != API else "")
         self.thinking: int | str = options["thinking"]
+        self.taken: int | None = None  # the run's --thinking-budget (``take_thinking``)
         self.max_output: int = options["max_output"]
         if isinstance(self.thinking, int) and self.thinking >= self.max_output:
             needs = f"below max_output ({self.max_output}), which must leave the answer room"
@@ -210,7 +211,7 @@ class AnthropicBackend:
         body = self._body(request)
         thinking = self._budget(request)
         # A run's --thinking-budget is in the request's max_new_tokens already; the setting's is not.
-        answer = request.max_new_tokens - request.thinking
+        answer = request.max_new_tokens - (self.taken or 0)
         budget = thinking + max(1, answer)
         if budget > self.max_output:
             error = ErrorKind.REJECTED.error(
@@ -260,10 +261,11 @@ class AnthropicBackend:
     def _budget(self, request: Request) -> int:
         """The tokens of thinking asked for: the run's --thinking-budget, else the setting's (none
         unless one is given)."""
-        return request.thinking or (self.thinking if isinstance(self.thinking, int) else 0)
+        return self.taken or (self.thinking if isinstance(self.thinking, int) else 0)
 
-    def thinking_refusal(self, budget: int) -> str | None:
-        """The API's budget_tokens takes the run's budget, where the settings allow it."""
+    def take_thinking(self, budget: int) -> str | None:
+        """The API's budget_tokens takes the run's budget, where the settings allow it; each request's
+        max_new_tokens holds it then (``fathom.run.runner``)."""
         if self.thinking == "off":
             return "the anthropic setting thinking=off turns thinking off, so no thinking budget is honoured"
         if isinstance(self.thinking, int) and self.thinking != budget:
@@ -274,6 +276,7 @@ class AnthropicBackend:
             return f"Anthropic's least thinking budget is {LEAST_THINKING} tokens, not {budget}"
         if budget >= self.max_output:
             return f"a thinking budget of {budget} leaves no answer room below max_output ({self.max_output})"
+        self.taken = budget
         return None
 
 

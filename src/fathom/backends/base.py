@@ -36,7 +36,7 @@ class Request:
 
     sample_id: str
     ids: Ids
-    max_new_tokens: int  # the thinking budget's tokens (``thinking``), then the answer's
+    max_new_tokens: int  # the thinking budget's tokens (--thinking-budget), then the answer's
     text: str | None = None
     chat: ChatPrompt | None = None
     stop: tuple[str, ...] = ()
@@ -47,9 +47,6 @@ class Request:
     # The gold answer's ids: the backend also returns their teacher-forced log-probabilities
     # right after the prompt (a continuous retrieval signal beside the greedy answer).
     continuation: Ids | None = None
-    # Of max_new_tokens, those of the thinking budget (--thinking-budget; 0: none asked), for a backend
-    # that passes the model a budget of its own (Anthropic's budget_tokens).
-    thinking: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,10 +160,12 @@ def answers_closed_book(backend: Backend) -> bool:
 @runtime_checkable
 class Thinking(Protocol):
     """A backend that reads a thinking model's reasoning apart from its answer, and can take a thinking
-    budget (``--thinking-budget``): ``thinking_refusal`` says in one line why it cannot honour this
-    one, or None. A backend without it (a plugin's) is refused any budget: it would grade reasoning."""
+    budget (``--thinking-budget``): ``take_thinking`` takes the run's budget before any request (one
+    that passes the model a budget of its own keeps it: Anthropic's budget_tokens), or says in one
+    line why it cannot honour it. A backend without it (a plugin's) is refused any budget: it would
+    grade reasoning."""
 
-    def thinking_refusal(self, budget: int) -> str | None: ...
+    def take_thinking(self, budget: int) -> str | None: ...
 
 
 @runtime_checkable

@@ -130,7 +130,7 @@ class TransformersBackend:
             **tags_setting(self.think_tags),
         }
 
-    def thinking_refusal(self, budget: int) -> str | None:
+    def take_thinking(self, budget: int) -> str | None:
         """A budget is the larger max new tokens asked: the model spends the sum as it will."""
         return tags_refusal(self.name, self.think_tags)
 

@@ -166,7 +166,7 @@ class OpenAIBackend:
             **tags_setting(self.think_tags),
         }
 
-    def thinking_refusal(self, budget: int) -> str | None:
+    def take_thinking(self, budget: int) -> str | None:
         """A budget is the larger max_tokens asked (thinking, then the answer's): servers take no
         budget of thinking apart, so the model spends the sum as it will."""
         return None

@@ -212,7 +212,7 @@ class SimulatedBackend:
             **obeying,
         }
 
-    def thinking_refusal(self, budget: int) -> str | None:
+    def take_thinking(self, budget: int) -> str | None:
         """Only sim:thinker thinks: a budget given any other would be recorded and mean nothing."""
         if self.archetype.thinks:
             return None

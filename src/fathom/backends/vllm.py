@@ -152,7 +152,7 @@ class VLLMBackend:
             **tags_setting(o.think_tags),
         }
 
-    def thinking_refusal(self, budget: int) -> str | None:
+    def take_thinking(self, budget: int) -> str | None:
         """A budget is the larger max_tokens asked: the model spends the sum as it will."""
         return tags_refusal(self.name, self.options.think_tags)
 

@@ -320,7 +320,7 @@ def check_backend(spec: RunSpec, backend: Backend) -> None:
                 f"backend '{backend.name}' reads no reasoning apart from its answers, so it cannot "
                 "honour a thinking budget: drop --thinking-budget"
             )
-        if (why := backend.thinking_refusal(spec.thinking_budget)) is not None:
+        if (why := backend.take_thinking(spec.thinking_budget)) is not None:
             raise SpecError(f"{why}: drop --thinking-budget, or give one it can honour")
 
 

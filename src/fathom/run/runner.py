@@ -383,6 +383,5 @@ def _request(
         patterns=sample.patterns,
         question=sample.question,
         continuation=gold,
-        thinking=thinking,
     )
     return request, actual, refusal
