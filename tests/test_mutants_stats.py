@@ -149,6 +149,7 @@ def test_failures_are_counted_by_kind_with_the_fully_right_under_none() -> None:
     assert failure_counts([right, wrong, empty, wrong]) == {
         None: 1,
         "error": 0,
+        "still_thinking": 0,
         "beyond_window": 0,
         "stopped": 0,
         "empty": 1,
