@@ -35,7 +35,7 @@ committed beside it, which ``fathom trap`` drew it from:
 ``--check`` makes everything into a scratch folder instead and compares numbers, not pixels: each
 simulated figure's JSON against the committed one (exit status 1 where any differs). The
 real-model figures are only drawn (their numbers are the committed JSON). The simulated runs go in
-parallel, one per core; on the 2-core machine the gallery's fifteen runs take most of the time.
+parallel, one per core; on the 2-core machine the gallery's seventeen runs take most of the time.
 """
 
 from __future__ import annotations
