@@ -12,7 +12,7 @@ own ``item_scores``; a truncated answer is one whose finish reason is ``length``
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from fathom.analysis.stats import effective_by, rows_by
@@ -38,14 +38,7 @@ def listing_summary(records: Iterable[SampleRecord], threshold: float = 0.85) ->
     ``max_new_tokens``), ``truncated`` (answers cut, over the run) and ``effective_length`` (per item
     count: the longest length whose F1, and every shorter one's, is at least ``threshold``, on the
     mean and on the 95% lower bound)."""
-    rows = [r for r in records if r.task.startswith(PREFIX)]
-    groups: defaultdict[tuple[int, int], list[SampleRecord]] = defaultdict(list)
-    for record in rows:
-        groups[_cell(record)].append(record)
-    cells = [
-        cell | _extras(groups[(cell["items"], cell["length"])])
-        for cell in rows_by(rows, _cell, ("items", "length"))
-    ]
+    cells = budget_cells([r for r in records if r.task.startswith(PREFIX)], "items", _extras)
     return {
         "threshold": threshold,
         "cells": cells,
@@ -54,17 +47,35 @@ def listing_summary(records: Iterable[SampleRecord], threshold: float = 0.85) ->
     }
 
 
+def budget_cells(
+    rows: Sequence[SampleRecord], axis: str, extras: Callable[[list[SampleRecord]], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The cells of a family whose answers have a budget each (``TASK:COUNT`` by length, the count
+    named ``axis``): each one's score statistics, ``extras`` of its records, its ``truncated``
+    answers and its largest ``max_new_tokens``. Long outputs' and mrcr's alike."""
+    groups: defaultdict[tuple[int, int], list[SampleRecord]] = defaultdict(list)
+    for record in rows:
+        groups[_cell(record)].append(record)
+    cells = []
+    for cell in rows_by(rows, _cell, (axis, "length")):
+        group = groups[(cell[axis], cell["length"])]
+        scored = [r for r in group if r.error is None]
+        budget = {
+            "truncated": sum(is_truncated(r) for r in scored),
+            "max_new_tokens": max(r.max_new_tokens for r in group),
+        }
+        cells.append(cell | extras(scored) | budget)
+    return cells
+
+
 def _cell(record: SampleRecord) -> tuple[int, int]:
-    """A record's cell: its item count and length (one key, for the table and its extras)."""
+    """A record's cell: its count and length (one key, for the table and its extras)."""
     return cell_count(record.task), record.length
 
 
-def _extras(group: list[SampleRecord]) -> dict[str, Any]:
-    scored = [r for r in group if r.error is None]
+def _extras(scored: list[SampleRecord]) -> dict[str, Any]:
     items = [item_scores(r.output, r.answers) for r in scored]
     return {
         "precision": sum(s.precision for s in items) / len(items) if items else None,
         "recall": sum(s.recall for s in items) / len(items) if items else None,
-        "truncated": sum(is_truncated(r) for r in scored),
-        "max_new_tokens": max(r.max_new_tokens for r in group),
     }

@@ -11,15 +11,13 @@ read again from each record's reference (its first ``MRCR_PREFIX_CHARS`` charact
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from fathom.analysis.listing import is_truncated
+from fathom.analysis.listing import budget_cells
 from fathom.analysis.stats import effective_by, rows_by
 from fathom.records import SampleRecord
 from fathom.scoring import MRCR_PREFIX_CHARS
-from fathom.tasks.counted_lines import cell_count
 from fathom.tasks.mrcr import TASK
 
 PREFIX = TASK + ":"
@@ -36,13 +34,7 @@ def mrcr_summary(records: Iterable[SampleRecord], threshold: float = 0.85) -> di
     (which repeat was asked for x length), ``truncated`` (over the run) and ``effective_length``
     (per repeat count, on the mean and on the 95% lower bound)."""
     rows = [r for r in records if r.task.startswith(PREFIX)]
-    groups: defaultdict[tuple[int, int], list[SampleRecord]] = defaultdict(list)
-    for record in rows:
-        groups[_cell(record)].append(record)
-    cells = [
-        cell | _extras(groups[(cell["repeats"], cell["length"])])
-        for cell in rows_by(rows, _cell, ("repeats", "length"))
-    ]
+    cells = budget_cells(rows, "repeats", _extras)
     return {
         "threshold": threshold,
         "cells": cells,
@@ -52,16 +44,9 @@ def mrcr_summary(records: Iterable[SampleRecord], threshold: float = 0.85) -> di
     }
 
 
-def _cell(record: SampleRecord) -> tuple[int, int]:
-    return cell_count(record.task), record.length
-
-
-def _extras(group: list[SampleRecord]) -> dict[str, Any]:
-    scored = [r for r in group if r.error is None]
+def _extras(scored: list[SampleRecord]) -> dict[str, Any]:
     share = (lambda count: count / len(scored)) if scored else (lambda _count: None)
     return {
         "prefixed": share(sum(r.output.startswith(r.answers[0][:MRCR_PREFIX_CHARS]) for r in scored)),
         "exact": share(sum(r.score == 1.0 for r in scored)),
-        "truncated": sum(is_truncated(r) for r in scored),
-        "max_new_tokens": max(r.max_new_tokens for r in group),
     }
