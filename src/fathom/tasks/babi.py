@@ -22,26 +22,23 @@ The design, and why:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fathom.errors import SpecError
-from fathom.prompts import PromptBuilder, PromptText
+from fathom.prompts import PromptText
 from fathom.prompts import babi_story as lang
-from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
-from fathom.prompts.line_stream import line_form, place_lines
+from fathom.prompts.line_stream import place_lines
 from fathom.prompts.needles import needle_rng
-from fathom.prompts.templates import resolve_template
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Cell, Score
 from fathom.scoring import extract_answer
 from fathom.spec import RunSpec
 from fathom.tasks import babi_draw as draw
 from fathom.tasks.base import Sample
+from fathom.tasks.counted_lines import OverCorpus
 
 # Bump when the text, the generator or the grader below changes the prompts or the grades.
 BABI_VERSION = 1
@@ -95,18 +92,12 @@ def _names(text: str, word: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, re.IGNORECASE) is not None
 
 
-class BabiTask:
+class BabiTask(OverCorpus):
     def __init__(self, spec: RunSpec, tokenizer: Tokenizer, pools: draw.Pools = draw.EVAL_POOLS) -> None:
-        self.spec = spec
         self.pools = pools  # fathom export's stories draw from the training pools
-        self.name = spec.task
         self.tasks = draw.TASKS if spec.task == TASK else (story_task(spec.task),)
-        self.template = resolve_template(spec.template, tokenizer)
-        self.tokenizer = tokenizer
-        self.corpus: Corpus = load_corpus(spec.corpus or "prose")
         text = PromptText(BABI_TEXT.before, BABI_TEXT.after, BABI_TEXT.answer_prefix, spec.system_prompt)
-        self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
-        self.form = line_form(self.corpus)
+        self._build_over(spec, tokenizer, text)
         self._check_fit()
 
     def _check_fit(self) -> None:
@@ -182,17 +173,6 @@ class BabiTask:
             grader=functools.partial(grade, labels=story.labels, question=asked),
         )
 
-    def corpora(self) -> list[dict[str, Any]]:
-        return [dataclasses.asdict(corpus_info(self.corpus, self.builder.corpus))]
-
     def identity(self) -> dict[str, Any]:
-        text = repr((BABI_TEXT, lang.QUESTIONS, draw.SIZES, draw.PLACES, draw.OBJECTS)).encode()
-        return {
-            "task": self.name,
-            "version": BABI_VERSION,
-            "corpus": self.corpus.name,
-            "corpus_sha256": self.corpus.sha256,
-            "template": self.template.name,
-            "template_sha256": self.template.sha256,
-            "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
-        }
+        wording = (BABI_TEXT, lang.QUESTIONS, draw.SIZES, draw.PLACES, draw.OBJECTS)
+        return self._identity(BABI_VERSION, wording)

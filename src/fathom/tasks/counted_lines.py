@@ -6,13 +6,16 @@ any sample is drawn, saying how many fit."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from fathom.errors import SpecError
 from fathom.prompts import PromptBuilder, PromptText
-from fathom.prompts.haystack import Corpus, load_corpus, tokenize_corpus
+from fathom.prompts.haystack import Corpus, corpus_info, load_corpus, tokenize_corpus
 from fathom.prompts.line_stream import line_form
 from fathom.prompts.templates import ChatTemplate, resolve_template
 from fathom.prompts.tokenizers import Tokenizer
@@ -47,26 +50,52 @@ class CountAxis:
     each: str
 
 
-class CountedLines:
-    """A task's shared half: set up by ``_build``; a subclass gives ``line_tokens`` (the most tokens
-    one line and its partner take, halved) and ``overhead`` (the template, instruction and question)."""
+class OverCorpus:
+    """What a task that builds its prompts over the run's corpus holds (state, babi, listing, mrcr):
+    set up by ``_build_over``; its corpora and its identity's shared fields."""
 
-    axis: CountAxis
     spec: RunSpec
     name: str
-    counts: tuple[int, ...]
     tokenizer: Tokenizer
     corpus: Corpus
     template: ChatTemplate
     builder: PromptBuilder
     form: str
 
-    def _build(self, spec: RunSpec, tokenizer: Tokenizer, text: PromptText, counts: tuple[int, ...]) -> None:
-        self.spec, self.name, self.counts, self.tokenizer = spec, spec.task, counts, tokenizer
+    def _build_over(self, spec: RunSpec, tokenizer: Tokenizer, text: PromptText) -> None:
+        self.spec, self.name, self.tokenizer = spec, spec.task, tokenizer
         self.corpus = load_corpus(spec.corpus or "prose")
         self.template = resolve_template(spec.template, tokenizer)
         self.builder = PromptBuilder(tokenizer, self.template, text, tokenize_corpus(self.corpus, tokenizer))
         self.form = line_form(self.corpus)
+
+    def corpora(self) -> list[dict[str, Any]]:
+        return [dataclasses.asdict(corpus_info(self.corpus, self.builder.corpus))]
+
+    def _identity(self, version: int, wording: object) -> dict[str, Any]:
+        """The identity: the task, its ``version``, the corpus and template with their hashes, and a
+        hash of ``wording`` (what of the prompt's words and the draws the code fixes)."""
+        return {
+            "task": self.name,
+            "version": version,
+            "corpus": self.corpus.name,
+            "corpus_sha256": self.corpus.sha256,
+            "template": self.template.name,
+            "template_sha256": self.template.sha256,
+            "prompt_text_sha256": hashlib.sha256(repr(wording).encode()).hexdigest(),
+        }
+
+
+class CountedLines(OverCorpus):
+    """A task's shared half: set up by ``_build``; a subclass gives ``line_tokens`` (the most tokens
+    one line and its partner take, halved) and ``overhead`` (the template, instruction and question)."""
+
+    axis: CountAxis
+    counts: tuple[int, ...]
+
+    def _build(self, spec: RunSpec, tokenizer: Tokenizer, text: PromptText, counts: tuple[int, ...]) -> None:
+        self.counts = counts
+        self._build_over(spec, tokenizer, text)
         self._check_fit()
 
     @property

@@ -27,9 +27,7 @@ The design, and why:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import hashlib
 import itertools
 import random
 from collections.abc import Sequence
@@ -38,7 +36,6 @@ from typing import Any
 
 from fathom.prompts import PromptText
 from fathom.prompts import log_records as logs
-from fathom.prompts.haystack import corpus_info
 from fathom.prompts.line_stream import place_lines
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.tokenizers import Tokenizer
@@ -182,17 +179,5 @@ class ListingTask(CountedLines):
             grader=grade,
         )
 
-    def corpora(self) -> list[dict[str, Any]]:
-        return [dataclasses.asdict(corpus_info(self.corpus, self.builder.corpus))]
-
     def identity(self) -> dict[str, Any]:
-        text = repr((LISTING_TEXT, logs.question("{user}", "{action}"), MARGIN)).encode()
-        return {
-            "task": self.name,
-            "version": LISTING_VERSION,
-            "corpus": self.corpus.name,
-            "corpus_sha256": self.corpus.sha256,
-            "template": self.template.name,
-            "template_sha256": self.template.sha256,
-            "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
-        }
+        return self._identity(LISTING_VERSION, (LISTING_TEXT, logs.question("{user}", "{action}"), MARGIN))

@@ -35,9 +35,7 @@ The design, and why:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import hashlib
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +46,6 @@ from fathom.errors import PromptError, SpecError
 from fathom.prompts import ChatPrompt, PromptText
 from fathom.prompts import conversation as talk
 from fathom.prompts.builder import Insertion, Prompt
-from fathom.prompts.haystack import corpus_info
 from fathom.prompts.haystack.index import Ids, Positions
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.spaces import EVAL, Space
@@ -337,27 +334,14 @@ class MrcrTask(CountedLines):
                 raise PromptError(f"the last round of {budget} tokens of rounds has no answer left")
         return Rounds(chosen, begin, end, shut)
 
-    def corpora(self) -> list[dict[str, Any]]:
-        return [dataclasses.asdict(corpus_info(self.corpus, self.builder.corpus))]
-
     def identity(self) -> dict[str, Any]:
-        text = repr(
-            (
-                talk.FORMS,
-                talk.ask("{form}", "{topic}"),
-                talk.question(2, 4, "poem", "{topic}", "{prefix}"),
-                *(TOPICS, ANSWER_TOKENS, LONGEST_ANSWER, MARGIN),
-            )
-        ).encode()
-        return {
-            "task": self.name,
-            "version": MRCR_VERSION,
-            "corpus": self.corpus.name,
-            "corpus_sha256": self.corpus.sha256,
-            "template": self.template.name,
-            "template_sha256": self.template.sha256,
-            "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
-        }
+        wording = (
+            talk.FORMS,
+            talk.ask("{form}", "{topic}"),
+            talk.question(2, 4, "poem", "{topic}", "{prefix}"),
+            *(TOPICS, ANSWER_TOKENS, LONGEST_ANSWER, MARGIN),
+        )
+        return self._identity(MRCR_VERSION, wording)
 
 
 def topics_of(

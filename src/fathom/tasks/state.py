@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import random
 import re
 from collections.abc import Sequence
@@ -47,7 +46,6 @@ from typing import Any
 
 from fathom.prompts import PromptText
 from fathom.prompts import list_ops as ops
-from fathom.prompts.haystack import corpus_info
 from fathom.prompts.line_stream import place_lines
 from fathom.prompts.needles import needle_rng
 from fathom.prompts.tokenizers import Tokenizer
@@ -239,17 +237,5 @@ class StateTask(CountedLines):
             grader=grade,
         )
 
-    def corpora(self) -> list[dict[str, Any]]:
-        return [dataclasses.asdict(corpus_info(self.corpus, self.builder.corpus))]
-
     def identity(self) -> dict[str, Any]:
-        text = repr((STATE_TEXT, [ops.question(k) for k in ops.QUESTION_KINDS])).encode()
-        return {
-            "task": self.name,
-            "version": STATE_VERSION,
-            "corpus": self.corpus.name,
-            "corpus_sha256": self.corpus.sha256,
-            "template": self.template.name,
-            "template_sha256": self.template.sha256,
-            "prompt_text_sha256": hashlib.sha256(text).hexdigest(),
-        }
+        return self._identity(STATE_VERSION, (STATE_TEXT, [ops.question(k) for k in ops.QUESTION_KINDS]))
