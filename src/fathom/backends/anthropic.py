@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from fathom.backends.anthropic_client import exchange, sdk_client
-from fathom.backends.base import InputKind, Request, split_options
+from fathom.backends.base import InputKind, Request, in_order, split_options
 from fathom.backends.jsonhttp import Failed, JsonApi, Rejected, Transient
 from fathom.backends.openai_replies import MOST_TOKENS
 from fathom.backends.openai_target import read_target
@@ -184,8 +184,7 @@ class AnthropicBackend:
             log.warning(lengths_line(gaps, self.stand_in))
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        found = dict(self.stream(requests))
-        return [found[index] for index in range(len(requests))]
+        return in_order(self.stream(requests), len(requests))
 
     def _probe(self) -> None:
         """Fail before any work where nothing answers, the key is refused, the model is unknown or

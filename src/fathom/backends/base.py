@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl
 
 import numpy as np
@@ -21,6 +21,7 @@ from fathom.records import Completion
 # What a backend consumes: exact token ids, the prompt's text (re-tokenised by the backend), or chat
 # messages that the backend's server puts into its own template.
 InputKind = Literal["ids", "text", "chat"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,6 +75,13 @@ class TokenScores:
     first_position: int
     latency_s: float
     error: str | None = None
+
+
+def in_order(done: Iterator[tuple[int, T]], count: int) -> list[T]:
+    """``count`` results handed over as ``(index, result)`` as each finished, in their index order:
+    what a streaming backend's ``generate`` returns."""
+    found = dict(done)
+    return [found[index] for index in range(count)]
 
 
 def split_options(rest: str) -> tuple[str, dict[str, str]]:

@@ -29,6 +29,7 @@ from fathom.backends.base import (
     ScoreRequest,
     TokenScores,
     failed_scores,
+    in_order,
     score_request,
     split_options,
     with_continuation,
@@ -85,7 +86,6 @@ _SETTINGS = {
     "max_prompt": count(None, most=MOST_CONTEXT),
     "think_tags": THINK_TAGS,
 }
-Result = TypeVar("Result")
 Parsed = TypeVar("Parsed")
 # Teacher forcing through the completions endpoint: the prompt echoed with each token's
 # log-probability (OpenAI's legacy shape, which vLLM and llama.cpp's servers speak), then one new
@@ -198,10 +198,10 @@ class OpenAIBackend:
         return self.api.drain(self._answer, Intake(requests, self.concurrency, PrefixChunks(_prompt_ids)))
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        return _in_order(self.stream(requests), len(requests))
+        return in_order(self.stream(requests), len(requests))
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
-        return _in_order(self.api.each(self._score, requests, self.concurrency), len(requests))
+        return in_order(self.api.each(self._score, requests, self.concurrency), len(requests))
 
     def _probe(self) -> None:
         """Fail before any work when nothing answers at the URL or the key is refused; anything
@@ -381,8 +381,3 @@ def _refused(error: str) -> bool:
     """Whether a request's error is the server refusing min_tokens (OpenAI: HTTP 400 "Unrecognized
     request argument supplied: min_tokens"; a strict server: 422, naming the field)."""
     return error_kind(error) == ErrorKind.REJECTED and MIN_TOKENS in error
-
-
-def _in_order(done: Iterator[tuple[int, Result]], count: int) -> list[Result]:
-    found = dict(done)
-    return [found[index] for index in range(count)]
