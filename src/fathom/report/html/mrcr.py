@@ -9,13 +9,10 @@ Every number is the summary's (``fathom.analysis.mrcr``); this module only lays 
 from __future__ import annotations
 
 from fathom.analysis.summary import Row
+from fathom.report.html.listing import budget_boxes, budget_table
 from fathom.report.html.page import (
     SCORE_COLUMNS,
-    as_shown,
-    effective_boxes,
     effective_table,
-    number_box,
-    percent,
     score_rows,
     table,
 )
@@ -23,25 +20,13 @@ from fathom.report.html.page import (
 
 def mrcr_boxes(mrcr: Row) -> list[str]:
     """Each repeat count's effective length on the mean, and the answers cut at their budget."""
-    boxes = effective_boxes(mrcr, "repeats", lambda repeats: f"with {repeats} repeats")
-    return [*boxes, number_box(str(mrcr["truncated"]), "answers cut at their output budget")]
+    return budget_boxes(mrcr, "repeats", lambda repeats: f"with {repeats} repeats")
 
 
 def mrcr_section(mrcr: Row) -> str:
     """The score per repeat count and length; prefixed, exact and cut answers per cell; the score by
     which repeat was asked for; and the effective lengths on the mean and on the 95% lower bound."""
     cells = mrcr["cells"]
-    parts = [
-        (
-            c["repeats"],
-            as_shown("length", c["length"]),
-            percent(c["prefixed"]),
-            percent(c["exact"]),
-            c["truncated"],
-            c["max_new_tokens"],
-        )
-        for c in cells
-    ]
     scores = table(("repeats", "length", *SCORE_COLUMNS), score_rows(cells, "repeats", "length"))
     positions = table(
         ("position", "length", *SCORE_COLUMNS), score_rows(mrcr["positions"], "position", "length")
@@ -53,7 +38,7 @@ def mrcr_section(mrcr: Row) -> str:
         "unless the answer opens with the prefix, else the similarity ratio of the rest to the piece "
         "asked for. The 95% interval is a bootstrap's over the samples (Wilson's where every score is 0 "
         f"or 1).</p><h3>Score by repeats</h3>{scores}<h3>Prefixed, exact and truncated answers</h3>"
-        f"{table(('repeats', 'length', 'prefixed', 'exact', 'truncated', 'max new tokens'), parts)}"
+        f"{budget_table(cells, 'repeats', ('prefixed', 'exact'))}"
         f"<h3>Score by which repeat was asked for</h3>{positions}"
         f"{effective_table(mrcr, 'repeats', 'repeats')}</section>"
     )
