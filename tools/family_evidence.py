@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fathom.report.plots import format_length
+
 ROOT = Path(__file__).resolve().parent.parent
 NUMBERS = ROOT / "docs" / "families-real.json"
 # Where the table goes, and whether with its intervals (the README has room for the scores only).
@@ -79,7 +81,7 @@ def table(numbers: Mapping[str, Any], intervals: bool) -> str:
     the row was not run at that length."""
     models = numbers["models"]
     lengths = sorted({row["length"] for model in models for f in model["families"] for row in f["rows"]})
-    head = [f"{short_model(m['model'])} {_k(n)}" for m in models for n in lengths]
+    head = [f"{short_model(m['model'])} {format_length(n)}" for m in models for n in lengths]
     lines = ["| family: row (score, k) | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
     for family, task in _row_order(models):
         found = [
@@ -115,10 +117,6 @@ def _row_order(models: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
             for row in f["rows"]:
                 seen[(f["family"], row["task"])] = None
     return list(seen)
-
-
-def _k(length: int) -> str:
-    return f"{length // 1024}k" if length % 1024 == 0 else str(length)
 
 
 def _percent(mean: float | None) -> str:
