@@ -5,6 +5,7 @@ the refusals before any work, and the key in no file nor message."""
 
 from __future__ import annotations
 
+import html
 import json
 import socket
 import sys
@@ -17,7 +18,7 @@ from http_faults import KEY, request
 from messages_api import MessagesServer, counted, messages_serving
 
 from fathom.backends import jsonhttp
-from fathom.backends.anthropic import AnthropicBackend, lengths_line
+from fathom.backends.anthropic import AnthropicBackend
 from fathom.cli import SAMPLE_ERRORS, main
 from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.registry import BACKEND
@@ -72,11 +73,21 @@ def test_a_run_records_the_providers_counts_and_says_how_close_they_came(
     (refused, overloaded) = [when for _, action, when in fake.arrivals if action in ("429", "529")]
     assert overloaded - refused >= 0.9
     out = capsys.readouterr()
-    gaps = [r["actual_tokens"] / r["target_tokens"] - 1 for r in rows]
-    largest = max(abs(g) for g in gaps)
-    said = "fathom: warning: lengths are the provider's counts (count_tokens), not cl100k_base's: 4 "
-    assert said in out.err
-    assert f"(largest gap {largest:.1%})" in out.err
+    # summary.json says so, from the records: per length, the least and largest ratio of the
+    # provider's count to the target (here a token per 4 characters against cl100k's ~4.5: above 1).
+    counted = json.loads((folder / "summary.json").read_text())["provider_counts"]
+    assert counted["counted_by"] == "provider: count_tokens (prompts built with cl100k_base)"
+    ratios = {n: sorted(r["actual_tokens"] / n for r in rows if r["length"] == n) for n in (1024, 2048)}
+    assert [(c["length"], c["prompts"], c["ratio_min"], c["ratio_max"]) for c in counted["lengths"]] == [
+        (n, 2, round(low, 4), round(high, 4)) for n, (low, high) in ratios.items()
+    ]
+    assert counted["prompts"] == 4 and all(c["ratio_min"] > 1 for c in counted["lengths"])
+    (said,) = [line for line in out.out.splitlines() if line.startswith("lengths are the provider's")]
+    assert said.startswith(
+        "lengths are the provider's counts, by count_tokens (prompts built with cl100k_base): 4 prompts "
+        "came to "
+    )
+    assert f'<p class="lengths">{html.escape(said)}</p>' in (folder / "report.html").read_text()
 
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["backend"]["exact_lengths"] is False and manifest["backend"]["input"] == "chat"
@@ -107,11 +118,20 @@ def test_an_exhausted_sample_fails_alone_and_is_redone_on_resume_with_other_tran
     (failed,) = [r for r in records(folder) if r["error"] is not None]
     assert failed["error"] == "backend_error: HTTP 500 (2 attempts)"
     assert failed["actual_tokens"] == failed["target_tokens"]  # no answer: the stand-in's count
+    # The failed sample's stand-in count is no provider's: left out of how close the counts came.
+    assert json.loads((folder / "summary.json").read_text())["provider_counts"]["prompts"] == 3
     # How requests travel is outside the identity: the run resumes with other settings.
     assert run_cli(f"anthropic:claude-test@{fake.root}?retries=5&concurrency=3", folder) == 0
     rows = records(folder)
     assert len(rows) == 5 and rows[4]["sample_id"] == failed["sample_id"] and rows[4]["error"] is None
     assert "samples written: 1, already done: 3" in capsys.readouterr().out
+    # The resumed run's summary counts the four, from the records; so does fathom report, made anew.
+    summary = folder / "summary.json"
+    assert json.loads(summary.read_text())["provider_counts"]["prompts"] == 4
+    summary.unlink()
+    assert main(["report", str(folder)]) == 0
+    assert json.loads(summary.read_text())["provider_counts"]["prompts"] == 4
+    assert "lengths are the provider's counts, by count_tokens" in capsys.readouterr().out
 
 
 def test_thinking_is_sent_with_its_budget_and_kept_out_of_the_answer(fake: MessagesServer) -> None:
@@ -237,15 +257,6 @@ def test_a_missing_key_is_refused_before_any_request(monkeypatch: pytest.MonkeyP
     # A port nothing listens on: the refusal comes before any connection is tried.
     with pytest.raises(SpecError, match=r"needs an API key in \$ANTHROPIC_API_KEY"):
         AnthropicBackend("claude-test@http://127.0.0.1:9", "auto")
-
-
-def test_the_lengths_line_by_hand() -> None:
-    # 1000 built, 1100 and 950 counted: +10% and -5%; the largest gap is 10%.
-    line = lengths_line([0.10, -0.05], "cl100k_base")
-    assert line == (
-        "lengths are the provider's counts (count_tokens), not cl100k_base's: 2 prompts came to "
-        "95.0%..110.0% of the length they were built at (largest gap 10.0%)"
-    )
 
 
 def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,6 +18,10 @@ from typing import Any
 from fathom.schemas import MANIFEST_SCHEMA, Versions, read
 from fathom.spec import RunSpec
 
+# How a backend's settings say that each record's length is its provider's count of the prompt as sent
+# (``backends.base.Counting``), not the run's tokenizer's: its ``counted_by`` opens with this.
+PROVIDER_COUNTED = "provider: "
+
 
 def identity_sha256(identity: Mapping[str, Any]) -> str:
     """A run identity's fingerprint, which every record carries: a reader can tell a record that
@@ -189,6 +193,12 @@ class Manifest:
     @property
     def spec(self) -> RunSpec:
         return self.identity.spec
+
+    @property
+    def provider_counted(self) -> str | None:
+        """The backend's ``counted_by`` where its records' lengths are its provider's counts, else None."""
+        counted = self.identity.backend.settings.get("counted_by")
+        return counted if isinstance(counted, str) and counted.startswith(PROVIDER_COUNTED) else None
 
     def to_json(self) -> dict[str, Any]:
         data = {

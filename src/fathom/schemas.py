@@ -60,7 +60,9 @@ MANIFEST_SCHEMA = 6
 # the needles' form (``hard.forms``) and apart where a window names a near neighbour of the place
 # (``hard.neighbours``). 7: NIAH's effective length at the worst depth (``effective_length.worst_depth``),
 # and RULER's four categories, each one's mean over its tasks per length (``categories``). 8: a thinking
-# model's reasoning tokens per cell and its samples still thinking (``thinking``).
+# model's reasoning tokens per cell and its samples still thinking (``thinking``); and, added to 8
+# before any release wrote it, how close a provider's counts of the prompts came to their target
+# lengths (``provider_counts``), where the backend's provider counted them.
 SUMMARY_SCHEMA = 8
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1

@@ -22,6 +22,7 @@ from fathom.analysis.listing import is_listing_run, listing_summary
 from fathom.analysis.mrcr import is_mrcr_run, mrcr_summary
 from fathom.analysis.niah import CellStats, summarize, worst_depth_effective_length
 from fathom.analysis.perplexity import answer_likelihood, perplexity_table
+from fathom.analysis.provider_counts import provider_counts
 from fathom.analysis.ruler import TaskCell, category_scores, ruler_summary
 from fathom.analysis.select import (
     control_records,
@@ -148,6 +149,10 @@ class Summary:
     # Schema 8: a thinking model's reasoning tokens per cell and its samples still thinking when their
     # reply ended (``fathom.analysis.thinking``), where any record holds reasoning.
     thinking: Row | None = None
+    # Schema 8 too, added before any release wrote it: where a backend's provider counted the prompts
+    # (``Manifest.provider_counted``), how its counts compare with the target lengths
+    # (``fathom.analysis.provider_counts``).
+    provider_counts: Row | None = None
     schema: int = SUMMARY_SCHEMA
 
     @property
@@ -186,6 +191,8 @@ class Summary:
             data["slow"] = self.slow
         if self.thinking is not None:
             data["thinking"] = self.thinking
+        if self.provider_counts is not None:
+            data["provider_counts"] = self.provider_counts
         if self.run is not None:
             names = dataclasses.asdict(self.run)
             if names["fill"] == "exact":  # the default is left out: summaries keep their old form
@@ -280,7 +287,9 @@ def _with_worst_depth(grid: dict[str, Any]) -> dict[str, Any]:
 
 def v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 8 added the reasoning's section (``thinking``): a summary of schema 7 is of records
-    whose reasoning was never read apart (record schema 12 or before)."""
+    whose reasoning was never read apart (record schema 12 or before). It added the provider's counts
+    (``provider_counts``) too, which only the records give: a summary of 7 reads without them
+    (``fathom report`` derives them again)."""
     return data
 
 
@@ -297,11 +306,14 @@ def run_summary(
     judgements: Sequence[JudgementRecord] = (),
     judges: Sequence[JudgeIdentity] = (),
     qualifications: Sequence[QualificationRecord] = (),
+    counted_by: str | None = None,
 ) -> Summary:
     """NIAH's grid with ``threshold`` for its effective length (and the gold answer's likelihood, where
     read), or RULER's grid with RULER's own thresholds; the no-context control; the perplexity table;
-    the ``judges``' sections from their ``judgements``. Made in summary.json's form and read back
-    through ``Summary.from_json``, so that what is written is what reads."""
+    the ``judges``' sections from their ``judgements``; with ``counted_by`` (the backend's words, where
+    its provider counted the prompts), how close its counts came to the target lengths. Made in
+    summary.json's form and read back through ``Summary.from_json``, so that what is written is what
+    reads."""
     samples, documents = split_records(records)
     summary: dict[str, Any] = {"kind": "perplexity", "samples": 0, "errors": 0, "error_kinds": {}}
     if samples and is_ruler_run(samples):
@@ -339,6 +351,8 @@ def run_summary(
         summary["slow"] = slow
     if (thinking := thinking_summary(samples)) is not None:
         summary["thinking"] = thinking
+    if counted_by is not None:
+        summary["provider_counts"] = provider_counts(samples, counted_by)
     return Summary.from_json({**summary, "schema": SUMMARY_SCHEMA})
 
 

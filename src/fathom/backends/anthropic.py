@@ -2,8 +2,8 @@
 
 Claude's tokenizer is not public, so prompts are built with a stand-in (``--tokenizer``, cl100k_base
 by default) and each final prompt is counted by the provider's ``count_tokens`` endpoint before it is
-sent: that count is the record's ``actual_tokens`` (``base.Counting``), and at the end of the run a
-warning line says how far the provider's counts came from the lengths the prompts were built at. The
+sent: that count is the record's ``actual_tokens`` (``base.Counting``), and the run's summary says how
+close the provider's counts came to the target lengths (``fathom.analysis.provider_counts``). The
 prompt goes as messages (the task's system prompt as ``system``, a multi-turn prompt's earlier turns
 before the last user message); the Messages API takes no sampling settings (SDK 2.14.0 has no
 temperature), so the model decodes as it does. Thinking is the model's default unless ``thinking=off``
@@ -16,7 +16,6 @@ calls travel: fathom's window, deadlines, retries and caps, the key from ``$api_
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -44,10 +43,9 @@ from fathom.backends.settings import (
     whole,
 )
 from fathom.errors import FathomError, SpecError
+from fathom.manifest import PROVIDER_COUNTED
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Completion, ErrorKind
-
-log = logging.getLogger(__name__)
 
 API = "https://api.anthropic.com"
 STAND_IN = "cl100k_base"
@@ -148,7 +146,7 @@ class AnthropicBackend:
             "model": self.model,
             "endpoint": "messages",
             "prefill": "none",
-            "counted_by": f"provider: count_tokens (prompts built with {self.stand_in})",
+            "counted_by": f"{PROVIDER_COUNTED}count_tokens (prompts built with {self.stand_in})",
             "decoding": DECODING,
             "thinking": self.thinking,
             "max_tokens": "thinking + each sample's max_new_tokens"
@@ -169,19 +167,8 @@ class AnthropicBackend:
 
     def stream(self, requests: Iterable[Request]) -> Iterator[tuple[int, Completion]]:
         """Each completion as it is done, read and sent as ``OpenAIBackend.stream`` does (in order:
-        no prefix cache to serve), then a warning line that says how the provider's counts of the
-        prompts answered compare with the lengths they were built at."""
-        gaps: list[float] = []  # appended on the window's thread, read once it is done
-
-        async def answer(client: httpx.AsyncClient, request: Request) -> Completion:
-            completion = await self._answer(client, request)
-            if completion.error is None:
-                gaps.append(completion.prompt_tokens / len(request.ids) - 1)
-            return completion
-
-        yield from self.api.drain(answer, Intake(requests, self.concurrency))
-        if gaps:
-            log.warning(lengths_line(gaps, self.stand_in))
+        no prefix cache to serve)."""
+        yield from self.api.drain(self._answer, Intake(requests, self.concurrency))
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         return in_order(self.stream(requests), len(requests))
@@ -311,13 +298,3 @@ def _answered(reply: Any) -> tuple[str, str, int, str | None]:
     ]
     reasoning = "\n".join(text for text in thought if isinstance(text, str)) or None
     return "".join(answer), finish, counted, reasoning
-
-
-def lengths_line(gaps: Sequence[float], stand_in: str) -> str:
-    """What the run's lengths are: the provider's counts, and how close to the built lengths."""
-    low, high = min(gaps), max(gaps)
-    largest = max(abs(low), abs(high))
-    return (
-        f"lengths are the provider's counts (count_tokens), not {stand_in}'s: {len(gaps)} prompts came "
-        f"to {1 + low:.1%}..{1 + high:.1%} of the length they were built at (largest gap {largest:.1%})"
-    )

@@ -75,7 +75,12 @@ def derive(folder: RunFolder, threshold: float = 0.85) -> Summary:
     if not manifest.backend.exact_lengths:
         title += " (approximate lengths)"
     judged = run_summary(
-        records, threshold, read_judgements(folder.path), manifest.judges, read_qualifications(folder.path)
+        records,
+        threshold,
+        read_judgements(folder.path),
+        manifest.judges,
+        read_qualifications(folder.path),
+        manifest.provider_counted,
     )
     summary = dataclasses.replace(judged, run=RunFacts.of(manifest))
     _plot(folder, samples, summary, title, manifest.backend.trained_window)

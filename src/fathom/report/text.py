@@ -10,6 +10,7 @@ from fathom.report.babi_text import babi_text
 from fathom.report.categories_text import categories_text
 from fathom.report.listing_text import listing_text
 from fathom.report.mrcr_text import mrcr_text
+from fathom.report.provider_text import provider_counts_line
 from fathom.report.qualification_text import qualification_line
 from fathom.report.score_text import axis_table, effective_lines
 from fathom.report.score_text import pct as _pct
@@ -45,6 +46,8 @@ def summary_text(summary: Summary) -> list[str]:
         )
     if summary.thinking is not None:
         lines.append(thinking_line(summary.thinking))
+    if summary.provider_counts is not None:
+        lines.append(provider_counts_line(summary.provider_counts))
     return lines + [line for section in summary.judges for line in judges_text(section)]
 
 

@@ -20,6 +20,7 @@ from fathom.report.html.page import depth_label, esc, number_box, percent
 from fathom.report.html.state import state_boxes
 from fathom.report.html.suites import suite_boxes
 from fathom.report.plots import format_length
+from fathom.report.provider_text import provider_counts_line
 from fathom.report.text import answered_count, controls_count, samples_count
 from fathom.units import length_or_none
 
@@ -162,8 +163,11 @@ def page_header(manifest: Manifest, records: Sequence[SampleRecord], summary: Su
         f"<dt>{esc(name)}</dt><dd{_full(value)}>{esc(short_paths(value))}</dd>"
         for name, value in _facts(manifest, records)
     )
+    counted = summary.provider_counts
+    # Beside the headline numbers: every length on the page is the provider's count, not the stand-in's.
+    lengths = "" if counted is None else f'<p class="lengths">{esc(provider_counts_line(counted))}</p>'
     return (
         f"<header><h1>{esc(spec.model)} · {esc(spec.task)}</h1>"
-        f"{headline(summary)}<details open><summary>run</summary>"
+        f"{headline(summary)}{lengths}<details open><summary>run</summary>"
         f'<dl class="facts">{facts}</dl></details></header>'
     )
