@@ -38,6 +38,7 @@ from fathom.analysis.pairing import (
 from fathom.analysis.pairing import holm_adjust as holm_adjust
 from fathom.analysis.pairing import sign_test as sign_test
 from fathom.analysis.suites import is_suite_run, item_key
+from fathom.analysis.thinking import ThinkingComparison, compare_thinking
 from fathom.errors import RunFolderError
 from fathom.manifest import Identity, Manifest
 from fathom.records import SampleRecord
@@ -116,6 +117,9 @@ class Comparison:
     # beside the verdicts, never among them: knowing an answer without the context is no regression
     # in using it.
     controls: ControlComparison = dataclasses.field(default_factory=ControlComparison)
+    # Where either run read reasoning (thinking models): each run's reasoning tokens and samples still
+    # thinking over the samples both hold, cell by cell. Reported beside the verdicts, never among them.
+    thinking: ThinkingComparison | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -159,7 +163,7 @@ class Comparison:
             "improvements": len(self.improved),
             "controls": self.controls.to_json(),
             "gate": gate,
-        }
+        } | ({} if self.thinking is None else {"thinking": self.thinking.to_json()})
 
 
 def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> Comparison:
@@ -197,6 +201,7 @@ def compare_records(base: RunRecords, new: RunRecords, alpha: float = 0.05) -> C
         failures=failure_changes(pairs),
         controls=compare_controls(base, new, alpha),
         gate=verdicts,
+        thinking=compare_thinking([b for b, _ in pairs], [n for _, n in pairs]),
     )
 
 

@@ -1,13 +1,16 @@
 """A thinking model's reasoning counted: its tokens per cell and the samples still thinking when
-their reply ended (summary.json's ``thinking`` section)."""
+their reply ended (summary.json's ``thinking`` section), and two runs' compared (``fathom compare``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fathom.records import THINKING, SampleRecord
+
+Where = tuple[str, int, float | None]  # a cell: its task, length and depth
 
 
 def thinking_summary(records: Sequence[SampleRecord]) -> dict[str, Any] | None:
@@ -18,7 +21,7 @@ def thinking_summary(records: Sequence[SampleRecord]) -> dict[str, Any] | None:
     answered = [r for r in records if not r.control and r.error is None]
     if not any(r.reasoning_tokens is not None for r in answered):
         return None
-    cells: defaultdict[tuple[str, int, float | None], list[SampleRecord]] = defaultdict(list)
+    cells: defaultdict[Where, list[SampleRecord]] = defaultdict(list)
     for record in answered:
         cells[record.task, record.length, record.depth].append(record)
     rows = [
@@ -39,6 +42,82 @@ def _counts(group: Sequence[SampleRecord]) -> dict[str, Any]:
     }
 
 
-def _order(cell: tuple[str, int, float | None]) -> tuple[str, int, float]:
+def _order(cell: Where) -> tuple[str, int, float]:
     task, length, depth = cell
     return task, length, -1.0 if depth is None else depth
+
+
+@dataclass(frozen=True)
+class ThinkingChange:
+    """One cell's reasoning in two runs, or the run's (``task`` None): each run's mean reasoning tokens
+    (None where none was read) and its samples still thinking."""
+
+    task: str | None
+    length: int | None
+    depth: float | None
+    base_tokens: float | None
+    new_tokens: float | None
+    base_still: int
+    new_still: int
+
+    @property
+    def change(self) -> float | None:
+        """New minus base, in tokens a sample; None where either run read no reasoning."""
+        if self.base_tokens is None or self.new_tokens is None:
+            return None
+        return round(self.new_tokens - self.base_tokens, 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "length": self.length,
+            "depth": self.depth,
+            "base_tokens_mean": self.base_tokens,
+            "new_tokens_mean": self.new_tokens,
+            "tokens_change": self.change,
+            "base_still_thinking": self.base_still,
+            "new_still_thinking": self.new_still,
+        }
+
+
+@dataclass(frozen=True)
+class ThinkingComparison:
+    """Two runs' reasoning over the samples both hold (``thinking_summary`` of each): over them all
+    (``overall``) and cell by cell, every cell that either run read reasoning in."""
+
+    overall: ThinkingChange
+    cells: tuple[ThinkingChange, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        overall = self.overall.to_json()
+        del overall["task"], overall["length"], overall["depth"]
+        return {**overall, "cells": [cell.to_json() for cell in self.cells]}
+
+
+def compare_thinking(base: Sequence[SampleRecord], new: Sequence[SampleRecord]) -> ThinkingComparison | None:
+    """``base`` and ``new`` (the samples both runs hold) compared by their reasoning; None where
+    neither run read any (models that do not think: their comparison says nothing of it)."""
+    before, after = thinking_summary(base), thinking_summary(new)
+    if before is None and after is None:
+        return None
+    base_cells, new_cells = _by_cell(before), _by_cell(after)
+    cells = tuple(
+        _change(cell, base_cells.get(cell), new_cells.get(cell))
+        for cell in sorted(base_cells.keys() | new_cells.keys(), key=_order)
+    )
+    return ThinkingComparison(_change((None, None, None), before, after), cells)
+
+
+def _by_cell(summary: dict[str, Any] | None) -> dict[Where, dict[str, Any]]:
+    rows = [] if summary is None else summary["cells"]
+    return {(row["task"], row["length"], row["depth"]): row for row in rows}
+
+
+def _change(
+    cell: tuple[str | None, int | None, float | None], base: dict[str, Any] | None, new: dict[str, Any] | None
+) -> ThinkingChange:
+    def counts(row: dict[str, Any] | None) -> tuple[float | None, int]:
+        return (None, 0) if row is None else (row["tokens_mean"], row["still_thinking"])
+
+    (base_tokens, base_still), (new_tokens, new_still) = counts(base), counts(new)
+    return ThinkingChange(*cell, base_tokens, new_tokens, base_still, new_still)

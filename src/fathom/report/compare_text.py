@@ -9,13 +9,15 @@ from fathom.analysis.gate import Gate, GateTest
 from fathom.analysis.paired import CellComparison, Comparison, machine_warning
 from fathom.analysis.pairing import PairedTest, TaskComparison
 from fathom.analysis.suite_pairs import SuiteComparison
+from fathom.analysis.thinking import ThinkingChange, ThinkingComparison
 from fathom.units import format_count, length_or_none, length_span
 
 
-def _cell_name(cell: CellComparison) -> str:
+def _cell_name(cell: CellComparison | ThinkingChange) -> str:
     """Its length, then its task (RULER's, or a NIAH variant's) and depth (NIAH's), where it has them."""
     depth = None if cell.depth is None else f"depth {cell.depth:.0%}"
-    return ", ".join(part for part in (format_count(cell.length), cell.task, depth) if part)
+    length = None if cell.length is None else format_count(cell.length)
+    return ", ".join(part for part in (length, cell.task, depth) if part)
 
 
 def failures_line(comparison: Comparison) -> str:
@@ -161,9 +163,29 @@ def comparison_text(comparison: Comparison) -> list[str]:
     if isinstance(comparison, FamilyComparison):
         lines += family_text(comparison)
     lines += control_comparison_text(comparison.controls)
+    lines += thinking_comparison_text(comparison.thinking)
     if comparison.machine_differences:
         lines.append(f"warning: {machine_warning(comparison.machine_differences)}")
     return lines
+
+
+def _thinking_change(change: ThinkingChange) -> str:
+    """A cell's (or the runs') reasoning tokens a sample, base → new, and its samples still thinking."""
+    tokens = " → ".join("none" if n is None else f"{n:g}" for n in (change.base_tokens, change.new_tokens))
+    moved = "" if change.change is None else f" ({change.change:+g})"
+    return f"{tokens}{moved} tokens a sample, still thinking {change.base_still} → {change.new_still}"
+
+
+def thinking_comparison_text(thinking: ThinkingComparison | None) -> list[str]:
+    """Where either run read reasoning: its tokens a sample and its samples still thinking when their
+    reply ended (no answer), base → new, over the samples both runs hold and cell by cell."""
+    if thinking is None:
+        return []
+    return [
+        f"thinking (reasoning kept apart from the answer; base → new, over the samples both runs hold): "
+        f"{_thinking_change(thinking.overall)}",
+        *(f"  {_cell_name(cell)}: {_thinking_change(cell)}" for cell in thinking.cells),
+    ]
 
 
 def _counted(count: ControlCount) -> str:

@@ -311,6 +311,32 @@ def _failures(comparison: Mapping[str, Any]) -> str:
     return f"<h3>Failures by kind</h3><p>Over the {esc(held)} samples both runs hold.</p>{counts}"
 
 
+def _tokens(value: float | None) -> str:
+    return "none" if value is None else f"{value:g}"
+
+
+def _thinking_row(where: str, change: Mapping[str, Any]) -> tuple[object, ...]:
+    moved = change["tokens_change"]
+    return (where, _tokens(change["base_tokens_mean"]), _tokens(change["new_tokens_mean"]),
+            "" if moved is None else f"{moved:+g}", change["base_still_thinking"],
+            change["new_still_thinking"])  # fmt: skip
+
+
+def _thinking(comparison: Mapping[str, Any]) -> str:
+    """Where either run read reasoning (``fathom.analysis.thinking.compare_thinking``): each run's
+    reasoning tokens a sample and its samples still thinking, over the samples both hold and per cell."""
+    thinking = comparison.get("thinking")
+    if thinking is None:
+        return ""
+    rows = [_thinking_row("all samples", thinking), *(_thinking_row(_where(c), c) for c in thinking["cells"])]
+    head = ("cell", "base tokens", "new tokens", "change", "base still thinking", "new still thinking")
+    return (
+        "<h3>Thinking</h3><p>The reasoning kept apart from the answer: each run's mean reasoning tokens a "
+        "sample and its samples still thinking when their reply ended (no answer), over the samples both "
+        f"runs hold; reported beside the verdicts, never among them.</p>{table(head, rows)}"
+    )
+
+
 def _machines(comparison: Mapping[str, Any]) -> str:
     differences = comparison.get("machine_differences") or []
     return f"<p><strong>Warning:</strong> {esc(machine_warning(differences))}.</p>" if differences else ""
@@ -328,7 +354,8 @@ def comparison_section(comparison: Mapping[str, Any]) -> str:
         f"{difference_heatmap(c)}"
         '<p class="legend">colour and label: new minus base, in points; ▼ regressed, ▲ improved (by the '
         "gate); hover a cell for its numbers</p>"
-        f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}{_failures(c)}{_controls(c)}</section>"
+        f"<h3>Regressed and improved cells</h3>{_changed_cells(c)}{_failures(c)}{_controls(c)}"
+        f"{_thinking(c)}</section>"
     )
 
 
