@@ -15,6 +15,7 @@ from fathom.backends.local_models import LOCAL_MODELS, model_state
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli.arguments import DEFAULT_RUNS, parser
 from fathom.cli.browser import open_page
+from fathom.cli.lm_eval_cmd import lm_eval_command
 from fathom.cli.qualify import qualify_command
 from fathom.cli.series import series_command
 from fathom.errors import FathomError, SpecError
@@ -281,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             "gallery": _gallery,
             "export": _export,
             "export-check": _export_check,
+            "export-lm-eval": lm_eval_command,
             "suites": _suites,
             "judge": _judge,
             "series": series_command,

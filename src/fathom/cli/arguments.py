@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from fathom import registry
+from fathom.cli.lm_eval_cmd import add_lm_eval_command
 from fathom.cli.series import add_series_command
 from fathom.export.arguments import add_export_commands
 from fathom.index.command import add_index_command
@@ -145,6 +146,7 @@ def parser() -> argparse.ArgumentParser:
     )
 
     add_export_commands(commands, _Defaults)
+    add_lm_eval_command(commands, add_prompt_options)
     add_suite_commands(commands)
     add_judge_command(commands)
     add_series_command(commands)
@@ -234,6 +236,46 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         f"{', '.join(registry.BACKEND.names())} (fathom models says more)"
         + ("; a plan reads --arch from its file or folder" if planning else ""),
     )
+    add_prompt_options(parser)
+    parser.add_argument(
+        "--thinking-budget",
+        type=int,
+        default=None,
+        help="thinking models: tokens of reasoning allowed before each answer's budget (--max-new-tokens "
+        "comes after it: a request asks for both); refused by a backend that cannot honour one "
+        "(docs/thinking.md)",
+    )
+    parser.add_argument(
+        "--keep-reasoning",
+        action="store_true",
+        help="keep each answer's reasoning text in its record (its tokens are kept always)",
+    )
+    parser.add_argument(
+        "--perplexity",
+        action="store_true",
+        help=f"{_for('perplexity')}: also score perplexity documents of the haystack corpus at every length "
+        "(k per length)",
+    )
+    parser.add_argument(
+        "--answer-logprob",
+        action="store_true",
+        help=f"{_for('answer_logprob')}: also read the gold answer's teacher-forced log-probability after "
+        "each prompt",
+    )
+    parser.add_argument(
+        "--no-control",
+        dest="control",
+        action="store_false",
+        help="skip the no-context control (by default every question is also asked without its context)",
+    )
+    add_run_options(parser)
+
+
+def add_prompt_options(parser: argparse.ArgumentParser) -> None:
+    """The options that decide a sweep's prompts and their grading (tokenizer, lengths, depths,
+    samples, seed, needles, corpora, template, scoring, answer budget, fill, ops, items, repeats):
+    ``fathom run``'s and ``fathom plan``'s, and ``fathom export-lm-eval``'s, which writes those
+    prompts for another harness to ask."""
     parser.add_argument(
         "--tokenizer",
         default="auto",
@@ -304,19 +346,6 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         "--max-new-tokens", type=int, default=None, help="niah: 32 by default; RULER tasks: their own budget"
     )
     parser.add_argument(
-        "--thinking-budget",
-        type=int,
-        default=None,
-        help="thinking models: tokens of reasoning allowed before each answer's budget (--max-new-tokens "
-        "comes after it: a request asks for both); refused by a backend that cannot honour one "
-        "(docs/thinking.md)",
-    )
-    parser.add_argument(
-        "--keep-reasoning",
-        action="store_true",
-        help="keep each answer's reasoning text in its record (its tokens are kept always)",
-    )
-    parser.add_argument(
         "--fill",
         default="exact",
         help=f"{_for('fill')}: exact (each prompt and its tokens to generate fill the length) or ruler "
@@ -341,25 +370,6 @@ def _add_sweep(parser: argparse.ArgumentParser, planning: bool = False) -> None:
         help=f"{_for('repeats')}: how many times the piece of writing asked for again was asked for, swept "
         "as an axis (default 2,4,8; docs/mrcr.md)",
     )
-    parser.add_argument(
-        "--perplexity",
-        action="store_true",
-        help=f"{_for('perplexity')}: also score perplexity documents of the haystack corpus at every length "
-        "(k per length)",
-    )
-    parser.add_argument(
-        "--answer-logprob",
-        action="store_true",
-        help=f"{_for('answer_logprob')}: also read the gold answer's teacher-forced log-probability after "
-        "each prompt",
-    )
-    parser.add_argument(
-        "--no-control",
-        dest="control",
-        action="store_false",
-        help="skip the no-context control (by default every question is also asked without its context)",
-    )
-    add_run_options(parser)
 
 
 def _add_order(parser: argparse.ArgumentParser) -> None:
