@@ -15,6 +15,7 @@ from fathom.backends.local_models import LOCAL_MODELS, model_state
 from fathom.backends.sim import ARCHETYPES
 from fathom.cli.arguments import DEFAULT_RUNS, parser
 from fathom.cli.browser import open_page
+from fathom.cli.inspect_cmd import import_inspect_command
 from fathom.cli.lm_eval_cmd import lm_eval_command
 from fathom.cli.qualify import qualify_command
 from fathom.cli.series import series_command
@@ -286,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             "suites": _suites,
             "judge": _judge,
             "series": series_command,
+            "import-inspect": import_inspect_command,
             "index": index_command,
         }
         status = handlers[args.command](args)

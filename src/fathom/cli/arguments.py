@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from fathom import registry
+from fathom.cli.inspect_cmd import add_import_inspect_command
 from fathom.cli.lm_eval_cmd import add_lm_eval_command
 from fathom.cli.series import add_series_command
 from fathom.export.arguments import add_export_commands
@@ -150,6 +151,7 @@ def parser() -> argparse.ArgumentParser:
     add_suite_commands(commands)
     add_judge_command(commands)
     add_series_command(commands)
+    add_import_inspect_command(commands)
     add_index_command(commands)
     for logged in ("run", "compare", "series"):
         add_log_option(commands.choices[logged])
