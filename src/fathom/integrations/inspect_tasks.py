@@ -103,7 +103,7 @@ def fathom_task(name: str, options: dict[str, Any]) -> Task:
     }
     return Task(
         dataset=MemoryDataset(samples, name=f"fathom/{name}"),
-        solver=_answer(),
+        solver=answer(),
         scorer=grade(grading, tokenizer),
         config=GenerateConfig(temperature=0.0),  # fathom decodes greedily
         metadata={KEY: identity},
@@ -146,7 +146,7 @@ def _for_grading(sample: Sample) -> Sample:
 
 
 @solver
-def _answer() -> Solver:
+def answer() -> Solver:
     """inspect's generate, with each sample's answer budget fathom's (niah's 32 tokens, RULER's own)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
