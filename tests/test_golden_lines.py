@@ -1,7 +1,9 @@
 """Golden prompts of the families that place a stream of lines (``prompts/line_stream.py``): state
-tracking, the bAbI-style stories and long outputs. A fixed seed builds byte-identical prompts, their
-placements and (for long outputs) their output budgets from release to release; the digests were taken
-before the builder and the log records' formatting were made faster (issue #34), and held after.
+tracking, the bAbI-style stories and long outputs; and multi-round co-reference's conversations. A
+fixed seed builds byte-identical prompts, their placements and (for long outputs and mrcr) their
+output budgets from release to release; the digests were taken before the builder and the log
+records' formatting were made faster (issue #34), and held after; mrcr's before the corpus window and
+its rounds' bounds were (the 1M conversation's window wraps around the corpus), and held after.
 
 A change here means every earlier run's prompts changed: bump the family's version and say why."""
 
@@ -29,6 +31,14 @@ GOLDEN = [
      "1d7ffe04f6d2a5fb218ae9775651edf92ae9144a488923760a822c126f58d063"),
     ("babi", "cl100k_base", (16384,), {},
      "0c98446dda274b212100f7d6673516cf4b10a13f618f8cb638373d07a7c1eb86"),
+    ("mrcr", "cl100k_base", (131072,), {"repeats": (8,), "template": "chatml"},  # the benchmark's
+     "5441a575d1a4fb5b23867ae6651f958a48a99aeecec8509695430874bcbd262a"),
+    ("mrcr", "cl100k_base", (8192, 32768), {"repeats": (2, 4), "template": "plain"},
+     "30e510c84877640d75baf328c058753a97e46d099bfeb50b5e66474a06e8e9ee"),
+    ("mrcr", "cl100k_base", (1048576,), {"repeats": (2,), "template": "chatml"},
+     "2ad06a041e41f2192468656dacd10e782c0be23df2f6ebc0612d1a676b3dd314"),
+    ("mrcr", "char", (16384,), {"repeats": (2,), "template": "chatml"},
+     "6772071c0dabf343e499c6d7d2a77cff2d5fed2e4e378fa48245958d72273c40"),
 ]  # fmt: skip
 
 

@@ -296,14 +296,15 @@ class MrcrTask(CountedLines):
         low, high = ANSWER_TOKENS
         ends = np.cumsum(draw.integers(low, high + 1, size=budget // low + 1))
         found = np.searchsorted(starts, ends)
+        # Each end the first boundary at or after a sum of positive sizes (or the sum, past the last
+        # boundary): the ends ascend, and 0 is below them all.
         ends = np.where(found < len(starts), starts[np.minimum(found, len(starts) - 1)], ends)
-        bounds = _capped(np.unique(np.concatenate([[0], np.minimum(ends, budget)])))
+        bounds = _capped(_once(np.concatenate([[0], np.minimum(ends, budget)])))
         lengths = np.diff(bounds)
         lasts, which = np.unique(window[bounds[1:] - 1], return_inverse=True)
         shut = np.asarray([len(self._closings(int(token))) for token in lasts.tolist()])[which]
         frame = self.frame
         opening = np.asarray([len(self._openings(frame.reopen, ask)) for ask in asks])
-        firsts = np.asarray([len(self._openings(frame.lead, ask)) for ask in asks]) - opening
         chosen = draw.integers(1, len(asks), size=len(lengths))
         room = max(budget - repeats * self.line_tokens, 0)
         at = np.cumsum(opening[chosen] + lengths - 1 + shut)
@@ -312,7 +313,10 @@ class MrcrTask(CountedLines):
         picked = np.maximum.accumulate(picked - np.arange(repeats)) + np.arange(repeats)
         chosen[picked] = 0
         # The first round's ask follows the header's end, not the markup between rounds.
-        spent = np.cumsum(opening[chosen] + lengths - 1 + shut) + firsts[chosen[0]]
+        first = int(chosen[0])
+        spent = np.cumsum(opening[chosen] + lengths - 1 + shut) + (
+            len(self._openings(frame.lead, asks[first])) - int(opening[first])
+        )
         fit = int(np.searchsorted(spent, budget, side="right"))
         if picked[-1] >= fit:  # the fit checked when the task was made leaves room for them all
             raise PromptError(
@@ -368,4 +372,12 @@ def _capped(bounds: Positions) -> Positions:
     if not len(long):
         return bounds
     cuts = [np.arange(bounds[i] + LONGEST_ANSWER, bounds[i + 1], LONGEST_ANSWER) for i in long]
-    return np.unique(np.concatenate([bounds, *cuts]))
+    return np.sort(np.concatenate([bounds, *cuts]))  # each cut strictly between two bounds: none twice
+
+
+def _once(ascending: Positions) -> Positions:
+    """An ascending array's values once each: ``np.unique``'s result without its sort (or, from
+    numpy 2.3, its hash table), 0.1 ms of a 128k conversation's 4,000 drawn ends."""
+    first = np.ones(len(ascending), dtype=bool)
+    first[1:] = ascending[1:] != ascending[:-1]
+    return ascending[first]
