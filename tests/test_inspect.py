@@ -22,11 +22,22 @@ import pytest
 inspect_ai = pytest.importorskip("inspect_ai", reason="needs the inspect extra: pip install '.[inspect]'")
 
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log  # noqa: E402
-from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model  # noqa: E402
+from inspect_ai.model import (  # noqa: E402
+    ChatCompletionChoice,
+    ChatMessage,
+    ChatMessageAssistant,
+    ContentReasoning,
+    ContentText,
+    ModelOutput,
+    ModelUsage,
+    get_model,
+)
 
 from fathom.cli import main  # noqa: E402
 from fathom.errors import SpecError  # noqa: E402
+from fathom.integrations.inspect_answers import completion_of  # noqa: E402
 from fathom.integrations.inspect_spec import inspect_spec  # noqa: E402
+from fathom.prompts.tokenizers import load_tokenizer  # noqa: E402
 from fathom.run.store import RunFolder  # noqa: E402
 
 # inspect_ai 0.3.285's own warnings: it leaves a stream of anyio's unclosed per sample it runs (warned
@@ -50,8 +61,8 @@ def mock(answer: Answer) -> Any:
 
     def output(messages: list[ChatMessage], *_: object) -> ModelOutput:
         user = messages[-1].text
-        key = re.findall(r"number for ([\w-]+)", user)[-1]  # the question's, after the needle
-        value = re.search(rf"for {re.escape(key)} is:? (\d+)", user)
+        keys = re.findall(r"number for ([\w-]+)", user)  # the question's is the last, after the needle
+        value = re.search(rf"for {re.escape(keys[-1])} is:? (\d+)", user) if keys else None
         text = answer(value.group(1) if value else "", user)
         made = ModelOutput.from_content(model="mockllm", content=text)
         made.usage = ModelUsage(input_tokens=len(user) // 4, output_tokens=4, total_tokens=len(user) // 4 + 4)
@@ -157,13 +168,67 @@ def test_two_imported_logs_compare(
 @pytest.mark.slow
 def test_a_ruler_task_runs_and_imports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = {"task": "niah_single_1", "lengths": "1k", "samples": 3}
-    log = evaluate("fathom/ruler", args, mock(lambda value, _: value), tmp_path / "logs")
+    model = mock(lambda value, _: value)
+    [log] = inspect_ai.eval(
+        "fathom/ruler",
+        task_args=args,
+        model=model,
+        log_dir=str(tmp_path / "logs"),
+        log_format="json",
+        display="none",
+    )
+    assert log.location.endswith(".json")  # inspect's other format, read as the .eval one is
     assert log.status == "success" and sorted(scores(log).values()) == [1.0, 1.0, 1.0]
     status, out = import_folder(log, tmp_path / "run", capsys)
     assert status == 0, out
     records = RunFolder(tmp_path / "run").latest()
     assert {r.task for r in records} == {"niah_single_1"} and len(records) == 3
     assert all(r.score == 1.0 for r in records)  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+@pytest.mark.ruler_data
+def test_a_suite_from_its_files_is_graded_by_its_own_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fathom.integrations.inspect_tasks import fathom_task
+
+    assert main(["suites", "make-demo", str(tmp_path / "data"), "--items", "3"]) == 0
+    args = {"suite": "longbench", "data": str(tmp_path / "data"), "suite_tasks": "hotpotqa", "lengths": "2k"}
+    made = fathom_task("longbench", {k: v for k, v in args.items() if k != "suite"})
+    golds = {sample.input[-1].text: sample.target for sample in made.dataset}  # type: ignore[union-attr]
+    first = sorted(golds)[0]  # one item answered with its gold answer, the others with nothing of it
+
+    def answer(_: str, user: str) -> str:
+        gold = golds[user]
+        return gold[0] if user == first else "no answer"  # type: ignore[index]
+
+    log = evaluate("fathom/suite", args, mock(answer), tmp_path / "logs")
+    assert log.status == "success" and sorted(scores(log).values()) == [0.0, 0.0, 1.0]  # qa_f1 of each
+    status, out = import_folder(log, tmp_path / "run", capsys)
+    assert status == 0, out
+    records = RunFolder(tmp_path / "run").latest()
+    assert {r.task for r in records} == {"hotpotqa"} and sorted(r.score for r in records) == [0.0, 0.0, 1.0]  # type: ignore[union-attr]
+
+
+def test_an_outputs_reasoning_is_set_apart_from_its_answer_as_fathoms_backends_set_it() -> None:
+    tokenizer = load_tokenizer("cl100k_base")
+    thought = ChatMessageAssistant(
+        content=[ContentReasoning(reasoning="maybe 9514834"), ContentText(text="1234567")]
+    )
+    usage = ModelUsage(input_tokens=10, output_tokens=20, total_tokens=30, reasoning_tokens=7)
+    cut = ModelOutput(
+        model="m", choices=[ChatCompletionChoice(message=thought, stop_reason="max_tokens")], usage=usage
+    )
+    made = completion_of(cut, tokenizer)
+    assert (made.text, made.reasoning, made.reasoning_tokens) == ("1234567", "maybe 9514834", 7)
+    assert (made.finish_reason, made.prompt_tokens, made.completion_tokens) == ("length", 10, 20)
+    # A think block opening the text, its tokens counted where inspect gives none: "a b" is 2 of cl100k's.
+    made = completion_of(ModelOutput.from_content(model="m", content="<think>a b</think> 42"), tokenizer)
+    assert (made.text, made.reasoning, made.reasoning_tokens, made.finish_reason) == ("42", "a b", 2, "stop")
+    assert completion_of(ModelOutput.from_content(model="m", content="42"), tokenizer).reasoning is None
+    failed = completion_of(ModelOutput(), tokenizer, "the provider failed\nat length")
+    assert (failed.text, failed.error) == ("", "backend_error: inspect: the provider failed")
 
 
 def test_bad_options_are_one_clear_error() -> None:

@@ -24,7 +24,6 @@ from inspect_ai.dataset import MemoryDataset
 from inspect_ai.dataset import Sample as InspectSample
 from inspect_ai.model import (
     ChatMessage,
-    ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageUser,
     GenerateConfig,
@@ -112,11 +111,10 @@ def fathom_task(name: str, options: dict[str, Any]) -> Task:
 
 def _inspect_sample(spec: RunSpec, tokenizer: Tokenizer, sample: Sample) -> InspectSample:
     cell, prompt, needles = sample.cell, sample.prompt, sample.needles
-    chat = sample.chat() if sample.chat else chat_prompt(tokenizer, sample.text, prompt, sample.question)
+    # A prompt of one message, as niah's, RULER's and the suites' are (mrcr's conversations, built as
+    # several turns, are not offered here).
+    chat = chat_prompt(tokenizer, sample.text, prompt, sample.question)
     messages: list[ChatMessage] = [ChatMessageSystem(content=chat.system)] if chat.system else []
-    for role, content in chat.turns:
-        turn = ChatMessageUser(content=content) if role == "user" else ChatMessageAssistant(content=content)
-        messages.append(turn)
     messages.append(ChatMessageUser(content=chat.user))
     placements = needles.placements if needles is not None and prompt.needles else ()
     facts = {
