@@ -24,12 +24,14 @@ from fathom.prompts.haystack import load_corpus, tokenize_corpus
 from fathom.prompts.haystack.corpora import Corpus
 from fathom.prompts.needles import make_needle, needle_rng
 from fathom.prompts.templates import resolve_template
-from fathom.records import FirstToken
+from fathom.records import THINKING, FirstToken
+from fathom.run.runner import prepare
+from fathom.spec import RunSpec
 from fathom.tasks.niah import NIAH_TEXT
 from fathom.tasks.ruler.catalogue import SUITE
 
 llama_cpp = pytest.importorskip("llama_cpp")
-from fathom.backends.llamacpp import LlamaCppBackend  # noqa: E402
+from fathom.backends.llamacpp import LlamaCppBackend, _Answer  # noqa: E402
 from fathom.backends.llamacpp_vocab import (  # noqa: E402
     LlamaCppTokenizer,
     load_llama,
@@ -491,3 +493,61 @@ def test_a_sequence_over_n_ctx_is_not_scored(smol: LlamaCppBackend) -> None:
     assert scores.error == "too_long: 2049 tokens exceed n_ctx 2048" and len(scores.logprobs) == 0
     with pytest.raises(ValueError, match="cannot score from token 0"):
         smol.score([ScoreRequest("bad", np.ones(8, dtype=np.int32), 0)])
+
+
+# Thinking models (issue #35 item 1): a think block in the model's words split off its answer, and the
+# budgets a llama.cpp model cannot honour refused before any work.
+
+
+def test_a_think_block_is_split_off_the_models_words_and_an_unclosed_one_is_still_thinking(
+    smol: LlamaCppBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said: list[str] = []
+    # The model's greedy words stood in for: SmolLM2 writes no think block of its own.
+    monkeypatch.setattr(
+        smol, "_greedy", lambda ids, request: _Answer(said.pop(0), 9, "stop", None, FirstToken.FORCED)
+    )
+    said[:] = ["<think>Looking for the number.</think> It is 7.", "<think>Looking for", "It is 7."]
+    answered, thinking, plain = smol.generate(
+        [Request(f"s{i}", np.asarray([1, 2, 3], dtype=np.int32), 9) for i in range(3)]
+    )
+    # SmolLM2's tokens: Looking, " for", " the", " number", "." are 5; Looking, " for" are 2.
+    assert (answered.text, answered.reasoning_tokens, answered.finish_reason) == ("It is 7.", 5, "stop")
+    assert (thinking.text, thinking.reasoning_tokens, thinking.finish_reason) == ("", 2, THINKING)
+    assert (plain.text, plain.reasoning_tokens) == ("It is 7.", None)  # no block: the answer, whole
+
+
+def test_a_budget_with_think_tags_off_is_refused_in_one_line_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "run"
+    model = "llamacpp:smollm2?n_ctx=2k&threads=1&think_tags=off"
+    grid = ["--lengths", "1k", "--depths", "0.5", "--samples", "1", "--no-progress"]
+    assert (
+        main(["run", "niah", "--model", model, *grid, "--thinking-budget", "64", "--run-dir", str(folder)])
+        == 2
+    )
+    assert capsys.readouterr().err == (
+        "fathom: error: llamacpp:smollm2 has think_tags=off, so it would grade the reasoning as the answer: "
+        "drop --thinking-budget, or give one it can honour\n"
+    )
+    assert not folder.exists()
+
+
+@pytest.mark.parametrize(("budget", "fits"), [(992, True), (993, False)])
+def test_a_thinking_budget_counts_against_the_context_before_any_work(budget: int, fits: bool) -> None:
+    """n_ctx 2048: a 1k prompt, the thinking budget, then niah's answer of 32 tokens. 1024 + 992 + 32
+    is 2048, which fits; one more does not."""
+    spec = RunSpec(
+        "niah", "llamacpp:smollm2?n_ctx=2k&threads=1", "auto", (1024,), (0.5,), 1, thinking_budget=budget
+    )
+    if fits:
+        prepare(spec)
+        return
+    with pytest.raises(
+        SpecError,
+        # The sample's prompt (the control's, without its haystack, fits).
+        match=r"^1 of 2 prompts exceed the backend's context of 2048 tokens \(the longest: 1024 prompt "
+        r"tokens \+ 1025 new",
+    ):
+        prepare(spec)

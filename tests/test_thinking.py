@@ -6,6 +6,7 @@ by hand (the char tokenizer: one token a character)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +34,10 @@ from fathom.backends.settings import parse_settings
 from fathom.backends.sim import SimulatedBackend
 from fathom.cli import main
 from fathom.errors import SpecError
+from fathom.judge import runner as judge_runner
 from fathom.judgement import answer_sha256
 from fathom.plan.prompts import sweep_prompts
+from fathom.prompts.judging import judge_prompt
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import THINKING, Completion, SampleRecord, record_from_json
 from fathom.registry import check_backend, create_task
@@ -385,17 +388,35 @@ def test_the_control_is_graded_on_its_answer_alone(tmp_path: Path) -> None:
     assert summary is not None and summary.control is not None and summary.control["answered"] == 0
 
 
-def test_a_judge_reads_the_answer_and_never_the_reasoning(tmp_path: Path) -> None:
+def test_a_judge_reads_the_answer_and_never_the_reasoning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown: dict[str, str] = {}  # each judge's prompt, by the answer it was given
+
+    def spied(rubric: Any, question: str, references: Any, answer: str) -> Any:
+        prompt = judge_prompt(rubric, question, references, answer)
+        shown[answer] = json.dumps(dataclasses.asdict(prompt))
+        return prompt
+
+    monkeypatch.setattr(judge_runner, "judge_prompt", spied)
     folder = tmp_path / "run"
     options = ("--model", "sim:thinker", "--thinking-budget", "120", "--keep-reasoning")
     assert run_cli(folder, *options, "--judge", "sim-judge:reference") == 0
     judged = [json.loads(line) for line in (folder / "judgements.jsonl").read_text().splitlines()]
     records = {r.sample_id: r for r in RunFolder(folder).latest() if isinstance(r, SampleRecord)}
+    records = {sample_id: r for sample_id, r in records.items() if not r.control}  # the judged ones
+    assert len(judged) == len(records) == 6
     for judgement in judged:
         record = records[judgement["sample_id"]]
         # The judged answer is the record's output (its hash), never the reasoning beside it.
         assert judgement["answer_sha256"] == answer_sha256(record.output)
         assert judgement["answer_sha256"] != answer_sha256(record.reasoning or "")
+    # What the judge was shown: each record's answer, and no reasoning anywhere in its prompt (the
+    # still-thinking sample's names the needle's number, and its answer is empty).
+    assert set(shown) == {r.output for r in records.values()}
+    reasonings = [r.reasoning for r in records.values() if r.reasoning]
+    assert len(reasonings) == 6
+    assert not any(reasoning in prompt for reasoning in reasonings for prompt in shown.values())
 
 
 # Records: schema 13, and the records before it.

@@ -470,3 +470,42 @@ def test_the_answer_continuation_and_scoring_failures(fake: FakeVllm, model_dir:
     engine.llm.generate = lambda prompts, params, **_: [types.SimpleNamespace(prompt_logprobs=[None, {}])]
     [missing] = engine.score([ScoreRequest("e", np.arange(2), 1)])
     assert missing.error == "vllm returned no log-probability for prompt token 1"
+
+
+def test_a_think_block_is_split_off_and_think_tags_off_refuses_a_budget(
+    fake: FakeVllm,
+    model_dir: Path,
+    runs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Thinking models (issue #35 item 1): the engine's words with a think block before the answer."""
+
+    def thinking(prompts: Sequence[FakeTokensPrompt], params: Sequence[dict[str, Any]]) -> list[Any]:
+        outputs = answered(prompts, params)
+        for output in outputs:
+            output.outputs[0].text = "<think>Looking for it.</think>" + output.outputs[0].text
+        return outputs
+
+    answered = fake_outputs
+    monkeypatch.setitem(globals(), "fake_outputs", thinking)
+    made = backend(str(model_dir))
+    (completion,) = made.generate([request([5, 6, 7])])
+    # The folder's tokenizer (trained in conftest on a small text) splits "Looking for it." in 7.
+    assert (completion.text, completion.reasoning_tokens) == ("read 3", 7)
+    argv = [
+        "run",
+        "niah",
+        "--model",
+        f"vllm:{model_dir}?think_tags=off",
+        "--lengths",
+        "1k",
+        "--depths",
+        "0.5",
+    ]
+    assert main([*argv, "--samples", "1", "--thinking-budget", "64", "--run-dir", str(runs)]) == 2
+    assert capsys.readouterr().err == (
+        f"fathom: error: vllm:{model_dir} has think_tags=off, so it would grade the reasoning as the answer: "
+        "drop --thinking-budget, or give one it can honour\n"
+    )
+    assert not runs.exists()

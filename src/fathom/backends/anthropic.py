@@ -195,14 +195,10 @@ class AnthropicBackend:
     async def _answer(self, client: httpx.AsyncClient, request: Request) -> Completion:
         """The prompt counted by the provider, then answered; every text scrubbed of the key."""
         body = self._body(request)
-        thinking = self._budget(request)
-        # A run's --thinking-budget is in the request's max_new_tokens already; the setting's is not.
-        answer = request.max_new_tokens - (self.taken or 0)
+        thinking, answer = self._split(request.max_new_tokens)
         budget = thinking + max(1, answer)
-        if budget > self.max_output:
-            error = ErrorKind.REJECTED.error(
-                f"thinking {thinking} + answer {answer} tokens exceed max_output {self.max_output}"
-            )
+        if (over := self.output_refusal(request.max_new_tokens)) is not None:
+            error = ErrorKind.REJECTED.error(over)
             return Completion("", len(request.ids), 0, "error", 0.0, error=error)
         try:
             messages = self.sdk.messages
@@ -238,16 +234,29 @@ class AnthropicBackend:
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if chat.system:
             body["system"] = chat.system
-        if thinking := self._budget(request):
+        if thinking := self._budget():
             body["thinking"] = {"type": "enabled", "budget_tokens": thinking}
         elif self.thinking == "off":
             body["thinking"] = {"type": "disabled"}
         return body
 
-    def _budget(self, request: Request) -> int:
+    def _budget(self) -> int:
         """The tokens of thinking asked for: the run's --thinking-budget, else the setting's (none
         unless one is given)."""
         return self.taken or (self.thinking if isinstance(self.thinking, int) else 0)
+
+    def _split(self, new_tokens: int) -> tuple[int, int]:
+        """A request's thinking and answer budgets: a run's --thinking-budget is in its max_new_tokens
+        already, the setting's is not."""
+        return self._budget(), new_tokens - (self.taken or 0)
+
+    def output_refusal(self, new_tokens: int) -> str | None:
+        """Why a request of ``new_tokens`` (``base.OutputCapped``) cannot be asked: its thinking and
+        answer budgets together past max_output."""
+        thinking, answer = self._split(new_tokens)
+        if thinking + max(1, answer) <= self.max_output:
+            return None
+        return f"thinking {thinking} + answer {answer} tokens exceed max_output {self.max_output}"
 
     def take_thinking(self, budget: int) -> str | None:
         """The API's budget_tokens takes the run's budget, where the settings allow it; each request's

@@ -177,6 +177,16 @@ class Thinking(Protocol):
 
 
 @runtime_checkable
+class OutputCapped(Protocol):
+    """A backend whose replies, thinking and answer together, hold at most so many tokens (Anthropic's
+    ``max_output``): asked before any work with the most new tokens a sample of the run asks for (its
+    thinking budget and its answer's), ``output_refusal`` says in one line why it cannot give them,
+    else None, so that a run whose every such sample would be refused is refused instead."""
+
+    def output_refusal(self, new_tokens: int) -> str | None: ...
+
+
+@runtime_checkable
 class Built(Protocol):
     """A backend whose build decides its arithmetic (llama.cpp's CPU kernels, say): what the manifest
     records of it, outside the run's identity, so a run resumes on another build but a comparison

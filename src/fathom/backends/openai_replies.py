@@ -15,8 +15,9 @@ MOST_TOKENS = 2**31
 
 
 # Where servers put a thinking model's reasoning beside the content, in the order looked for:
-# ``reasoning`` (vLLM since 0.10, which deprecates the other; Ollama, OpenRouter), ``reasoning_content``
-# (vLLM before, llama.cpp's server, DeepSeek's API, SGLang).
+# ``reasoning`` (vLLM since late 2025: its 0.11.2 docs name it, later releases drop the other; Ollama,
+# OpenRouter), ``reasoning_content`` (vLLM before, llama.cpp's server, DeepSeek's API, SGLang). The first
+# that holds text: vLLM's docs warn that a reply may hold the other field empty.
 REASONING_FIELDS = ("reasoning", "reasoning_content")
 
 

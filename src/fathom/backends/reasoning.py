@@ -12,7 +12,7 @@ still thinking: no answer (``records.THINKING``).
 
 Servers that split the reasoning themselves give it in the message beside the content
 (``reasoning_content``: vLLM's reasoning parsers, llama.cpp's server, DeepSeek's API; ``reasoning``:
-vLLM since 0.10, Ollama, OpenRouter): ``openai_replies.read_answer`` reads it, and the answer is the
+vLLM since late 2025, Ollama, OpenRouter): ``openai_replies.read_answer`` reads it, and the answer is the
 content alone. Anthropic's thinking blocks are apart already (``anthropic``).
 
 The reasoning's tokens are the backend tokenizer's count of its text (tags left out): the model's own
