@@ -21,7 +21,7 @@ import pytest
 from fathom import registry
 from fathom.cli import main
 from fathom.errors import FathomError
-from fathom.integrations import lm_eval_metrics
+from fathom.integrations import lm_eval_export, lm_eval_metrics
 from fathom.integrations.lm_eval_export import MARKER, export_lm_eval
 from fathom.integrations.lm_eval_metrics import ExportedGraderError, grade, grader_of
 from fathom.prompts.tokenizers import load_tokenizer
@@ -220,9 +220,9 @@ def test_lm_evals_own_command_runs_the_folder(niah: Path, tmp_path: Path) -> Non
 
 
 def test_the_folders_hooks_say_when_fathom_cannot_be_imported(niah: Path) -> None:
-    """Without site-packages (python -S), fathom is not importable: one clear ImportError."""
+    """Without site-packages or PYTHONPATH (python -I -S), fathom is not importable: one clear ImportError."""
     done = subprocess.run(
-        [sys.executable, "-S", "-c", f"import runpy; runpy.run_path({str(niah / 'utils.py')!r})"],
+        [sys.executable, "-I", "-S", "-c", f"import runpy; runpy.run_path({str(niah / 'utils.py')!r})"],
         capture_output=True,
         text=True,
         check=False,
@@ -254,6 +254,44 @@ def test_bad_input_is_one_line_exit_2_and_no_folder(
     error = capsys.readouterr().err
     assert error.startswith("fathom: error: ") and message in error and error.count("\n") == 1
     assert not out.exists()
+
+
+class Lengthening:
+    """cl100k_base whose decoded text gains words: a tokenizer whose text does not encode back to the
+    prompt's length."""
+
+    def __init__(self) -> None:
+        self.inner = load_tokenizer("cl100k_base")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.inner.decode(ids) + " and twenty more words" * 4  # 16 tokens more
+
+
+def test_a_text_that_does_not_encode_back_to_its_length_is_refused_before_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(lm_eval_export, "load_tokenizer", lambda name: Lengthening())
+    out = tmp_path / "out"
+    assert cli("export-lm-eval", *NIAH, "--out", out) == 2
+    error = capsys.readouterr().err
+    assert (
+        "sample niah|L1024|D0.0000|S0: its text encodes to 1040 tokens of cl100k_base, built at 1024" in error
+    )
+    assert not out.exists()
+
+
+def test_a_task_whose_budgets_differ_asks_for_the_largest(tmp_path: Path) -> None:
+    """mrcr's budget is each sample's piece of writing: the task's max_gen_toks is the largest."""
+    spec = RunSpec("mrcr", "lm-eval", "cl100k_base", (2048,), (), 4, repeats=(2,), control=False)
+    export_lm_eval(spec, tmp_path / "mrcr")
+    written = docs(tmp_path / "mrcr" / "fathom_mrcr_2_2048.jsonl")
+    budgets = [line["fathom"]["max_new_tokens"] for line in written]
+    assert len(set(budgets)) > 1
+    assert f"  max_gen_toks: {max(budgets)}\n" in (tmp_path / "mrcr" / "fathom_mrcr_2_2048.yaml").read_text()
+    assert {line["fathom"]["grader"]["method"] for line in written} == {"mrcr"}
 
 
 def test_an_out_holding_anything_else_is_refused_untouched(

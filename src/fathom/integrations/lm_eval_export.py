@@ -120,7 +120,7 @@ def export_lm_eval(spec: RunSpec, out: Path) -> LmEvalExport:
     tokenizer = load_tokenizer(spec.tokenizer)
     task = registry.create_task(spec, tokenizer)
     groups = _grouped(task.cells())
-    _check_shortest(task, groups, min(spec.lengths))
+    _check_shortest(task, groups, spec, tokenizer)
     group = lm_eval_name(f"fathom_{spec.task}")
     names = {key: lm_eval_name(f"fathom_{key[0]}_{key[1]}") for key in groups}
     if len(set(names.values())) < len(names):
@@ -149,12 +149,15 @@ def _grouped(cells: Iterable[Cell]) -> dict[tuple[str, int], list[Cell]]:
     return groups
 
 
-def _check_shortest(task: Task, groups: dict[tuple[str, int], list[Cell]], shortest: int) -> None:
-    """One prompt of each task at the shortest length, built before anything is written: a length
-    below a prompt's own overhead is refused here, as ``fathom run`` refuses it before its run."""
+def _check_shortest(
+    task: Task, groups: dict[tuple[str, int], list[Cell]], spec: RunSpec, tokenizer: Tokenizer
+) -> None:
+    """One doc of each task at the shortest length, made before anything is written: a length below a
+    prompt's own overhead is refused here, as ``fathom run`` refuses it before its run, and so is a
+    tokenizer whose decoded text does not encode back to its length."""
     for (_, length), cells in groups.items():
-        if length == shortest:
-            _sample(task, cells[0])
+        if length == min(spec.lengths):
+            _doc(_sample(task, cells[0]), spec, tokenizer)
 
 
 def _check_out(out: Path, marker: dict[str, Any]) -> None:
