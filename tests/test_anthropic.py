@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,6 +185,29 @@ def test_each_fault_is_named_in_the_error(fake: MessagesServer, fault: str, reas
     (completion,) = backend.generate([request()])
     assert completion.error is not None and completion.error.startswith(reason), completion.error
     assert completion.text == "" and completion.finish_reason == "error"
+
+
+def test_overload_retried_within_max_wait_and_max_wait_bounds_every_attempt(fake: MessagesServer) -> None:
+    """The HTTP backend's deadlines: a 529's Retry-After (1 s) past max_wait (0.5 s) ends the request
+    after one attempt; a server that hangs costs each attempt its timeout, and all of them max_wait."""
+    fake.scripts = [["529"] * 100]
+    backend = AnthropicBackend(
+        f"claude-test@{fake.root}?retries=100&max_wait=0.5&concurrency=1", "cl100k_base"
+    )
+    (overloaded,) = backend.generate([request()])
+    assert overloaded.error == "backend_error: HTTP 529 (1 attempt)" and fake.actions() == {"529": 1}
+    fake.scripts = [["hang"] * 100]
+    started = time.perf_counter()
+    backend = AnthropicBackend(
+        f"claude-test@{fake.root}?timeout=0.6&retries=100&max_wait=1&concurrency=1", "cl100k_base"
+    )
+    (hung,) = backend.generate([request("again")])
+    timed_out = re.fullmatch(
+        r"backend_error: timeout: no complete reply within ([\d.]+) s \((\d+) attempts?\)", hung.error or ""
+    )
+    assert timed_out is not None, hung.error
+    # The second attempt has what the first left of max_wait: at most 0.4 s; never a third.
+    assert int(timed_out[2]) in (1, 2) and time.perf_counter() - started < 10
 
 
 def test_max_tokens_is_a_length_finish(fake: MessagesServer) -> None:
