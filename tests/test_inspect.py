@@ -395,3 +395,11 @@ def test_inspects_own_command_line_runs_a_fathom_task(
     assert scores(log) == {sample: 0.0 for sample in log.eval.dataset.sample_ids or []}  # type: ignore[misc]
     status, out = import_folder(log, tmp_path / "run", capsys)
     assert status == 0 and "samples imported: 4 of 4 planned" in out
+    # A bad option: fathom's line, no traceback (inspect prints a PrerequisiteError's message alone).
+    bad = [*command[:5], "-T", "lenghts=1k", "--log-dir", str(tmp_path / "bad")]
+    done = subprocess.run(bad, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 1 and said.startswith("fathom: error: fathom/niah takes no option 'lenghts'"), (
+        said
+    )
+    assert "Traceback" not in said and not (tmp_path / "bad").exists()

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 from inspect_ai import Task, task
-from inspect_ai._util.package import get_installed_package_name  # the pinned version's (the extra)
+from inspect_ai._util.error import PrerequisiteError  # the pinned version's (the extra), as below
+from inspect_ai._util.package import get_installed_package_name
 from inspect_ai.dataset import MemoryDataset
 from inspect_ai.dataset import Sample as InspectSample
 from inspect_ai.model import (
@@ -31,7 +32,7 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from fathom.errors import SpecError
+from fathom.errors import FathomError, SpecError
 from fathom.integrations.inspect_answers import completion_of
 from fathom.integrations.inspect_spec import inspect_spec
 from fathom.prompts import chat_prompt
@@ -56,6 +57,16 @@ def _named(name: str) -> str:
     return name if get_installed_package_name(_named) == "fathom" else f"fathom/{name}"
 
 
+class TaskOptionError(SpecError, PrerequisiteError):
+    """A fathom task that cannot be made as asked (a bad -T option, a corpus or tokenizer not found):
+    a SpecError to Python callers, and one line on inspect's command line, which prints a
+    PrerequisiteError's message without a traceback."""
+
+    def __init__(self, message: str) -> None:
+        SpecError.__init__(self, message)
+        self.message = f"fathom: error: {message}"
+
+
 @task(name=_named("niah"))
 def niah(**options: Any) -> Task:
     """fathom's needle in a haystack: the options of ``fathom run niah`` (lengths, depths, samples,
@@ -68,7 +79,9 @@ def ruler(**options: Any) -> Task:
     """RULER's 13 tasks (``-T task=vt`` for one alone), as ``fathom run ruler`` builds them."""
     name = str(options.pop("task", "ruler"))
     if name != "ruler" and name not in RULER_TASKS:
-        raise SpecError(f"fathom/ruler runs RULER's tasks: -T task= one of ruler, {', '.join(RULER_TASKS)}")
+        raise TaskOptionError(
+            f"fathom/ruler runs RULER's tasks: -T task= one of ruler, {', '.join(RULER_TASKS)}"
+        )
     return fathom_task(name, options)
 
 
@@ -77,23 +90,26 @@ def suite(**options: Any) -> Task:
     """A real suite from its official files: ``-T suite=longbench data=DIR`` (suite_tasks, truncate)."""
     name = str(options.pop("suite", ""))
     if name not in SUITE_NAMES:
-        raise SpecError(f"fathom/suite needs -T suite= one of {', '.join(SUITE_NAMES)}, not '{name}'")
+        raise TaskOptionError(f"fathom/suite needs -T suite= one of {', '.join(SUITE_NAMES)}, not '{name}'")
     return fathom_task(name, options)
 
 
 def fathom_task(name: str, options: dict[str, Any]) -> Task:
     """The inspect task of fathom task ``name`` with ``options``: every cell's sample built now."""
-    spec = inspect_spec(name, options)
-    tokenizer = load_tokenizer(spec.tokenizer)
-    made = create_task(spec, tokenizer)
-    samples: list[InspectSample] = []
-    grading: dict[str, Sample] = {}
-    for cell in made.cells():
-        sample = made.prepare(cell)
-        if not isinstance(sample, Sample):
-            raise SpecError(f"fathom/{name}'s cell {cell.id} scores a document; inspect's models only answer")
-        samples.append(_inspect_sample(spec, tokenizer, sample))
-        grading[cell.id] = _for_grading(sample)
+    try:
+        spec = inspect_spec(name, options)
+        tokenizer = load_tokenizer(spec.tokenizer)
+        made = create_task(spec, tokenizer)
+        samples: list[InspectSample] = []
+        grading: dict[str, Sample] = {}
+        for cell in made.cells():
+            sample = made.prepare(cell)
+            if not isinstance(sample, Sample):
+                raise SpecError(f"fathom/{name}'s cell {cell.id} scores a document; inspect's models answer")
+            samples.append(_inspect_sample(spec, tokenizer, sample))
+            grading[cell.id] = _for_grading(sample)
+    except FathomError as exc:
+        raise TaskOptionError(str(exc)) from None
     identity = {
         "spec": spec.to_json(),
         "tokenizer": {"name": tokenizer.name, "sha256": tokenizer.identity},
