@@ -138,6 +138,26 @@ def test_each_prompt_is_its_length_in_the_named_tokenizer(niah: Path) -> None:
             assert facts["id"] == f"niah|L{length}|D{facts['depth']:.4f}|S0"
 
 
+def test_a_models_own_tokenizer_gets_its_chat_template_and_exact_lengths(
+    hf_model_dir: Path, tmp_path: Path
+) -> None:
+    """With a model folder's tokenizer (ChatML), each prompt is the whole templated conversation up to
+    the answer prefix, and transformers' tokenizer, as lm-eval's hf model encodes a prompt, counts it
+    at its length: the reason no --apply_chat_template is passed."""
+    transformers = pytest.importorskip("transformers")
+    out = tmp_path / "chatml"
+    grid = ["--lengths", "1k,2k", "--depths", "2", "--samples", "1"]
+    assert cli("export-lm-eval", "niah", "--tokenizer", f"hf:{hf_model_dir}", *grid, "--out", out) == 0
+    counted = transformers.PreTrainedTokenizerFast(tokenizer_file=str(hf_model_dir / "tokenizer.json"))
+    for length in (1024, 2048):
+        for line in docs(out / f"fathom_niah_{length}.jsonl"):
+            prompt = line["prompt"]
+            assert prompt.startswith("<|im_start|>user\n") and prompt.endswith(
+                "<|im_start|>assistant\nAnswer:"
+            )
+            assert len(counted(prompt)["input_ids"]) == length
+
+
 def test_the_prompts_are_the_runs_prompts(niah: Path, tmp_path: Path) -> None:
     """The same spec's run (without its controls) builds the same samples: each doc's prompt encodes
     to the ids its record hashes, and asks the same question of the same needle."""
