@@ -187,6 +187,26 @@ def test_a_ruler_task_runs_and_imports(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 @pytest.mark.slow
+def test_hard_needles_keep_their_roles_and_an_answer_naming_a_distractor_scores_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def hedge(_: str, user: str) -> str:  # every number the haystack gives, the gold among them
+        return " or ".join(re.findall(r"magic numbers for [\w-]+ is: (\d+)", user))
+
+    args = {"lengths": "1k", "depths": "0.5", "samples": 2, "distractors": 2}
+    log = evaluate("fathom/niah", args, mock(hedge), tmp_path / "logs")
+    samples = read_eval_log(log.location).samples or []
+    roles = [s.metadata["fathom"]["needle_roles"] for s in samples]
+    assert roles == [["gold", "key-distractor", "class-distractor"]] * 2
+    for sample in samples:  # the gold is in each answer, as "contains" alone would pass it
+        assert sample.target[0] in str(sample.scores["grade"].answer)  # type: ignore[index]
+    assert scores(log) == {str(s.id): 0.0 for s in samples}
+    assert import_folder(log, tmp_path / "run", capsys)[0] == 0
+    records = RunFolder(tmp_path / "run").latest()
+    assert all(r.score == 0.0 and r.lured == (r.needle_values[1],) for r in records)  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
 @pytest.mark.ruler_data
 def test_a_suite_from_its_files_is_graded_by_its_own_metric(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
