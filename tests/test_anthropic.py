@@ -15,14 +15,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from http_faults import KEY, request
 from messages_api import MessagesServer, counted, messages_serving
 
 from fathom.backends import jsonhttp
 from fathom.backends.anthropic import AnthropicBackend
+from fathom.backends.base import Request
 from fathom.cli import SAMPLE_ERRORS, main
 from fathom.errors import FathomError, MissingExtraError, SpecError
+from fathom.prompts.builder import ChatPrompt
 from fathom.registry import BACKEND
 
 pytest.importorskip("anthropic")  # the extra; CI installs it
@@ -147,6 +150,22 @@ def test_thinking_is_sent_with_its_budget_and_kept_out_of_the_answer(fake: Messa
     assert body["system"] == "Be brief."
     assert completion.prompt_tokens == counted(body)
     assert backend.settings()["thinking"] == 1024
+
+
+def test_a_multi_turn_prompt_goes_as_its_messages_in_order_and_is_counted_whole(fake: MessagesServer) -> None:
+    turns = (("user", "Write a poem about tapirs."), ("assistant", "Tapirs wander."))
+    chat = ChatPrompt("Be brief.", "Repeat the poem about tapirs.", "Answer:", turns)
+    asked = Request("m1", np.zeros(12, dtype=np.int32), 8, chat=chat)
+    (completion,) = AnthropicBackend(f"claude-test@{fake.root}", "cl100k_base").generate([asked])
+    assert completion.error is None and fake.bad == []
+    (body,) = fake.bodies
+    assert body["system"] == "Be brief." and body["messages"] == [
+        {"role": "user", "content": "Write a poem about tapirs."},
+        {"role": "assistant", "content": "Tapirs wander."},
+        {"role": "user", "content": "Repeat the poem about tapirs."},
+    ]
+    # The fake's count: (9 + 26 + 14 + 29 characters) // 4 = 19 tokens, the record's length.
+    assert completion.prompt_tokens == 19
 
 
 def test_thinking_off_is_sent_as_disabled(fake: MessagesServer) -> None:
