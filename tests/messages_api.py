@@ -3,7 +3,8 @@ request's shape (the key as SDK 2.14.0 sends it, its anthropic-version, the body
 ``count_tokens`` (a token per 4 characters of the messages and system prompt, so tests compute it by
 hand), and answers like a model that finds the needle, with a thinking block before the text when
 thinking is asked, after the faults scripted for each prompt (http_faults' scripting: 429 with
-Retry-After, 529 overloaded, 500, malformed JSON, a hang, an over-long body, a refusal, a key echoed)."""
+Retry-After, 529 overloaded, 500, malformed JSON, a hang, an over-long body, a refusal, a key echoed,
+a reply cut inside its thinking)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,8 @@ class MessagesHandler(FaultHandler):
             return self._raw(b'{"content": [{"type": "text", "text": "One of')
         elif action == "huge":
             return self._raw(_reply(" " + "x" * (jsonhttp.MAX_REPLY_BYTES + 1), body))
+        elif action == "think-cut":  # max_tokens reached inside the thinking: no text block at all
+            return self._raw(_reply(None, body, "max_tokens"))
         found = NEEDLE.search(prompt)
         text = f"You sent {key}." if action == "echo" else " " + (found[0] if found else "I do not know.")
         return self._raw(_reply(text, body, "max_tokens" if action == "cut" else "end_turn"))
@@ -103,8 +106,8 @@ def _error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-def _reply(text: str, body: dict[str, Any], stop: str = "end_turn") -> bytes:
-    blocks = [{"type": "text", "text": text}]
+def _reply(text: str | None, body: dict[str, Any], stop: str = "end_turn") -> bytes:
+    blocks = [] if text is None else [{"type": "text", "text": text}]
     if body.get("thinking", {}).get("type") == "enabled":
         blocks.insert(0, {"type": "thinking", "thinking": THINKING, "signature": "sig"})
     reply = {

@@ -26,6 +26,7 @@ from fathom.backends.base import Request
 from fathom.cli import SAMPLE_ERRORS, main
 from fathom.errors import FathomError, MissingExtraError, SpecError
 from fathom.prompts.builder import ChatPrompt
+from fathom.records import THINKING
 from fathom.registry import BACKEND
 
 pytest.importorskip("anthropic")  # the extra; CI installs it
@@ -227,6 +228,16 @@ def test_overload_retried_within_max_wait_and_max_wait_bounds_every_attempt(fake
     assert timed_out is not None, hung.error
     # The second attempt has what the first left of max_wait: at most 0.4 s; never a third.
     assert int(timed_out[2]) in (1, 2) and time.perf_counter() - started < 10
+
+
+def test_a_reply_cut_inside_its_thinking_is_still_thinking(fake: MessagesServer) -> None:
+    fake.scripts = [["think-cut"]]
+    backend = AnthropicBackend(f"claude-test@{fake.root}?thinking=1024&max_output=2048", "cl100k_base")
+    (completion,) = backend.generate([request()])
+    # The thinking block alone, cut at max_tokens: no answer, 19 tokens of reasoning (cl100k's count,
+    # as test_thinking counts the fake's thinking).
+    assert (completion.text, completion.finish_reason, completion.reasoning_tokens) == ("", THINKING, 19)
+    assert completion.error is None and fake.bad == []
 
 
 def test_max_tokens_is_a_length_finish(fake: MessagesServer) -> None:
