@@ -335,6 +335,15 @@ def test_a_log_whose_prompts_this_fathom_does_not_build_is_refused_and_leaves_no
     assert list((tmp_path / "runs").iterdir()) == [run] and not any(run.iterdir())
     (run / "kept").write_text("")
     assert "is not empty" in refused(["import-inspect", niah_log.location, "--run-dir", str(run)], capsys)
+    last.metadata["fathom"]["run"] = "0" * 64  # a sample of another run's spec
+    write_eval_log(log, str(tampered))
+    err = refused(["import-inspect", str(tampered), "--run-dir", str(tmp_path / "other")], capsys)
+    assert f"sample {last.id!r} is not a sample of the fathom run its task metadata names" in err
+    log.eval.metadata["fathom"]["tokenizer"] = "cl100k_base"  # type: ignore[index]  # no vocabulary hash
+    write_eval_log(log, str(tampered))
+    err = refused(["import-inspect", str(tampered), "--run-dir", str(tmp_path / "other")], capsys)
+    assert "was made with another tokenizer vocabulary or task build" in err
+    assert not (tmp_path / "other").exists() and list((tmp_path / "runs").iterdir()) == [run]
 
 
 @pytest.mark.slow

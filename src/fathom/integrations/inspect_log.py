@@ -72,10 +72,9 @@ def import_log(log: Path, run_dir: Path) -> Imported:
     spec, identity = _identity(header, log)
     tokenizer = load_tokenizer(spec.tokenizer)
     task = create_task(spec, tokenizer)
-    if (
-        identity.get("tokenizer", {}).get("sha256") != tokenizer.identity
-        or identity.get("task") != task.identity()
-    ):
+    counted = identity.get("tokenizer")
+    vocabulary = counted.get("sha256") if isinstance(counted, dict) else None
+    if vocabulary != tokenizer.identity or identity.get("task") != task.identity():
         raise InspectLogError(
             f"'{log}' was made with another tokenizer vocabulary or task build than '{spec.tokenizer}' and "
             f"fathom's {spec.task} give here (a corpus, tokenizer file or fathom version differs): import it "
@@ -172,9 +171,9 @@ def _answers(
                 "names: nothing imported"
             )
         error = sample.error.message if sample.error is not None else None
-        answers[sample_id] = LoggedAnswer(
-            completion_of(sample.output, tokenizer, error), facts["prompt_sha256"]
-        )
+        # A sample without its prompt's sha256 answers no prompt this fathom builds: refused when built.
+        answered = str(facts.get("prompt_sha256"))
+        answers[sample_id] = LoggedAnswer(completion_of(sample.output, tokenizer, error), answered)
     if not answers:
         raise InspectLogError(f"'{log}' holds no answered sample: nothing imported")
     return answers
