@@ -10,7 +10,8 @@ and a log whose prompts differ from the ones this fathom builds (another version
 file) is refused, sample by sample, by the prompts' sha256.
 
 The log is read with inspect's own reader, its header first and then one sample at a time, keeping
-only each answer: a large log is never held whole. Nothing is written until the log has been read
+only each answer: a large ``.eval`` log is never held whole (a ``.json`` log is one document, which
+inspect's reader reads whole). Nothing is written until the log has been read
 and checked; the folder is written under a temporary name beside DIR and renamed to DIR when whole,
 so a refusal or a failure leaves no folder behind.
 """
