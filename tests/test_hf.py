@@ -369,3 +369,19 @@ def test_a_quantized_kv_cache_is_asked_of_generate(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(hf.importlib.util, "find_spec", lambda name: object())
     config = {"cache_implementation": "quantized", "cache_config": {"backend": "quanto", "nbits": 4}}
     assert hf._quantized_cache("int4") == config
+
+
+def test_a_thinking_budget_with_think_tags_off_is_refused_in_one_line_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Thinking models (issue #35 item 1): with no think block looked for, the reasoning would be
+    graded as the answer, so a budget is refused before any work."""
+    folder = tmp_path / "run"
+    argv = ["run", "niah", "--model", "hf:smollm2?think_tags=off", "--lengths", "1k", "--depths", "0.5"]
+    assert main([*argv, "--samples", "1", "--thinking-budget", "64", "--run-dir", str(folder)]) == 2
+    err = capsys.readouterr().err  # after transformers' progress bars of the GGUF's load
+    assert err.count("fathom: error:") == 1 and err.endswith(
+        "fathom: error: hf:smollm2 has think_tags=off, so it would grade the reasoning as the answer: drop "
+        "--thinking-budget, or give one it can honour\n"
+    )
+    assert not folder.exists()
