@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ from test_store import manifest, record, started
 from fathom.errors import NewerSchemaError, RunFolderError
 from fathom.records import record_from_json
 from fathom.run.lines import Damage, Parsed, _first_line, parse
-from fathom.run.store import QUARANTINE, RunFolder, _differences, is_final
+from fathom.run.store import MANIFEST, QUARANTINE, SAMPLES, RunFolder, _differences, is_final
+from fathom.schemas import RECORD_SCHEMA
 
 
 def test_the_differences_of_two_identities_name_each_key_that_differs() -> None:
@@ -121,3 +123,91 @@ def test_a_record_of_a_newer_fathom_is_named_by_file_and_line() -> None:
     assert str(newer.value).startswith(
         "runs/a/samples.jsonl line 2 was written by a newer fathom (record schema 999"
     )
+
+
+# The survivors of the fifth round (issue #32, docs/mutation.md): the folder's identity read back,
+# claim's lock, a repair's two answers to a newer record, and two refusals read whole.
+
+
+def test_a_folders_identity_is_the_one_its_records_carry_read_once(tmp_path: Path) -> None:
+    started(tmp_path / "run")
+    stamped = json.loads((tmp_path / "run" / SAMPLES).read_text().splitlines()[0])["run_identity"]
+    assert isinstance(stamped, str) and len(stamped) == 16
+    reader = RunFolder(tmp_path / "run")  # never started: the identity comes from the manifest
+    assert reader.identity() == stamped
+    (tmp_path / "run" / MANIFEST).unlink()  # read once and kept
+    assert reader.identity() == stamped
+
+
+def test_a_claimed_folder_refuses_a_second_writer_at_once_and_a_new_folder_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    started(tmp_path / "run").close()
+    first = RunFolder(tmp_path / "run")
+    first.claim()
+    try:
+        with pytest.raises(RunFolderError) as refused:
+            RunFolder(tmp_path / "run").claim()
+        first.start(manifest())  # the claim's lock is the writer's: start takes no second one
+        first.append(record(2))
+    finally:
+        first.close()
+    assert str(refused.value) == (
+        f"run folder '{tmp_path / 'run'}' is in use by pid {os.getpid()} (another fathom run writes to "
+        "it): wait for it to finish, or give --run-dir another folder"
+    )
+    assert [r.sample for r in RunFolder(tmp_path / "run").records()] == [0, 1, 2]
+    RunFolder(tmp_path / "new").claim()  # no manifest: nothing to claim, nothing made
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_start_with_other_labels_on_a_folder_of_records_is_refused_whole(tmp_path: Path) -> None:
+    started(tmp_path / "run")
+    with pytest.raises(RunFolderError) as refused:
+        RunFolder(tmp_path / "run").start(manifest().labelled({"step": "2"}))
+    assert str(refused.value) == (
+        f"run folder '{tmp_path / 'run'}' holds records labelled no labels, not step=2: resume it "
+        "without --label (it keeps its own), or give another checkpoint's run a new --run-dir"
+    )
+
+
+def test_repair_refuses_a_newer_record_naming_its_option_which_moves_the_line_aside(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = started(tmp_path / "run")
+    newer = json.dumps(json.loads(folder.samples_path.read_text().splitlines()[0]) | {"schema": 99})
+    with folder.samples_path.open("a") as handle:
+        handle.write(newer + "\n")
+    before = folder.samples_path.read_bytes()
+    with pytest.raises(RunFolderError) as refused:
+        RunFolder(folder.path).repair()
+    assert str(refused.value) == (
+        f"{folder.samples_path} line 3 was written by a newer fathom (record schema 99, this fathom reads "
+        f"up to {RECORD_SCHEMA}): upgrade fathom, or 'fathom repair {folder.path} --set-aside-newer' "
+        f"moves such lines aside to {QUARANTINE} (a newer fathom can read them there)"
+    )
+    assert folder.samples_path.read_bytes() == before  # refused: nothing moved
+    assert RunFolder(folder.path).repair(set_aside_newer=True) == 1
+    assert (folder.path / QUARANTINE).read_text() == newer + "\n"
+    assert [r.sample for r in folder.records()] == [0, 1]
+    assert caplog.messages == [
+        f"moved 1 damaged line(s) of {folder.samples_path} aside to {folder.path / QUARANTINE} (line 3: "
+        f"not a record (a newer fathom's record, schema 99; this one reads up to {RECORD_SCHEMA}))"
+    ]
+
+
+def test_a_record_with_an_impossible_value_is_refused_whole_and_those_before_it_kept(
+    tmp_path: Path,
+) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.start(manifest())
+    with folder:
+        folder.append(record(0))
+        with pytest.raises(RunFolderError) as refused:
+            folder.append(dataclasses.replace(record(1), score=2.0))
+    assert str(refused.value) == (
+        f"refusing to write the record of 'niah|L1024|D0.5000|S1' into {folder.samples_path}: field "
+        "'score' is 2.0, not a finite number in [0, 1] (a scoring method or backend gave an impossible "
+        "value; the records before it are kept)"
+    )
+    assert [r.sample for r in folder.records()] == [0]
