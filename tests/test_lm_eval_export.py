@@ -174,8 +174,12 @@ def test_the_prompts_are_the_runs_prompts(niah: Path, tmp_path: Path) -> None:
         assert (record["answers"], record["question"]) == (facts["answers"], facts["question"])
 
 
-def test_lm_evals_dummy_model_scores_zero(niah: Path, offline: None) -> None:
-    results = evaluate(niah, ["fathom_niah"], "dummy")  # it answers "lol" to everything
+def test_lm_evals_dummy_model_scores_zero(tmp_path: Path, offline: None) -> None:
+    """On a folder moved after its export: it names no path outside itself."""
+    written, moved = tmp_path / "written", tmp_path / "moved"
+    assert cli("export-lm-eval", *NIAH, "--out", written) == 0
+    written.rename(moved)
+    results = evaluate(moved, ["fathom_niah"], "dummy")  # it answers "lol" to everything
     for name in ("fathom_niah_1024", "fathom_niah_2048"):
         assert results[name]["sample_len"] == 3
         assert (results[name]["score,none"], results[name]["lured,none"]) == (0.0, 0.0)
