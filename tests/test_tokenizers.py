@@ -283,6 +283,29 @@ def test_hf_template_list_takes_default(model_dir: Path) -> None:
     assert (tok.chat_template, tok.bos_token, tok.eos_token) == (TEMPLATE, None, None)
 
 
+def test_hf_reads_the_template_transformers_saves_beside_the_config(model_dir: Path) -> None:
+    """transformers 5 saves a model's template as chat_template.jinja and prefers it to the config's."""
+    (model_dir / "chat_template.jinja").write_text("{{ messages[0]['content'] }}ü")
+    with_file = HFTokenizer(model_dir)
+    assert with_file.chat_template == "{{ messages[0]['content'] }}ü"
+    (model_dir / "chat_template.jinja").unlink()
+    assert HFTokenizer(model_dir).chat_template == TEMPLATE
+    assert HFTokenizer(model_dir).identity != with_file.identity
+
+
+def test_hf_template_file_without_a_config_is_the_template(tmp_path: Path) -> None:
+    _train_hf(tmp_path / "tokenizer.json")
+    (tmp_path / "chat_template.jinja").write_text(TEMPLATE)
+    assert load_tokenizer(f"hf:{tmp_path}").chat_template == TEMPLATE
+
+
+def test_hf_template_file_that_is_not_text_is_one_line(tmp_path: Path) -> None:
+    _train_hf(tmp_path / "tokenizer.json")
+    (tmp_path / "chat_template.jinja").write_bytes(b"\xff\xfe{{ x }}")
+    with pytest.raises(TokenizerError, match=r"chat_template.jinja' is not UTF-8 text; fix or remove it$"):
+        HFTokenizer(tmp_path)
+
+
 def test_hf_without_config_has_no_template(tmp_path: Path) -> None:
     _train_hf(tmp_path / "tok.json")
     tok = load_tokenizer(str(tmp_path / "tok.json"))

@@ -245,7 +245,8 @@ def _file_encoding(contents: bytes, pat_str: str, source: str) -> tuple[tiktoken
 class HFTokenizer:
     """A Hugging Face ``tokenizer.json`` (or a model folder holding one), without transformers.
 
-    ``tokenizer_config.json`` beside it supplies the chat template and the BOS/EOS strings.
+    ``tokenizer_config.json`` beside it supplies the chat template and the BOS/EOS strings; a
+    ``chat_template.jinja`` beside it (where transformers 5 saves a template) is the template instead.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -261,7 +262,7 @@ class HFTokenizer:
         # Added tokens may sit past the base vocabulary's size, so the highest id counts, not the size.
         self.vocab_size = max(self._templated.get_vocab(with_added_tokens=True).values(), default=-1) + 1
         config = _tokenizer_config(json_path.parent)
-        self.chat_template = _chat_template(config)
+        self.chat_template = _template_file(json_path.parent) or _chat_template(config)
         self.bos_token = _token_text(config.get("bos_token"))
         self.eos_token = _token_text(config.get("eos_token"))
         adds_bos = bool(config.get("add_bos_token")) and self.bos_token is not None
@@ -323,6 +324,19 @@ def _tokenizer_config(folder: Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise TokenizerError(f"'{path}' must hold a JSON object; fix or remove it")
     return config
+
+
+def _template_file(folder: Path) -> str | None:
+    """The folder's ``chat_template.jinja``: transformers saves a model's one template there, not in
+    tokenizer_config.json, and prefers it to the config's when it loads one. Missing it would build
+    every prompt with no template, and every length on the wrong text."""
+    path = folder / "chat_template.jinja"
+    if not path.is_file():
+        return None
+    try:
+        return read_file(path, "chat_template.jinja").decode("utf-8")
+    except UnicodeDecodeError:
+        raise TokenizerError(f"'{path}' is not UTF-8 text; fix or remove it") from None
 
 
 def _chat_template(config: dict[str, Any]) -> str | None:
