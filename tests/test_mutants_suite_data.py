@@ -221,11 +221,14 @@ def test_a_longbench_v2_item_is_read_stripped_and_grouped(tmp_path: Path) -> Non
             "{path} item 0 has no field 'domain': is data.json the official file?",
         ),
         ([], "{path} holds no items: use the suite's official file"),
+        ({"items": []}, "{path} is not a JSON list: use LongBench v2's official file"),
+        (
+            [{k: v for k, v in _v2().items() if k != "question"}],
+            "{path} item 0 has no field 'question': is data.json the official file?",
+        ),
     ],
 )
-def test_a_longbench_v2_file_is_refused_naming_its_item(
-    tmp_path: Path, items: list[Any], message: str
-) -> None:
+def test_a_longbench_v2_file_is_refused_naming_its_item(tmp_path: Path, items: Any, message: str) -> None:
     path = tmp_path / "data.json"
     path.write_text(json.dumps(items))
     with pytest.raises(DataError) as refused:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from fathom.errors import MissingExtraError, install_command
 from fathom.tasks.suites import infinite_metrics as ib
+from fathom.tasks.suites import libraries
+from fathom.tasks.suites.metrics import classification_score, code_sim_score, first_line
 
 
 @pytest.mark.parametrize(
@@ -101,3 +104,33 @@ def test_code_debug_makes_each_of_its_marks_a_space_and_squeezes_the_spaces(mark
 )
 def test_code_debug_reads_the_first_prefix_it_knows(answer: str, score: float) -> None:
     assert ib.code_debug(answer, FUNC_B) == score
+
+
+def test_a_missing_library_names_its_package_and_the_suites_extra() -> None:
+    with pytest.raises(MissingExtraError) as refused:
+        libraries._module("fathom_no_such_package.sub.module")
+    assert (
+        str(refused.value)
+        == f"fathom_no_such_package is not installed; install it with: {install_command('suites')}"
+    )
+
+
+def test_the_graded_line_keeps_its_indent_and_skips_only_leading_newlines() -> None:
+    assert first_line("\n\n    return a\nb") == "    return a"
+    assert first_line("\nXa\nb") == "Xa"
+    # code_sim: the line equal to the reference scores 100 / 100; an indent or an "X" stripped would not.
+    assert code_sim_score("\n    return a\n", "    return a") == 1.0
+    assert code_sim_score("\nX = 1", "X = 1") == 1.0
+
+
+def test_an_answer_of_comments_only_is_graded_as_an_empty_line() -> None:
+    # No line without a backtick, "#" or "//": the empty line, which fuzzywuzzy scores 0 against any
+    # text and 100 against the empty reference.
+    assert code_sim_score("# a comment\n```", "x = 1") == 0.0
+    assert code_sim_score("# a comment\n```", "") == 1.0
+
+
+def test_classification_checks_each_class_after_one_it_keeps() -> None:
+    # Matched in list order: "Animal" (the reference, kept), "Ani" (part of it: removed), "x" (kept):
+    # 1/2. Checking every other name would keep "Ani": 1/3.
+    assert classification_score("Animal Ani x", "Animal", ["Animal", "Ani", "x"]) == 0.5
