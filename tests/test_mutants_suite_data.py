@@ -215,6 +215,7 @@ def test_a_longbench_v2_item_is_read_stripped_and_grouped(tmp_path: Path) -> Non
         ([_v2(answer="a")], "{path} item 0: field 'answer' is 'a', not a letter A-D"),
         ([_v2(answer="A" * 30)], "{path} item 0: field 'answer' is '" + "A" * 19 + ", not a letter A-D"),
         ([_v2(choice_D=4)], "{path} item 0: field 'choice_D' is 4, not a str"),
+        ([_v2(answer=1)], "{path} item 0: field 'answer' is 1, not a str"),
         ([_v2(length=None)], "{path} item 0: field 'length' is None, not a str"),
         (
             [{k: v for k, v in _v2().items() if k != "domain"}],
