@@ -216,6 +216,8 @@ def test_a_longbench_v2_item_is_read_stripped_and_grouped(tmp_path: Path) -> Non
         ([_v2(answer="A" * 30)], "{path} item 0: field 'answer' is '" + "A" * 19 + ", not a letter A-D"),
         ([_v2(choice_D=4)], "{path} item 0: field 'choice_D' is 4, not a str"),
         ([_v2(answer=1)], "{path} item 0: field 'answer' is 1, not a str"),
+        ([_v2(_id=1.5)], "{path} item 0: field '_id' is 1.5, not a str or int"),
+        ([_v2(context=None)], "{path} item 0: field 'context' is None, not a str"),
         ([_v2(length=None)], "{path} item 0: field 'length' is None, not a str"),
         (
             [{k: v for k, v in _v2().items() if k != "domain"}],
@@ -291,10 +293,11 @@ def test_a_choice_items_label_is_its_option_and_letter(tmp_path: Path, task: str
         (["Cy", "Di", "D"], OPTIONS, "{path} line 1: field 'answer' names no one of the four options"),
         (["Cy"], OPTIONS[:3], "{path} line 1: a choice item needs four 'options', has 3"),
         (["Cy"], [*OPTIONS[:3], 4], "{path} line 1: field 'options' holds something other than strings"),
+        (["Cy"], "ABCD", "{path} line 1: field 'options' is 'ABCD', not a list"),
     ],
 )
 def test_a_choice_item_whose_label_names_no_option_is_refused(
-    tmp_path: Path, answer: list[str], options: list[Any], message: str
+    tmp_path: Path, answer: list[str], options: Any, message: str
 ) -> None:
     path = _lines(tmp_path / "code_debug.jsonl", [_infinite(answer=answer, options=options)])
     with pytest.raises(DataError) as refused:
@@ -331,3 +334,10 @@ def test_an_input_without_what_its_template_needs_is_refused(
     with pytest.raises(DataError) as refused:
         read_task(tmp_path, INFINITEBENCH, SUITES[INFINITEBENCH][task], 10)
     assert str(refused.value) == f"{path} line 1: {message}"
+
+
+def test_an_infinitebench_input_that_is_no_text_is_refused(tmp_path: Path) -> None:
+    path = _lines(tmp_path / "passkey.jsonl", [_infinite(input=5)])
+    with pytest.raises(DataError) as refused:
+        read_task(tmp_path, INFINITEBENCH, SUITES[INFINITEBENCH]["passkey"], 10)
+    assert str(refused.value) == f"{path} line 1: field 'input' is 5, not a str"
