@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from fathom.plan import check
+from fathom.plan import calibration, check
 
 HOST = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 GPU_BYTES = 80 * (1 << 30)
@@ -82,3 +82,30 @@ def test_a_configs_values_are_its_own_and_the_standard_names_it_answers() -> Non
         "num_key_value_heads": None,
         "head_dim": None,
     }
+
+
+def test_the_calibration_names_its_sources_in_order_and_each_engines_weights() -> None:
+    # The sources as the plan's line names them, and the weights each engine ran: TensorRT-LLM's A100
+    # engines in FP16, its H100 ones in FP8; gpt-fast in bf16 but for its int8 row; NIM in FP8.
+    assert calibration.calibration_json()["sources"] == [
+        "MInference",
+        "TensorRT-LLM",
+        "NVIDIA NIM",
+        "gpt-fast",
+    ]
+    weights = [
+        (m.source, m.gpu, m.weights_dtype) for m in calibration.MEASUREMENTS if m.source != "MInference"
+    ]
+    assert weights == [
+        ("TensorRT-LLM", "a100-80gb", None),
+        ("TensorRT-LLM", "a100-80gb", None),
+        ("TensorRT-LLM", "h100", "fp8"),
+        ("TensorRT-LLM", "h100", "fp8"),
+        ("NVIDIA NIM", "h100", "fp8"),
+        ("gpt-fast", "a100-80gb", None),
+        ("gpt-fast", "a100-80gb", None),
+        ("gpt-fast", "a100-80gb", None),
+        ("gpt-fast", "a100-80gb", "int8"),
+        ("NVIDIA NIM", "h100", "fp8"),
+        ("NVIDIA NIM", "h100", "fp8"),
+    ]

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from fathom.tasks.suites import reading
 from fathom.tasks.suites.catalogue import INFINITEBENCH, LONGBENCH, LONGBENCH_E, LONGBENCH_V2, SUITES
 from fathom.tasks.suites.data import Item, read_task
-from fathom.tasks.suites.reading import DataError
+from fathom.tasks.suites.reading import DataError, json_list
 
 
 def _lines(path: Path, records: list[Any]) -> Path:
@@ -341,3 +342,44 @@ def test_an_infinitebench_input_that_is_no_text_is_refused(tmp_path: Path) -> No
     with pytest.raises(DataError) as refused:
         read_task(tmp_path, INFINITEBENCH, SUITES[INFINITEBENCH]["passkey"], 10)
     assert str(refused.value) == f"{path} line 1: field 'input' is 5, not a str"
+
+
+@pytest.mark.parametrize(("field", "value", "wanted"), [("id", 1.5, "str or int"), ("context", None, "str")])
+def test_an_infinitebench_id_or_document_of_the_wrong_type_is_refused(
+    tmp_path: Path, field: str, value: Any, wanted: str
+) -> None:
+    path = _lines(tmp_path / "passkey.jsonl", [_infinite(**{field: value})])
+    with pytest.raises(DataError) as refused:
+        read_task(tmp_path, INFINITEBENCH, SUITES[INFINITEBENCH]["passkey"], 10)
+    assert str(refused.value) == f"{path} line 1: field '{field}' is {value!r}, not a {wanted}"
+
+
+def test_a_list_item_is_bounded_by_its_own_text_not_by_where_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 64 characters an item, read 60 at a time: the second item starts at character 53 of the first
+    # chunk and is incomplete there (7 of its 12 characters), far below the bound on its own.
+    monkeypatch.setattr(reading, "MOST_ITEM", 64)
+    monkeypatch.setattr(reading, "_CHUNK", 60)
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(["x" * 48, "a" * 10]))
+    assert [item for _, item in json_list(path, "LongBench v2", 10)] == ["x" * 48, "a" * 10]
+
+
+@pytest.mark.parametrize(
+    ("size", "why"),
+    [(64, "is not JSON (Unterminated string starting at): use LongBench v2's official file"),
+     (65, "is longer than the 0 MiB a suite item may be (the longest real ones are a few MB): is it the "
+      "suite's official file?")],
+)  # fmt: skip
+def test_an_unfinished_last_item_of_exactly_the_bound_is_malformed_and_one_more_too_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int, why: str
+) -> None:
+    # The item's text runs to the end of the file: '"' and 63 or 64 characters, no closing quote.
+    monkeypatch.setattr(reading, "MOST_ITEM", 64)
+    monkeypatch.setattr(reading, "_CHUNK", 16)
+    path = tmp_path / "data.json"
+    path.write_text('["' + "a" * (size - 1))
+    with pytest.raises(DataError) as refused:
+        list(json_list(path, "LongBench v2", 10))
+    assert str(refused.value) == f"{path} item 0 {why}"

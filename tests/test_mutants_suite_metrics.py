@@ -134,3 +134,8 @@ def test_classification_checks_each_class_after_one_it_keeps() -> None:
     # Matched in list order: "Animal" (the reference, kept), "Ani" (part of it: removed), "x" (kept):
     # 1/2. Checking every other name would keep "Ani": 1/3.
     assert classification_score("Animal Ani x", "Animal", ["Animal", "Ani", "x"]) == 0.5
+
+
+def test_the_first_int_of_an_answer_without_digits_is_empty() -> None:
+    assert ib.first_int("no digits here") == ""
+    assert ib.first_int("a-12b3") == "12"
