@@ -5,6 +5,7 @@ here in the suite's layout."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -383,3 +384,52 @@ def test_an_unfinished_last_item_of_exactly_the_bound_is_malformed_and_one_more_
     with pytest.raises(DataError) as refused:
         list(json_list(path, "LongBench v2", 10))
     assert str(refused.value) == f"{path} item 0 {why}"
+
+
+class _Logged:
+    """A path whose opened text logs the size of each read: how far a reader reads ahead."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.reads = path, list[int | None]()
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def open(self, **options: Any) -> Any:
+        text = self.path.open(**options)
+        logged = self
+
+        class Text:
+            def __enter__(self) -> Text:
+                return self
+
+            def __exit__(self, *_: object) -> None:
+                text.close()
+
+            def read(self, size: int | None = None) -> str:
+                logged.reads.append(size)
+                return str(text.read(size))
+
+        return Text()
+
+
+def test_a_list_is_read_a_chunk_at_a_time_and_no_further_than_the_items_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read 60 at a time: the second item (from character 53) needs one more chunk; whitespace across
+    # the next chunk's edge is skipped a chunk at a time; the third item, and the 10,000 characters
+    # after it, are never read.
+    monkeypatch.setattr(reading, "_CHUNK", 60)
+    path = tmp_path / "data.json"
+    path.write_text('["' + "x" * 46 + '", "' + "a" * 10 + '",' + " " * 70 + '"b", "' + "c" * 10_000 + '"]')
+    logged = _Logged(path)
+    read = [item for _, item in json_list(logged, "LongBench v2", 3)]  # type: ignore[arg-type]
+    assert read == ["x" * 46, "a" * 10, "b"]
+    assert logged.reads == [60, 60, 60]
+    logged = _Logged(path)
+    assert [item for _, item in json_list(logged, "LongBench v2", 2)] == ["x" * 46, "a" * 10]  # type: ignore[arg-type]
+    assert logged.reads == [60, 60]
+
+
+def test_a_list_may_open_after_whitespace() -> None:
+    assert reading._ListReader(io.StringIO("\n  [1, 2]"), Path("d.json"), "v2").items(10).__next__() == (0, 1)
