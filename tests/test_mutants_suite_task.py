@@ -6,10 +6,12 @@ makes a token a character, so every count below is a length of text."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from fathom.errors import SpecError
@@ -21,6 +23,7 @@ from fathom.tasks.suites import infinite_metrics, metrics
 from fathom.tasks.suites.catalogue import SUITES
 from fathom.tasks.suites.data import Item
 from fathom.tasks.suites.task import SuiteRun, grader, select
+from fathom.tasks.suites.truncation import cut_middle, kept_ends
 
 # A chat template whose frame is one character each side: "<" before the prompt, ">" after it.
 FRAME = "<{% for m in messages %}{{ m['content'] }}{% endfor %}>"
@@ -225,3 +228,51 @@ def test_a_suite_run_is_refused_without_its_folder_or_with_an_unknown_task(tmp_p
         f"longbench has no task 'nosuch': use --suite-tasks with some of {', '.join(SUITES['longbench'])}"
     )
     assert [t.name for t in select("longbench-e", ())] == list(SUITES["longbench-e"])
+
+
+def _parts(sizes: tuple[int, int, int]) -> list[np.ndarray]:
+    """Three parts of consecutive ids from 0: before, context, after."""
+    edges = np.cumsum((0, *sizes))
+    return [np.arange(a, b, dtype=np.int32) for a, b in itertools.pairwise(edges)]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "limit", "suite", "kept"),
+    [
+        # Exactly the limit: whole. One over: 2 + 2 of 5 (LongBench), 2 + 3 of 6 for v2's odd 5.
+        ((1, 2, 1), 4, "longbench", ([0], [1, 2], [3])),
+        ((1, 3, 1), 4, "longbench", ([0], [1, 3], [4])),
+        ((1, 4, 1), 5, "longbench-v2", ([0], [1, 3, 4], [5])),
+        ((1, 4, 1), 5, "infinitebench", ([0], [1, 4], [5])),
+        # The cut inside the text before the document: it loses its end, the document all of it.
+        ((4, 2, 1), 2, "longbench", ([0], [], [6])),
+        # ... and inside the text after it.
+        ((1, 2, 4), 3, "longbench-v2", ([0], [], [5, 6])),
+        # Both ends reach into the document: 3 + 3 of 8 keep ids 0-2 and 5-7.
+        ((1, 5, 2), 6, "longbench", ([0], [1, 2, 5], [6, 7])),
+    ],
+)
+def test_the_middle_is_cut_from_whichever_parts_it_falls_in(
+    sizes: tuple[int, int, int], limit: int, suite: str, kept: tuple[list[int], ...]
+) -> None:
+    cut = cut_middle(*_parts(sizes), limit=limit, suite=suite)
+    assert (cut.before.tolist(), cut.context.tolist(), cut.after.tolist()) == tuple(kept)
+    assert cut.tokens == sum(map(len, kept))
+    assert all(part.dtype == np.int32 for part in (cut.before, cut.context, cut.after))
+
+
+@pytest.mark.parametrize(
+    ("tokens", "limit", "suite", "ends"),
+    [
+        (10, 10, "longbench", (10, 0)),
+        (11, 10, "longbench", (5, 5)),
+        (11, 10, "longbench-v2", (5, 5)),
+        (12, 11, "longbench-v2", (5, 6)),
+        (12, 11, "infinitebench", (5, 5)),
+        (12, 11, "longbench-e", (5, 5)),
+    ],
+)
+def test_the_ends_kept_at_the_limit_and_one_over(
+    tokens: int, limit: int, suite: str, ends: tuple[int, int]
+) -> None:
+    assert kept_ends(tokens, limit, suite) == ends
