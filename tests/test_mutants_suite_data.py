@@ -113,6 +113,7 @@ def _refusal(folder: Path, suite: str, task: str, records: list[Any] | str) -> s
         ),
         ("hotpotqa", [_longbench(0, answers="Ada")], "{path} line 1: field 'answers' is 'Ada', not a list"),
         ("hotpotqa", [_longbench(0, length=True)], "{path} line 1: field 'length' is True, not a int"),
+        ("hotpotqa", [_longbench(0, input=None)], "{path} line 1: field 'input' is None, not a str"),
         (
             "hotpotqa",
             [_longbench(0, _id=1.5)],
