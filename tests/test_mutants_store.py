@@ -16,6 +16,7 @@ from fathom.errors import NewerSchemaError, RunFolderError
 from fathom.records import record_from_json
 from fathom.run.lines import Damage, Parsed, _first_line, parse
 from fathom.run.store import MANIFEST, QUARANTINE, SAMPLES, RunFolder, _differences, is_final
+from fathom.safe_files import LinkedFileError
 from fathom.schemas import RECORD_SCHEMA
 
 
@@ -211,3 +212,37 @@ def test_a_record_with_an_impossible_value_is_refused_whole_and_those_before_it_
         "value; the records before it are kept)"
     )
     assert [r.sample for r in folder.records()] == [0]
+
+
+def test_a_new_folder_holding_a_link_at_its_records_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(b"")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / SAMPLES).symlink_to(outside)
+    with pytest.raises(LinkedFileError) as refused:
+        RunFolder(tmp_path / "run").start(manifest())
+    assert str(refused.value).startswith(
+        f"'{tmp_path / 'run' / SAMPLES}' is a link or no regular file where fathom keeps its own files"
+    )
+    # Refused before the lock file is made or the manifest written: the folder holds the link alone.
+    assert [p.name for p in (tmp_path / "run").iterdir()] == [SAMPLES]
+    assert outside.read_bytes() == b""
+
+
+@pytest.mark.parametrize("name", [MANIFEST, QUARANTINE])
+def test_a_reader_refuses_a_link_at_the_manifest_or_the_quarantine_and_takes_a_plain_subfolder(
+    tmp_path: Path, name: str
+) -> None:
+    other = started(tmp_path / "other")
+    folder = started(tmp_path / "run")
+    (folder.path / "notes").mkdir()  # no file of fathom's: read past
+    assert [r.sample for r in RunFolder(folder.path).records()] == [0, 1]
+    (folder.path / name).unlink(missing_ok=True)
+    (folder.path / name).symlink_to(other.path / MANIFEST)  # a regular file, through a link
+    with pytest.raises(LinkedFileError) as refused:
+        RunFolder(folder.path).read_manifest()
+    assert str(refused.value).startswith(
+        f"'{folder.path / name}' is a link or no regular file where fathom keeps its own files"
+    )
