@@ -253,7 +253,8 @@ def test_the_folders_hooks_say_when_fathom_cannot_be_imported(niah: Path) -> Non
     )
     assert done.returncode == 1
     assert (
-        "ImportError: these fathom tasks are graded by fathom, which this Python cannot import" in done.stderr
+        "ImportError: these fathom tasks are graded by fathom, which this Python cannot import: install "
+        "fathom-eval (fathom's distribution; not the package named fathom) where lm_eval runs" in done.stderr
     )
 
 

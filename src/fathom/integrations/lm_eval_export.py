@@ -57,8 +57,8 @@ try:
     from fathom.integrations import lm_eval_metrics
 except ImportError as error:
     raise ImportError(
-        "these fathom tasks are graded by fathom, which this Python cannot import: install fathom "
-        "(pip install fathom) in the environment that runs lm_eval"
+        "these fathom tasks are graded by fathom, which this Python cannot import: install fathom-eval "
+        "(fathom's distribution; not the package named fathom) where lm_eval runs"
     ) from error
 
 _HERE = Path(__file__).resolve().parent
