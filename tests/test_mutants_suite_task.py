@@ -34,7 +34,7 @@ def _item(number: int, context: str = CONTEXT, **fields: Any) -> dict[str, Any]:
     return {
         "input": f"Who built mill {number}?",
         "context": context,
-        "answers": ["Ada", "Lovelace", "Babbage", "Mill"],
+        "answers": ["Ada", "Lovelace", "Babbage", "Mill", "mill"],
         "length": 100,
         "all_classes": ["Ada", "Bob"],
         "_id": f"id{number}",
@@ -99,9 +99,10 @@ def test_a_prompt_that_fits_is_sent_whole_in_its_frame_with_every_field(tmp_path
         run.data["hotpotqa"].items[1].answers,
         "hotpotqa",
     )
+    assert sample.answers == ("Ada", "Lovelace", "Babbage", "Mill", "mill")
     # The references a simulated reader looks for: longer than 3 characters and in the document
-    # ("Ada" is too short, "Babbage" absent, "Mill" absent: the document says "mill").
-    assert sample.query_keys == ("Lovelace",)
+    # ("Ada" is too short, "Babbage" absent, "Mill" absent: the document says "mill", 4 characters).
+    assert sample.query_keys == ("Lovelace", "mill")
     assert (sample.scoring, sample.max_new_tokens) == ("longbench:qa_f1", 32)
     assert sample.grader == metrics.Grader("longbench:qa_f1", metric=metrics.qa_f1)
     assert (sample.source.item_id, sample.source.groups) == ("id1", ())
@@ -276,3 +277,8 @@ def test_the_ends_kept_at_the_limit_and_one_over(
     tokens: int, limit: int, suite: str, ends: tuple[int, int]
 ) -> None:
     assert kept_ends(tokens, limit, suite) == ends
+
+
+def test_the_runs_system_prompt_is_the_samples(tmp_path: Path) -> None:
+    run = _suite(tmp_path, system_prompt="Be brief.")
+    assert run.prepare(Cell("hotpotqa", 1024, None, 0)).text.system == "Be brief."
