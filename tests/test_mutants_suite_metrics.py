@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from fathom.errors import MissingExtraError, install_command
+from fathom.records import Score
 from fathom.tasks.suites import infinite_metrics as ib
 from fathom.tasks.suites import libraries
-from fathom.tasks.suites.metrics import classification_score, code_sim_score, first_line
+from fathom.tasks.suites.metrics import Grader, classification_score, code_sim_score, first_line
 
 
 @pytest.mark.parametrize(
@@ -139,3 +140,18 @@ def test_classification_checks_each_class_after_one_it_keeps() -> None:
 def test_the_first_int_of_an_answer_without_digits_is_empty() -> None:
     assert ib.first_int("no digits here") == ""
     assert ib.first_int("a-12b3") == "12"
+
+
+def test_a_whole_metric_names_its_references_where_it_scores_above_0() -> None:
+    passkey = Grader("infinitebench:passkey", whole=ib.passkey)
+    assert passkey("The key is 71432.", ["71432"]) == Score(1.0, ("71432",), "infinitebench:passkey")
+    assert passkey("The key is 7.", ["71432"]) == Score(0.0, (), "infinitebench:passkey")
+    # Math.Calc's share: 1 of 2 values right before the first wrong one.
+    calc = Grader("infinitebench:math_calc", whole=ib.math_calc)
+    assert calc("[3, 9]", ["3", "8"]) == Score(0.5, ("3", "8"), "infinitebench:math_calc")
+
+
+def test_a_grader_without_a_metric_says_which() -> None:
+    with pytest.raises(TypeError) as refused:
+        Grader("longbench:nothing").score_one("a", "b")
+    assert str(refused.value) == "grader longbench:nothing has no metric"
