@@ -159,6 +159,7 @@ def test_a_continuation_task_has_no_frame_and_grades_its_first_line_by_class(tmp
     sample = run.prepare(Cell("trec", 1024, None, 0))
     before, after = _text("trec")
     assert "".join(map(chr, sample.prompt.ids)) == before + CONTEXT + after  # no "<" ... ">"
+    assert sample.prompt.ids.dtype == np.int32
     assert sample.prompt.head_tokens == len(before)
     assert sample.grader == metrics.Grader(
         "longbench:classification", first_line=True, classes=("Ada", "Bob")
