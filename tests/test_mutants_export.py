@@ -1,0 +1,175 @@
+"""``fathom.export``'s details that its end-to-end tests leave open (issue #32, the fifth round of
+mutation testing, docs/mutation.md): the ``examples`` generator, what each family's lines say they
+read, how the check reads what a needle's context states, and the low-overlap items a record with no
+context is taken to have drawn."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_store import record
+
+from fathom.errors import SpecError
+from fathom.export import CheckResult, Overlap, check_text, examples, write_examples
+from fathom.export.check import (
+    _PROMPT_WORDS,
+    Drawn,
+    _anchored,
+    _family_terms,
+    _stating,
+    _without_prompt_words,
+)
+from fathom.export.examples import check_request
+from fathom.prompts.latent import LATENT_VERSION, load_items
+from fathom.prompts.tokenizers import load_tokenizer
+from fathom.spec import RunSpec
+from fathom.tasks.niah import NEEDLE_SETS_VERSION, NIAH_VERSION
+from fathom.tasks.ruler.catalogue import RULER_VERSION
+
+
+def test_the_examples_generator_yields_the_lines_an_export_writes_and_counts_with_the_tokenizer_given(
+    tmp_path: Path,
+) -> None:
+    spec = RunSpec("niah", "export", "char", (2048,), (0.5,), 1, haystack_offset="random")
+    write_examples(spec, 3, tmp_path / "out.jsonl")
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert list(examples(spec, 3)) == written and len(written) == 3
+    # A tokenizer given counts the lengths in place of the spec's (cl100k_base here).
+    given = list(examples(dataclasses.replace(spec, tokenizer="cl100k_base"), 2, load_tokenizer("char")))
+    assert [example["meta"]["tokenizer"] for example in given] == ["char", "char"]
+    assert given == written[:2]
+
+
+@pytest.mark.parametrize(
+    ("task", "options", "generators"),
+    [
+        ("babi", {}, {"babi": 1}),
+        ("state", {"ops": (4,)}, {"state": 1}),
+        ("listing", {"items": (8,)}, {"listing": 1}),
+        ("mrcr", {"repeats": (2,)}, {"mrcr": 1}),
+        (
+            "niah",
+            {},
+            {"niah": NIAH_VERSION, "needle_sets": NEEDLE_SETS_VERSION, "latent": LATENT_VERSION},
+        ),
+        ("vt", {}, {"ruler": RULER_VERSION}),
+    ],
+)
+def test_each_familys_lines_say_which_corpus_they_read_and_their_generators_versions(
+    task: str, options: dict[str, tuple[int, ...]], generators: dict[str, int]
+) -> None:
+    depths = (0.5,) if task == "niah" else ()
+    spec = RunSpec(task, "export", "char", (2048,), depths, 1, corpus="code", **options)
+    [example] = examples(spec, 1)
+    assert example["meta"]["corpus"] == ("noise" if task == "vt" else "code")  # vt reads RULER's noise
+    assert example["meta"]["generators"] == generators
+
+
+@pytest.mark.parametrize(
+    ("context", "values", "stated"),
+    [
+        # From the sentence's opening (after ". ", its space kept) or the line's (after the last
+        # "\n"), up to each occurrence; an empty value states nothing.
+        (
+            "Noise here. The code for brave-signal is 1234. More.\nx\nThe code for calm-river is 1234.",
+            ["1234", ""],
+            [" The code for brave-signal is ", "The code for calm-river is "],
+        ),
+        ("One. Two. The code is 1234.", ["1234"], [" The code is "]),  # the last full stop before it
+        ("1234 opens the context.", ["1234"], [""]),  # a value at the very start
+        (". The code is 1234", ["1234"], [" The code is "]),  # a full stop at the very start
+        ("\nThe code is 1234", ["1234"], ["The code is "]),  # a newline at the very start
+        ("The code is 111.", ["11"], ["The code is ", "The code is 1"]),  # occurrences that overlap
+    ],
+)
+def test_what_a_needles_context_states_before_each_value(
+    context: str, values: list[str], stated: list[str]
+) -> None:
+    assert list(_stating(context, values)) == stated
+
+
+def test_without_a_context_a_record_drew_the_one_item_that_asks_its_question() -> None:
+    items = load_items()
+    asked = Counter(q for item in items for q in (item.question, item.literal_question))
+    once = next(item for item in items if asked[item.question] == 1)
+    shared = next(item for item in items if asked[item.question] > 1)
+    plain = dataclasses.replace(record(0), needle_context=None)
+    assert _anchored(dataclasses.replace(plain, question=once.question), items, "") == [once]
+    # Several items ask it: none of them is told (a context would say which).
+    assert _anchored(dataclasses.replace(plain, question=shared.question), items, "") == []
+
+
+def test_the_sf_needle_is_refused_naming_every_kind_an_export_takes() -> None:
+    with pytest.raises(SpecError) as refused:
+        check_request(RunSpec("niah", "export", "char", (2048,), (0.5,), 1, needle="sf"), 1)
+    assert str(refused.value) == (
+        "the sf needle is one fixed sentence, the same in every evaluation, so it cannot be exported "
+        "without leaking it: use one of number, words, uuid, fact, split, chain, latent-1, "
+        "latent-1-literal, latent-2, latent-2-literal"
+    )
+
+
+def test_a_listing_record_drew_its_ids_and_each_field_of_its_condition() -> None:
+    base = dataclasses.replace(record(0), task="listing:8", answers=("#12345", "#23456"))
+    asked = dataclasses.replace(base, question="Which records are there with `user=alice | action=login |`?")
+    assert list(_family_terms(asked)) == [
+        ("value", "#12345"),
+        ("value", "#23456"),
+        ("name", "user=alice"),
+        ("name", "action=login"),
+    ]
+    plain = dataclasses.replace(base, question="Which records are there?")  # no condition asked
+    assert list(_family_terms(plain)) == [("value", "#12345"), ("value", "#23456")]
+
+
+def test_a_qa_question_no_dataset_item_asks_is_looked_for_alone() -> None:
+    asked = dataclasses.replace(record(0), task="qa_1", question="Who wrote no such thing in 1066?")
+    assert list(_family_terms(asked)) == [("question", "Who wrote no such thing in 1066?")]
+
+
+def test_rulers_prompt_words_are_taken_out_of_their_familys_lines_only() -> None:
+    opening = _PROMPT_WORDS["cwe"][0]
+    assert opening.startswith("Below is a numbered list of words.")
+    assert _without_prompt_words(f"{opening}apple", "cwe") == " apple"
+    assert _without_prompt_words(f"{opening}apple", "listing") == f"{opening}apple"
+
+
+def _result(overlaps: int, lines: int = 1, skipped: int = 0) -> CheckResult:
+    drawn = [
+        Drawn("value", f"{1000 + n}", Path("runs/a"), f"niah|L1024|D0.5000|S{n}") for n in range(overlaps)
+    ]
+    found = tuple(Overlap(d, tuple((line, "assistant") for line in range(3, 3 + lines))) for d in drawn)
+    return CheckResult(Path("train.jsonl"), 9, (Path("runs/a"), Path("runs/b")), 7, skipped, 60, found)
+
+
+def test_the_checks_verdict_without_overlaps_with_and_without_records_skipped() -> None:
+    assert check_text(_result(0)) == [
+        "no overlap: 9 examples of train.jsonl share no value, key, name or anchor with 7 records of 2 run "
+        "folder(s) (60 looked for)"
+    ]
+    assert check_text(_result(0, skipped=4)) == [
+        "no overlap: 9 examples of train.jsonl share no value, key, name or anchor with 7 records of 2 run "
+        "folder(s) (60 looked for; 4 records with nothing to look for (sf's published sentence, state's "
+        "small numbers, qa_synth) not compared)"
+    ]
+
+
+def test_the_check_lists_fifty_overlaps_each_with_its_first_line_and_counts_the_rest() -> None:
+    one = check_text(_result(1))
+    assert one == [
+        "1 overlaps: 9 examples of train.jsonl share these with 7 records of 2 run folder(s):",
+        "  value '1000' (from runs/a, sample niah|L1024|D0.5000|S0): export line 3 (assistant)",
+    ]
+    assert check_text(_result(1, lines=3))[1] == (
+        "  value '1000' (from runs/a, sample niah|L1024|D0.5000|S0): export line 3 (assistant) and 2 more "
+        "line(s)"
+    )
+    fifty = check_text(_result(50))
+    assert len(fifty) == 51 and fifty[-1].startswith("  value '1049'")
+    fifty_one = check_text(_result(51))
+    assert len(fifty_one) == 52 and fifty_one[-1] == "  ... and 1 more"
+    assert check_text(_result(3), most=2)[-1] == "  ... and 1 more"
