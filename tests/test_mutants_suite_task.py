@@ -16,7 +16,7 @@ import pytest
 
 from fathom.errors import SpecError
 from fathom.prompts.templates import CONTEXT_MARKER
-from fathom.prompts.tokenizers import load_tokenizer
+from fathom.prompts.tokenizers import CharTokenizer, load_tokenizer
 from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.suites import infinite_metrics, metrics
@@ -280,6 +280,26 @@ def test_the_ends_kept_at_the_limit_and_one_over(
     assert kept_ends(tokens, limit, suite) == ends
 
 
-def test_the_runs_system_prompt_is_the_samples(tmp_path: Path) -> None:
+def test_the_runs_system_prompt_is_the_samples_and_opens_its_frame(tmp_path: Path) -> None:
     run = _suite(tmp_path, system_prompt="Be brief.")
-    assert run.prepare(Cell("hotpotqa", 1024, None, 0)).text.system == "Be brief."
+    sample = run.prepare(Cell("hotpotqa", 1024, None, 0))
+    assert sample.text.system == "Be brief."
+    before, after = _text("hotpotqa")
+    # The frame's template writes each message's text in turn: the system prompt's, then the user's.
+    assert "".join(map(chr, sample.prompt.ids)) == "<Be brief." + before + CONTEXT + after + ">"
+
+
+class _CharsWithBos(CharTokenizer):
+    """The char tokenizer with a BOS token: id 1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bos_id = 1
+
+
+def test_a_continuation_task_is_sent_after_a_bos_alone(tmp_path: Path) -> None:
+    run = _suite(tmp_path)
+    bos = SuiteRun(run.spec, _CharsWithBos())
+    before, after = _text("trec")
+    ids = bos.prepare(Cell("trec", 1024, None, 0)).prompt.ids
+    assert ids[0] == 1 and "".join(map(chr, ids[1:])) == before + CONTEXT + after
