@@ -155,3 +155,11 @@ def test_a_grader_without_a_metric_says_which() -> None:
     with pytest.raises(TypeError) as refused:
         Grader("longbench:nothing").score_one("a", "b")
     assert str(refused.value) == "grader longbench:nothing has no metric"
+
+
+def test_rouge_l_reads_out_the_common_subsequence_past_a_step_up() -> None:
+    # Reference "c d a" against the prediction "a b c d": the LCS is "c d", and reading it out from
+    # the table's far corner steps up past the reference's "a" first. Recall 2/3, precision 2/4,
+    # F = 2PR / (P + R) = 4/7 (the rouge package adds 1e-8 to the denominator).
+    assert libraries.rouge_lsum()("a b c d", ["c d a"]) == pytest.approx(4 / 7, abs=1e-12)
+    assert libraries.rouge_l("a b c d", "c d a", 990) == pytest.approx(4 / 7, abs=1e-7)
