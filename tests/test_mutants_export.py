@@ -20,6 +20,7 @@ from fathom.export.check import (
     Drawn,
     _anchored,
     _family_terms,
+    _record_terms,
     _stating,
     _without_prompt_words,
 )
@@ -27,8 +28,10 @@ from fathom.export.examples import check_request
 from fathom.prompts.latent import LATENT_VERSION, load_items
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.spec import RunSpec
+from fathom.tasks.mrcr import topics_of
 from fathom.tasks.niah import NEEDLE_SETS_VERSION, NIAH_VERSION
 from fathom.tasks.ruler.catalogue import RULER_VERSION
+from fathom.tasks.ruler.splits import QA_SPLIT_VERSION
 
 
 def test_the_examples_generator_yields_the_lines_an_export_writes_and_counts_with_the_tokenizer_given(
@@ -57,6 +60,9 @@ def test_the_examples_generator_yields_the_lines_an_export_writes_and_counts_wit
             {"niah": NIAH_VERSION, "needle_sets": NEEDLE_SETS_VERSION, "latent": LATENT_VERSION},
         ),
         ("vt", {}, {"ruler": RULER_VERSION}),
+        pytest.param(
+            "qa_1", {}, {"ruler": RULER_VERSION, "qa_split": QA_SPLIT_VERSION}, marks=pytest.mark.ruler_data
+        ),
     ],
 )
 def test_each_familys_lines_say_which_corpus_they_read_and_their_generators_versions(
@@ -65,7 +71,8 @@ def test_each_familys_lines_say_which_corpus_they_read_and_their_generators_vers
     depths = (0.5,) if task == "niah" else ()
     spec = RunSpec(task, "export", "char", (2048,), depths, 1, corpus="code", **options)
     [example] = examples(spec, 1)
-    assert example["meta"]["corpus"] == ("noise" if task == "vt" else "code")  # vt reads RULER's noise
+    read = {"vt": "noise", "qa_1": "squad"}  # RULER's vt reads its noise, qa_1 SQuAD's documents
+    assert example["meta"]["corpus"] == read.get(task, "code")
     assert example["meta"]["generators"] == generators
 
 
@@ -84,6 +91,7 @@ def test_each_familys_lines_say_which_corpus_they_read_and_their_generators_vers
         (". The code is 1234", ["1234"], [" The code is "]),  # a full stop at the very start
         ("\nThe code is 1234", ["1234"], ["The code is "]),  # a newline at the very start
         ("The code is 111.", ["11"], ["The code is ", "The code is 1"]),  # occurrences that overlap
+        ("A is 12. B is 12. C is 12.", ["12"], ["A is ", " B is ", " C is "]),  # each, in order
     ],
 )
 def test_what_a_needles_context_states_before_each_value(
@@ -173,3 +181,55 @@ def test_the_check_lists_fifty_overlaps_each_with_its_first_line_and_counts_the_
     fifty_one = check_text(_result(51))
     assert len(fifty_one) == 52 and fifty_one[-1] == "  ... and 1 more"
     assert check_text(_result(3), most=2)[-1] == "  ... and 1 more"
+
+
+def test_what_a_niah_record_drew_by_kind_and_an_sf_record_nothing() -> None:
+    items = load_items()
+    number = dataclasses.replace(record(0), needle_values=("1234567",), needle_context=None)
+    assert list(_record_terms(number, items)) == [("value", "1234567"), ("value", "1234567")]
+    assert list(_record_terms(dataclasses.replace(number, needle_kind="sf"), items)) == []
+    # A keyed question's compounds: all of them without a context, those it states with one.
+    keyed = dataclasses.replace(number, question="Which number was given for brave-signal and calm-river?")
+    assert [t for t in _record_terms(keyed, items) if t[0] == "key"] == [
+        ("key", "brave-signal"),
+        ("key", "calm-river"),
+    ]
+    stated = dataclasses.replace(keyed, needle_context=("The number for brave-signal is 1234567.",))
+    assert [t for t in _record_terms(stated, items) if t[0] == "key"] == [("key", "brave-signal")]
+
+
+def test_a_ruler_record_drew_each_key_its_question_lists() -> None:
+    ruler = dataclasses.replace(
+        record(0),
+        task="niah_multikey_2",
+        needle_kind="numbers",
+        question="brave-signal, calm-river, and amber-anchor",
+        answers=("1234567",),
+    )
+    assert list(_record_terms(ruler, load_items())) == [
+        ("value", "1234567"),
+        ("key", "brave-signal"),
+        ("key", "calm-river"),
+        ("key", "amber-anchor"),
+    ]
+
+
+def test_an_mrcr_record_drew_its_samples_topics_and_its_answers_prefix() -> None:
+    mrcr = dataclasses.replace(
+        record(3), task="mrcr:2", length=4096, seed=5, answers=("Xq7Pz2Lm9Kabc: the piece",)
+    )
+    _, topics = topics_of(5, "mrcr:2", 4096, 3)
+    assert len(topics) > 1
+    assert list(_record_terms(mrcr, load_items())) == [
+        *(("name", topic) for topic in topics),
+        ("value", "Xq7Pz2Lm9K"),
+    ]
+
+
+def test_niahs_draws_are_told_apart_by_kind_and_hardness_and_the_default_kind_is_number() -> None:
+    spec = RunSpec("niah", "export", "char", (2048,), (0.5,), 1, haystack_offset="random")
+    plain = [example["meta"]["answers"] for example in examples(spec, 4)]
+    assert [e["meta"]["answers"] for e in examples(dataclasses.replace(spec, needle="number"), 4)] == plain
+    # One distractor more: another stream, so concatenated exports repeat no value.
+    harder = [e["meta"]["answers"] for e in examples(dataclasses.replace(spec, distractors=1), 4)]
+    assert not {a for answers in plain for a in answers} & {a for answers in harder for a in answers}
