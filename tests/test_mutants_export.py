@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -233,3 +234,17 @@ def test_niahs_draws_are_told_apart_by_kind_and_hardness_and_the_default_kind_is
     # One distractor more: another stream, so concatenated exports repeat no value.
     harder = [e["meta"]["answers"] for e in examples(dataclasses.replace(spec, distractors=1), 4)]
     assert not {a for answers in plain for a in answers} & {a for answers in harder for a in answers}
+
+
+def test_two_kinds_exported_with_one_seed_ask_about_other_keys() -> None:
+    spec = RunSpec("niah", "export", "char", (2048,), (0.5,), 1, haystack_offset="random")
+    asked = {
+        kind: {
+            key
+            for example in examples(dataclasses.replace(spec, needle=kind), 4)
+            for key in re.findall(r" for ([a-z]+-[a-z]+)\?", example["messages"][0]["content"])
+        }
+        for kind in ("number", "uuid")
+    }
+    assert len(asked["number"]) == len(asked["uuid"]) == 4
+    assert not asked["number"] & asked["uuid"]
