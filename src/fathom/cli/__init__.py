@@ -19,6 +19,7 @@ from fathom.cli.inspect_cmd import import_inspect_command
 from fathom.cli.lm_eval_cmd import lm_eval_command
 from fathom.cli.qualify import qualify_command
 from fathom.cli.series import series_command
+from fathom.cli.specs import sweep_spec
 from fathom.errors import FathomError, SpecError
 from fathom.export import check_export, check_text, write_examples
 from fathom.export.arguments import export_spec
@@ -41,15 +42,7 @@ from fathom.report.text import summary_text
 from fathom.run.labels import parse_labels
 from fathom.run.runner import default_run_dir
 from fathom.run.store import QUARANTINE, RunFolder
-from fathom.spec import (
-    RunSpec,
-    parse_depths,
-    parse_items,
-    parse_lengths,
-    parse_ops,
-    parse_repeats,
-    prompt_options,
-)
+from fathom.spec import RunSpec
 from fathom.tasks.suites.arguments import spec_options
 from fathom.tasks.suites.demo import make_demo
 from fathom.track.logged import log_comparison, log_run
@@ -62,27 +55,14 @@ SAMPLE_ERRORS = 3
 
 def _spec(args: argparse.Namespace) -> RunSpec:
     """The sweep that ``fathom run`` and ``fathom plan`` options describe."""
-    depths = args.depths or ("11" if registry.TASK.entry(args.task).depths == "swept" else "")
-    return RunSpec(
-        task=args.task,
+    return sweep_spec(
+        args,
         model=args.model or "",  # a plan may name no model
-        tokenizer=args.tokenizer,
-        lengths=parse_lengths(args.lengths),
-        depths=parse_depths(depths) if depths else (),
-        samples=args.samples,
-        seed=args.seed,
-        **prompt_options(args),
-        scoring=args.scoring,
-        max_new_tokens=args.max_new_tokens,
         thinking_budget=args.thinking_budget,
         keep_reasoning=args.keep_reasoning,
         perplexity=args.perplexity,
         answer_logprob=args.answer_logprob,
         control=args.control,
-        fill=args.fill,
-        ops=parse_ops(args.ops),
-        items=parse_items(args.items),
-        repeats=parse_repeats(args.repeats),
         **spec_options(args),
     )
 

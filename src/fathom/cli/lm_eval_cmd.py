@@ -6,18 +6,10 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from fathom import registry
+from fathom.cli.specs import sweep_spec
 from fathom.errors import SpecError
 from fathom.integrations.lm_eval_export import export_lm_eval
-from fathom.spec import (
-    RunSpec,
-    parse_depths,
-    parse_items,
-    parse_lengths,
-    parse_ops,
-    parse_repeats,
-    prompt_options,
-)
+from fathom.spec import RunSpec
 
 DESCRIPTION = (
     "Write TASK's samples, as fathom run builds them for the same options and tokenizer, as a task folder "
@@ -63,24 +55,7 @@ def lm_eval_spec(args: argparse.Namespace) -> RunSpec:
             "the lengths, --tokenizer hf:PATH (the model lm-eval will run, for exact lengths), or "
             "cl100k_base, o200k_base, ..."
         )
-    depths = args.depths or ("11" if registry.TASK.entry(args.task).depths == "swept" else "")
-    return RunSpec(
-        task=args.task,
-        model="lm-eval",  # no model answers here: lm-eval's does, later
-        tokenizer=args.tokenizer,
-        lengths=parse_lengths(args.lengths),
-        depths=parse_depths(depths) if depths else (),
-        samples=args.samples,
-        seed=args.seed,
-        **prompt_options(args),
-        scoring=args.scoring,
-        max_new_tokens=args.max_new_tokens,
-        control=False,
-        fill=args.fill,
-        ops=parse_ops(args.ops),
-        items=parse_items(args.items),
-        repeats=parse_repeats(args.repeats),
-    )
+    return sweep_spec(args, model="lm-eval", control=False)  # no model answers here: lm-eval's does, later
 
 
 def lm_eval_command(args: argparse.Namespace) -> None:
