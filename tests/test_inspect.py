@@ -5,6 +5,7 @@ given its token usage (else it counts with tiktoken's o200k_base, which it would
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import json
@@ -12,7 +13,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,20 @@ pytestmark = [
         "ignore:Exception ignored in.*MemoryObjectReceiveStream:pytest.PytestUnraisableExceptionWarning"
     ),
 ]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_loop_marked_running() -> Iterator[None]:
+    """conftest's session browser (playwright's sync API) marks its event loop as running in this
+    thread between its calls; inspect's eval and log reader start loops of their own (anyio.run),
+    which refuse to while one is marked. So in a worker that ran a page test first, every test here
+    failed. The mark is lifted for this module and put back after it (autouse fixtures of a scope are
+    made before the others of that scope, so before the logs below are made)."""
+    marked = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    yield
+    asyncio.events._set_running_loop(marked)
+
 
 WRONG = "1234567"  # no needle of these runs holds it (a seven-digit value, as niah's are)
 Answer = Callable[[str, str], str]  # (the needle's value, the user's message) -> the mock's answer
