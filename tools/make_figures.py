@@ -31,6 +31,7 @@ committed beside it, which ``fathom trap`` drew it from:
 - families-smollm2   docs/families-smollm2.png from docs/families-real.json: SmolLM2's score per task
                      family and length, beside plain NIAH, from the runs docs/families.md lists
                      (``python tools/family_evidence.py collect`` read their summaries)
+- families-gemma3    docs/families-gemma3.png, the same for Gemma 3 270M base
 
 ``--check`` makes everything into a scratch folder instead and compares numbers, not pixels: each
 simulated figure's JSON against the committed one (exit status 1 where any differs). The
@@ -223,6 +224,7 @@ FIGURES: tuple[Figure, ...] = (
     TrapFigure("trap-smollm2", "retrieval_16k_second_run"),
     TrapFigure("trap-gemma3", "second_run"),
     FamilyGridFigure("families-smollm2", "llamacpp:smollm2?threads=2"),
+    FamilyGridFigure("families-gemma3", "llamacpp:gemma3-270m?threads=2"),
 )
 NAMES = {figure.name: figure for figure in FIGURES}
 
