@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from http_faults import HELD_AT_MOST, KEY, NEEDLE, FaultHandler, FaultServer, serving
 
 from fathom.backends import jsonhttp
@@ -128,3 +129,14 @@ def messages_serving() -> Iterator[MessagesServer]:
     with serving(MessagesServer) as fake:
         assert isinstance(fake, MessagesServer)
         yield fake
+
+
+@contextmanager
+def keyed_messages_serving(monkeypatch: pytest.MonkeyPatch) -> Iterator[MessagesServer]:
+    """The fake served as a run meets it: the key in $ANTHROPIC_API_KEY, no proxy between, and the
+    retries' backoff made short so a fault's retries take milliseconds."""
+    monkeypatch.setattr(jsonhttp, "BACKOFF_BASE", 0.001)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with messages_serving() as server:
+        yield server

@@ -18,9 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 from http_faults import KEY, request
-from messages_api import MessagesServer, counted, messages_serving
+from messages_api import MessagesServer, counted, keyed_messages_serving
 
-from fathom.backends import jsonhttp
 from fathom.backends.anthropic import AnthropicBackend
 from fathom.backends.base import Request
 from fathom.cli import SAMPLE_ERRORS, main
@@ -36,10 +35,7 @@ SWEEP = ("--lengths", "1k,2k", "--depths", "2", "--samples", "1", "--no-control"
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[MessagesServer]:
-    monkeypatch.setattr(jsonhttp, "BACKOFF_BASE", 0.001)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    with messages_serving() as server:
+    with keyed_messages_serving(monkeypatch) as server:
         yield server
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from http_faults import KEY, FaultHandler, FaultServer, request, serving
-from messages_api import messages_serving
+from messages_api import keyed_messages_serving
 
 from fathom.analysis.failures import failure_kind
 from fathom.backends import jsonhttp, openai_replies
@@ -240,10 +240,7 @@ def test_an_openai_reply_with_tags_in_its_content_is_split_unless_told_not_to(
 @pytest.fixture
 def messages(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     pytest.importorskip("anthropic")  # the extra; CI installs it
-    monkeypatch.setattr(jsonhttp, "BACKOFF_BASE", 0.001)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    with messages_serving() as server:
+    with keyed_messages_serving(monkeypatch) as server:
         yield server
 
 

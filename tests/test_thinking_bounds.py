@@ -13,11 +13,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from http_faults import KEY
-from messages_api import MessagesServer, messages_serving
+from messages_api import MessagesServer, keyed_messages_serving
 
 from fathom.analysis.control import control_summary
-from fathom.backends import jsonhttp, openai_replies
+from fathom.backends import openai_replies
 from fathom.backends.base import Request
 from fathom.backends.reasoning import DEFAULT_TAGS, tags_refusal
 from fathom.backends.sim import SimulatedBackend
@@ -37,10 +36,7 @@ GRID = ("--lengths", "1k", "--depths", "0.5", "--samples", "1", "--no-control", 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[MessagesServer]:
     pytest.importorskip("anthropic")  # the extra; CI installs it
-    monkeypatch.setattr(jsonhttp, "BACKOFF_BASE", 0.001)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    with messages_serving() as server:
+    with keyed_messages_serving(monkeypatch) as server:
         yield server
 
 
