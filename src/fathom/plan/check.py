@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fathom.backends.base import Backend
+from fathom.backends.base import Backend, OutputCapped
 from fathom.errors import SpecError
 from fathom.plan.arch import DTYPE_BYTES, Architecture
 from fathom.plan.costs import USABLE
@@ -70,6 +70,19 @@ def check_run(
     if say:
         print(line, file=sys.stderr)
     return line
+
+
+def check_output(spec: RunSpec, task: Task, backend: Backend) -> None:
+    """Refuse, before any work, a run whose samples ask a backend that caps its replies for more new
+    tokens (thinking and answer) than it gives (``OutputCapped``): each would be an error record. The
+    twin of check_run's refusal of prompts and new tokens past a backend's context."""
+    if isinstance(backend, OutputCapped):
+        most = max(p.new_tokens for p in sweep_prompts(spec, task, "prefix", build=False).prompts)
+        if (why := backend.output_refusal(most)) is not None:
+            raise SpecError(
+                f"{why}, the most a sample of this run asks for: lower --thinking-budget or "
+                "--max-new-tokens, or raise the backend's limit where the model allows more"
+            )
 
 
 def _line(spec: RunSpec, task: Task, backend: Backend, kind: str, keep_too_long: bool) -> str:

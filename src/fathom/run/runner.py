@@ -32,14 +32,12 @@ import numpy as np
 from fathom.backends.base import (
     Backend,
     BatchSized,
-    OutputCapped,
     Pulling,
     Request,
     answers_closed_book,
 )
 from fathom.errors import SpecError
-from fathom.plan.check import check_run
-from fathom.plan.prompts import sweep_prompts
+from fathom.plan.check import check_output, check_run
 from fathom.prompts import chat_prompt, length_tolerance
 from fathom.records import AnyRecord, Cell, ErrorKind, PerplexityRecord, SampleRecord
 from fathom.registry import answering_spec, check_backend, check_spec, create_backend, create_task
@@ -145,22 +143,10 @@ def prepare(spec: RunSpec, order: str = "prefix", say: bool = False, keep_too_lo
     loading = time.perf_counter() - started
     task = create_task(spec, backend.tokenizer)
     check_backend(spec, backend)
-    _check_output(spec, task, backend)
+    check_output(spec, task, backend)
     _check_closed_book(task, spec, backend)
     _check_shortest(task, min(spec.lengths))
     return Prepared(backend, task, loading, check_run(spec, task, backend, say, keep_too_long))
-
-
-def _check_output(spec: RunSpec, task: Task, backend: Backend) -> None:
-    """Refuse, before any work, a run whose samples ask a backend that caps its replies for more new
-    tokens (thinking and answer) than it gives (``OutputCapped``): each would be an error record."""
-    if isinstance(backend, OutputCapped):
-        most = max(p.new_tokens for p in sweep_prompts(spec, task, "prefix", build=False).prompts)
-        if (why := backend.output_refusal(most)) is not None:
-            raise SpecError(
-                f"{why}, the most a sample of this run asks for: lower --thinking-budget or "
-                "--max-new-tokens, or raise the backend's limit where the model allows more"
-            )
 
 
 def _check_closed_book(task: Task, spec: RunSpec, backend: Backend) -> None:
