@@ -128,6 +128,36 @@ def test_a_backend_with_think_tags_off_says_why_it_refuses_a_budget() -> None:
     )
 
 
+@pytest.mark.parametrize("prefix", ["hf", "llamacpp", "vllm"])
+def test_a_budget_with_think_tags_off_is_refused_before_any_model_is_loaded(
+    prefix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refusal reads the model's name alone: no backend is made (which would load the model, a
+    minute for a small one), and the model named need not exist."""
+    made: list[str] = []
+    monkeypatch.setattr("fathom.run.runner.create_backend", lambda model, tokenizer: made.append(model))
+    folder, model = tmp_path / "run", f"{prefix}:{tmp_path}/absent?think_tags=off&seed=1"
+    argv = ["run", "niah", "--model", model, *GRID, "--thinking-budget", "64", "--run-dir", str(folder)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"fathom: error: {prefix}:{tmp_path}/absent has think_tags=off, so it would grade the reasoning "
+        "as the answer: drop --thinking-budget, or give one it can honour\n"
+    )
+    assert made == [] and not folder.exists()
+    # Tags of its own, or none named, are left to the backend (which reads them as it loads).
+    for settings in ("think_tags=<r>,</r>", "seed=1", "think_tags=bad"):
+        monkeypatch.setattr("fathom.run.runner.create_backend", _refused_when_made)
+        argv[3] = f"{prefix}:{tmp_path}/absent?{settings}"
+        assert main(argv) == 2
+        assert capsys.readouterr().err == "fathom: error: made\n"
+
+
+def _refused_when_made(model: str, tokenizer: str) -> None:
+    from fathom.errors import SpecError
+
+    raise SpecError("made")
+
+
 def test_transformers_splits_a_think_block_off_its_words_and_refuses_a_budget_with_tags_off() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")

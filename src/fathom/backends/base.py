@@ -258,7 +258,9 @@ class BackendEntry:
     ``packages`` are the top-level modules it imports (looked for, never imported, by ``status``);
     ``extra`` is fathom's pip extra that installs them (empty for a plugin, whose own requirements
     bring them); ``scores`` says whether its backends are Scorers; ``transport`` names the settings
-    its backends report as ``Tuned.transport_settings``.
+    its backends report as ``Tuned.transport_settings``; ``think_tags`` says that its backends read
+    a think block off the model's text as the ``think_tags`` setting says (``backends.reasoning``), so
+    that the registry can refuse a thinking budget they cannot honour before a model is loaded.
     """
 
     factory: BackendFactory
@@ -269,6 +271,7 @@ class BackendEntry:
     # Settings (``?name=``) that change how requests travel, not what the model answers: left out
     # of the run's identity (``fathom.registry.answering_spec``), so a run resumes with others.
     transport: frozenset[str] = frozenset()
+    think_tags: bool = False
 
     def status(self) -> str:
         """'ready', or what to install for it."""

@@ -22,7 +22,16 @@ import sys
 from collections.abc import Sequence
 from urllib.parse import unquote_plus
 
-from fathom.backends.base import Backend, BackendEntry, BackendFactory, Scorer, Thinking, cannot_score
+from fathom.backends.base import (
+    Backend,
+    BackendEntry,
+    BackendFactory,
+    Scorer,
+    Thinking,
+    cannot_score,
+    split_options,
+)
+from fathom.backends.reasoning import THINK_TAGS, tags_refusal
 from fathom.errors import SpecError
 from fathom.prompts.tokenizers import Tokenizer
 from fathom.records import Score
@@ -160,6 +169,7 @@ BACKENDS: dict[str, BackendEntry] = {
         packages=("llama_cpp",),
         extra="llamacpp",
         scores=True,
+        think_tags=True,
     ),
     "hf": BackendEntry(
         _lazy("fathom.backends.hf", "TransformersBackend"),
@@ -167,6 +177,7 @@ BACKENDS: dict[str, BackendEntry] = {
         packages=("torch", "transformers", "gguf", "accelerate"),
         extra="hf",
         scores=True,
+        think_tags=True,
     ),
     "vllm": BackendEntry(
         _lazy("fathom.backends.vllm", "VLLMBackend"),
@@ -174,6 +185,7 @@ BACKENDS: dict[str, BackendEntry] = {
         packages=("vllm", "transformers"),
         extra="vllm",
         scores=True,
+        think_tags=True,
     ),
     "openai": BackendEntry(
         _lazy("fathom.backends.openai", "OpenAIBackend"),
@@ -228,6 +240,28 @@ def check_spec(spec: RunSpec) -> None:
         )
     if spec.scoring is not None:
         SCORING.entry(spec.scoring)
+    _check_think_tags(spec)
+
+
+def _check_think_tags(spec: RunSpec) -> None:
+    """Refuse a thinking budget that a backend reading think blocks off the text is told, by
+    ``think_tags=off``, not to look for: from the model's name alone, before a model is loaded (its
+    ``take_thinking`` says the same after, for a backend made otherwise)."""
+    prefix, _, rest = spec.model.partition(":")
+    entry = BACKEND.find(prefix) if spec.thinking_budget is not None else None
+    if entry is None or not entry.think_tags:
+        return
+    target, options = split_options(rest)
+    try:
+        tags = THINK_TAGS.read(options["think_tags"]) if "think_tags" in options else THINK_TAGS.default
+    except ValueError:
+        return  # the backend refuses the value itself, before it loads anything
+    if (why := tags_refusal(f"{prefix}:{target}", tags)) is not None:
+        raise _budget_refused(why)
+
+
+def _budget_refused(why: str) -> SpecError:
+    return SpecError(f"{why}: drop --thinking-budget, or give one it can honour")
 
 
 def _check_options(spec: RunSpec, entry: TaskEntry) -> None:
@@ -321,7 +355,7 @@ def check_backend(spec: RunSpec, backend: Backend) -> None:
                 "honour a thinking budget: drop --thinking-budget"
             )
         if (why := backend.take_thinking(spec.thinking_budget)) is not None:
-            raise SpecError(f"{why}: drop --thinking-budget, or give one it can honour")
+            raise _budget_refused(why)
 
 
 def score(method: str, output: str, references: Sequence[str]) -> Score:
