@@ -69,7 +69,7 @@ def read_task(folder: Path, suite: str, task: SuiteTask, limit: int) -> TaskData
         items = _v2_items(path, limit)
     else:
         read = _infinite_item if suite == INFINITEBENCH else _longbench_item
-        items = [read(task, record, suite) for record in _checked(path, _jsonl(path, limit))]
+        items = [read(task, record, suite) for record in _checked(_jsonl(path, limit))]
     if not items:
         raise DataError(f"{path} holds no items: use the suite's official file")
     return TaskData(task, tuple(items), _sha256(path))
@@ -97,7 +97,7 @@ def _jsonl(path: Path, limit: int) -> Iterator[tuple[_Where, Any]]:
         count += 1
 
 
-def _checked(path: Path, records: Iterator[tuple[_Where, Any]]) -> Iterator[tuple[_Where, dict[str, Any]]]:
+def _checked(records: Iterator[tuple[_Where, Any]]) -> Iterator[tuple[_Where, dict[str, Any]]]:
     for where, record in records:
         if not isinstance(record, dict):
             raise DataError(f"{where.text} is a JSON {type(record).__name__}, not an item (an object)")

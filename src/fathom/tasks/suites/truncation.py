@@ -56,8 +56,7 @@ def cut_middle(before: Ids, context: Ids, after: Ids, limit: int, suite: str) ->
     for part, size in zip(parts, sizes, strict=True):
         # The part's positions start..start+size-1 survive where they are < head or >= total - tail.
         front = part[: max(0, min(size, head - start))]
-        back_from = max(0, total - tail - start)
-        back = part[back_from:] if back_from < size and len(front) < size else part[:0]
+        back = part[max(0, total - tail - start) :]  # empty for a part wholly before the tail
         kept.append(np.concatenate([front, back]) if len(back) else front)
         start += size
     return Kept(kept[0], kept[1], kept[2])
