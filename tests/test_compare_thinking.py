@@ -49,8 +49,8 @@ def test_each_cell_has_both_runs_tokens_the_change_and_the_samples_still_thinkin
         # base: (100 + 50 + 200 + 30) / 4 = 95.0 (the error left out); new: (80 + 40 + 60 + 10) / 4 = 47.5
         ThinkingChange(None, None, None, 95.0, 47.5, 1, 0),
         (
-            # 350 / 3 = 116.7 and 180 / 3 = 60.0: -56.7
-            ThinkingChange("niah", 1024, 0.5, 116.7, 60.0, 1, 0),
+            # 350 / 3 (116.7 to a tenth) and 180 / 3 = 60.0: -56.7
+            ThinkingChange("niah", 1024, 0.5, 350 / 3, 60.0, 1, 0),
             ThinkingChange("niah", 2048, 0.5, 30.0, 10.0, 0, 0),
         ),
     )
@@ -100,11 +100,25 @@ def test_a_run_that_reads_no_reasoning_beside_one_that_does() -> None:
     assert comparison is not None
     assert comparison.overall == ThinkingChange(None, None, None, None, 95.0, 0, 1)
     assert [(c.length, c.base_tokens, c.new_tokens, c.change) for c in comparison.cells] == [
-        (1024, None, 116.7, None),
+        (1024, None, 350 / 3, None),
         (2048, None, 30.0, None),
     ]
     assert thinking_comparison_text(comparison)[1] == (
         "  1k, niah, depth 50%: none → 116.7 tokens a sample, still thinking 0 → 1"
+    )
+
+
+def test_the_change_is_the_unrounded_means_difference_to_a_tenth() -> None:
+    """Means of 4/3 and 5/3 tokens are 1.3 and 1.7 to a tenth; their difference is 1/3, so 0.3, where
+    the difference of the rounded means would say 0.4."""
+    base = [record(1024, 0, 1), record(1024, 1, 1), record(1024, 2, 2)]
+    new = [record(1024, 0, 1), record(1024, 1, 2), record(1024, 2, 2)]
+    comparison = compare_thinking(base, new)
+    assert comparison is not None
+    assert (comparison.overall.change, comparison.overall.means) == (0.3, (1.3, 1.7))
+    assert comparison.to_json()["tokens_change"] == comparison.to_json()["cells"][0]["tokens_change"] == 0.3
+    assert thinking_comparison_text(comparison)[0].endswith(
+        "1.3 → 1.7 (+0.3) tokens a sample, still thinking 0 → 0"
     )
 
 

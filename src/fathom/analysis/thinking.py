@@ -15,20 +15,44 @@ Where = tuple[str, int, float | None]  # a cell: its task, length and depth
 
 def thinking_summary(records: Sequence[SampleRecord]) -> dict[str, Any] | None:
     """The reasoning of the graded samples answered (controls and errors apart): over the run and per
-    (task, length, depth) cell, the samples whose reasoning was read (``reasoned``), their mean and
-    largest reasoning tokens, and those whose reply ended inside its reasoning (``still_thinking``);
-    None where no record holds reasoning (a model that does not think, or records before schema 13)."""
-    answered = [r for r in records if not r.control and r.error is None]
-    if not any(r.reasoning_tokens is not None for r in answered):
+    (task, length, depth) cell, the samples whose reasoning was read (``reasoned``), their mean (to a
+    tenth) and largest reasoning tokens, and those whose reply ended inside its reasoning
+    (``still_thinking``); None where no record holds reasoning (a model that does not think, or
+    records before schema 13)."""
+    answered = _answered(records)
+    if answered is None:
         return None
+    rows = [
+        {"task": task, "length": length, "depth": depth, **_counts(group)}
+        for (task, length, depth), group in _cells(answered)
+    ]
+    return {**_counts(answered), "cells": rows}
+
+
+def _answered(records: Sequence[SampleRecord]) -> list[SampleRecord] | None:
+    """The graded samples answered, or None where none of them holds reasoning."""
+    answered = [r for r in records if not r.control and r.error is None]
+    return answered if any(r.reasoning_tokens is not None for r in answered) else None
+
+
+def _cells(answered: Sequence[SampleRecord]) -> list[tuple[Where, list[SampleRecord]]]:
     cells: defaultdict[Where, list[SampleRecord]] = defaultdict(list)
     for record in answered:
         cells[record.task, record.length, record.depth].append(record)
-    rows = [
-        {"task": task, "length": length, "depth": depth, **_counts(group)}
-        for (task, length, depth), group in sorted(cells.items(), key=lambda item: _order(item[0]))
-    ]
-    return {**_counts(answered), "cells": rows}
+    return sorted(cells.items(), key=lambda item: _order(item[0]))
+
+
+def _mean_tokens(group: Sequence[SampleRecord]) -> float | None:
+    tokens = [r.reasoning_tokens for r in group if r.reasoning_tokens is not None]
+    return sum(tokens) / len(tokens) if tokens else None
+
+
+def _still_thinking(group: Sequence[SampleRecord]) -> int:
+    return sum(1 for r in group if r.finish_reason == THINKING)
+
+
+def _tenth(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def _counts(group: Sequence[SampleRecord]) -> dict[str, Any]:
@@ -36,9 +60,9 @@ def _counts(group: Sequence[SampleRecord]) -> dict[str, Any]:
     return {
         "samples": len(group),
         "reasoned": len(tokens),
-        "tokens_mean": round(sum(tokens) / len(tokens), 1) if tokens else None,
+        "tokens_mean": _tenth(_mean_tokens(group)),
         "tokens_max": max(tokens, default=None),
-        "still_thinking": sum(1 for r in group if r.finish_reason == THINKING),
+        "still_thinking": _still_thinking(group),
     }
 
 
@@ -49,8 +73,8 @@ def _order(cell: Where) -> tuple[str, int, float]:
 
 @dataclass(frozen=True)
 class ThinkingChange:
-    """One cell's reasoning in two runs, or the run's (``task`` None): each run's mean reasoning tokens
-    (None where none was read) and its samples still thinking."""
+    """One cell's reasoning in two runs, or the run's (``task`` None): each run's mean reasoning tokens,
+    unrounded (None where none was read), and its samples still thinking."""
 
     task: str | None
     length: int | None
@@ -62,18 +86,25 @@ class ThinkingChange:
 
     @property
     def change(self) -> float | None:
-        """New minus base, in tokens a sample; None where either run read no reasoning."""
+        """New minus base, in tokens a sample, to a tenth (of the unrounded means: the difference of
+        the rounded ones can be a tenth off); None where either run read no reasoning."""
         if self.base_tokens is None or self.new_tokens is None:
             return None
-        return round(self.new_tokens - self.base_tokens, 1)
+        return _tenth(self.new_tokens - self.base_tokens)
+
+    @property
+    def means(self) -> tuple[float | None, float | None]:
+        """Each run's mean reasoning tokens a sample, to a tenth, as summary.json gives them."""
+        return _tenth(self.base_tokens), _tenth(self.new_tokens)
 
     def to_json(self) -> dict[str, Any]:
+        base, new = self.means
         return {
             "task": self.task,
             "length": self.length,
             "depth": self.depth,
-            "base_tokens_mean": self.base_tokens,
-            "new_tokens_mean": self.new_tokens,
+            "base_tokens_mean": base,
+            "new_tokens_mean": new,
             "tokens_change": self.change,
             "base_still_thinking": self.base_still,
             "new_still_thinking": self.new_still,
@@ -97,10 +128,10 @@ class ThinkingComparison:
 def compare_thinking(base: Sequence[SampleRecord], new: Sequence[SampleRecord]) -> ThinkingComparison | None:
     """``base`` and ``new`` (the samples both runs hold) compared by their reasoning; None where
     neither run read any (models that do not think: their comparison says nothing of it)."""
-    before, after = thinking_summary(base), thinking_summary(new)
+    before, after = _answered(base), _answered(new)
     if before is None and after is None:
         return None
-    base_cells, new_cells = _by_cell(before), _by_cell(after)
+    base_cells, new_cells = (dict(_cells(answered or ())) for answered in (before, after))
     cells = tuple(
         _change(cell, base_cells.get(cell), new_cells.get(cell))
         for cell in sorted(base_cells.keys() | new_cells.keys(), key=_order)
@@ -108,16 +139,13 @@ def compare_thinking(base: Sequence[SampleRecord], new: Sequence[SampleRecord]) 
     return ThinkingComparison(_change((None, None, None), before, after), cells)
 
 
-def _by_cell(summary: dict[str, Any] | None) -> dict[Where, dict[str, Any]]:
-    rows = [] if summary is None else summary["cells"]
-    return {(row["task"], row["length"], row["depth"]): row for row in rows}
-
-
 def _change(
-    cell: tuple[str | None, int | None, float | None], base: dict[str, Any] | None, new: dict[str, Any] | None
+    cell: tuple[str | None, int | None, float | None],
+    base: Sequence[SampleRecord] | None,
+    new: Sequence[SampleRecord] | None,
 ) -> ThinkingChange:
-    def counts(row: dict[str, Any] | None) -> tuple[float | None, int]:
-        return (None, 0) if row is None else (row["tokens_mean"], row["still_thinking"])
+    def counts(group: Sequence[SampleRecord] | None) -> tuple[float | None, int]:
+        return (None, 0) if group is None else (_mean_tokens(group), _still_thinking(group))
 
     (base_tokens, base_still), (new_tokens, new_still) = counts(base), counts(new)
     return ThinkingChange(*cell, base_tokens, new_tokens, base_still, new_still)

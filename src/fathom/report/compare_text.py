@@ -171,7 +171,7 @@ def comparison_text(comparison: Comparison) -> list[str]:
 
 def _thinking_change(change: ThinkingChange) -> str:
     """A cell's (or the runs') reasoning tokens a sample, base → new, and its samples still thinking."""
-    tokens = " → ".join("none" if n is None else f"{n:g}" for n in (change.base_tokens, change.new_tokens))
+    tokens = " → ".join("none" if n is None else f"{n:g}" for n in change.means)
     moved = "" if change.change is None else f" ({change.change:+g})"
     return f"{tokens}{moved} tokens a sample, still thinking {change.base_still} → {change.new_still}"
 
