@@ -5,7 +5,6 @@ given its token usage (else it counts with tiktoken's o200k_base, which it would
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import hashlib
 import json
@@ -13,7 +12,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,14 @@ from inspect_ai.model import (  # noqa: E402
     ModelUsage,
     get_model,
 )
+from inspect_runs import (  # noqa: E402
+    INSPECT_WARNINGS,
+    evaluate,
+    import_folder,
+    no_loop_marked_running,  # noqa: F401  (autouse: the running-loop mark lifted for this module)
+    output,
+    scores,
+)
 
 from fathom.cli import main  # noqa: E402
 from fathom.errors import SpecError  # noqa: E402
@@ -41,28 +48,7 @@ from fathom.integrations.inspect_spec import inspect_spec  # noqa: E402
 from fathom.prompts.tokenizers import load_tokenizer  # noqa: E402
 from fathom.run.store import RunFolder  # noqa: E402
 
-# inspect_ai 0.3.285's own warnings: it leaves a stream of anyio's unclosed per sample it runs (warned
-# of when garbage is collected), and calls tenacity's wait with a parameter tenacity deprecates.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:Unclosed <MemoryObjectReceiveStream:ResourceWarning"),
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in.*MemoryObjectReceiveStream:pytest.PytestUnraisableExceptionWarning"
-    ),
-]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def no_loop_marked_running() -> Iterator[None]:
-    """conftest's session browser (playwright's sync API) marks its event loop as running in this
-    thread between its calls; inspect's eval and log reader start loops of their own (anyio.run),
-    which refuse to while one is marked. So in a worker that ran a page test first, every test here
-    failed. The mark is lifted for this module and put back after it (autouse fixtures of a scope are
-    made before the others of that scope, so before the logs below are made)."""
-    marked = asyncio.events._get_running_loop()
-    asyncio.events._set_running_loop(None)
-    yield
-    asyncio.events._set_running_loop(marked)
+pytestmark = INSPECT_WARNINGS
 
 
 WRONG = "1234567"  # no needle of these runs holds it (a seven-digit value, as niah's are)
@@ -74,32 +60,13 @@ def mock(answer: Answer) -> Any:
     question asks for (read off the prompt as a reader would: the question's 'number for KEY' is the
     last one, the needle 'for KEY is: VALUE')."""
 
-    def output(messages: list[ChatMessage], *_: object) -> ModelOutput:
+    def answered(messages: list[ChatMessage], *_: object) -> ModelOutput:
         user = messages[-1].text
         keys = re.findall(r"number for ([\w-]+)", user)  # the question's is the last, after the needle
         value = re.search(rf"for {re.escape(keys[-1])} is:? (\d+)", user) if keys else None
-        text = answer(value.group(1) if value else "", user)
-        made = ModelOutput.from_content(model="mockllm", content=text)
-        made.usage = ModelUsage(input_tokens=len(user) // 4, output_tokens=4, total_tokens=len(user) // 4 + 4)
-        return made
+        return output(answer(value.group(1) if value else "", user), user)
 
-    return get_model("mockllm/model", custom_outputs=output)
-
-
-def evaluate(task: str, args: dict[str, object], model: Any, logs: Path) -> EvalLog:
-    [log] = inspect_ai.eval(task, task_args=args, model=model, log_dir=str(logs), display="none")
-    return log
-
-
-def scores(log: EvalLog) -> dict[str, float]:
-    samples = read_eval_log(log.location).samples or []
-    return {str(s.id): float(s.scores["grade"].value) for s in samples if s.scores}  # type: ignore[arg-type]
-
-
-def import_folder(log: EvalLog, folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    status = main(["import-inspect", log.location, "--run-dir", str(folder)])
-    out, err = capsys.readouterr()
-    return status, out + err
+    return get_model("mockllm/model", custom_outputs=answered)
 
 
 def right_at_1k(value: str, user: str) -> str:
@@ -309,9 +276,7 @@ def other_log(tmp_path: Path) -> Path:
 
 
 def mock_usage() -> Any:
-    made = ModelOutput.from_content(model="mockllm", content="4")
-    made.usage = ModelUsage(input_tokens=3, output_tokens=1, total_tokens=4)
-    return get_model("mockllm/model", custom_outputs=[made])
+    return get_model("mockllm/model", custom_outputs=[output("4", "2+2?")])
 
 
 def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -1,6 +1,7 @@
 """``fathom import-inspect LOG --run-dir DIR``: an inspect_ai log of a fathom task (``fathom/niah``,
-``fathom/ruler``, ``fathom/suite``) made a fathom run folder, which ``fathom report``, the heatmap and
-``fathom compare`` read as any other.
+``fathom/ruler``, ``fathom/suite``, ``fathom/state``, ``fathom/babi``, ``fathom/listing``,
+``fathom/mrcr``) made a fathom run folder, which ``fathom report``, the heatmap and ``fathom compare``
+read as any other; a log of ``-T control=true`` brings its controls back as control records.
 
 The import is a fathom run whose backend is the log: the spec is the one the log's task metadata
 holds (its model ``inspect:MODEL``), its task is made again with the same tokenizer, and the runner
@@ -39,9 +40,12 @@ from fathom.run.runner import answer_cells
 from fathom.run.store import RunFolder
 from fathom.run.writer import RecordWriter
 from fathom.spec import RunSpec
+from fathom.tasks import probe
 
 KEY = "fathom"  # the key of fathom's metadata on the task and on each sample (inspect_tasks.KEY)
-FATHOM_TASKS = ("fathom/niah", "fathom/ruler", "fathom/suite")
+FATHOM_TASKS = tuple(
+    f"fathom/{name}" for name in ("niah", "ruler", "suite", "state", "babi", "listing", "mrcr")
+)
 # What a sample's answer needs of the log: its id, output, error and metadata; the rest (the prompt
 # again as messages, the events, attachments) is left unread.
 _UNREAD = {"messages", "events", "attachments", "store"}
@@ -81,7 +85,7 @@ def import_log(log: Path, run_dir: Path) -> Imported:
             f"fathom's {spec.task} give here (a corpus, tokenizer file or fathom version differs): import it "
             "where the log was made"
         )
-    planned = [cell.id for cell in task.cells()]
+    planned = [cell.id for cell in probe.plan(task, spec.control)]
     answers = _answers(reader, log, spec.sha256, set(planned), tokenizer)
     model = f"inspect:{header.eval.model}"
     spec = dataclasses.replace(spec, model=model)
@@ -94,7 +98,7 @@ def import_log(log: Path, run_dir: Path) -> Imported:
         with RunFolder(building) as folder:
             folder.start(manifest(spec, tokenizer, task, backend, len(planned)))
             write = RecordWriter(folder, RunProgress(model, (), enabled=False))
-            cells: Iterator[Cell] = (cell for cell in task.cells() if cell.id in answers)
+            cells: Iterator[Cell] = (cell for cell in probe.plan(task, spec.control) if cell.id in answers)
             answer_cells(spec, BackendClock(backend), task, cells, write)
             result = write.result(0, 0.0, 0.0)
         if run_dir.is_dir():

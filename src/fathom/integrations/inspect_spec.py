@@ -19,7 +19,10 @@ from fathom.spec import (
     parse_choices,
     parse_corpora,
     parse_depths,
+    parse_items,
     parse_lengths,
+    parse_ops,
+    parse_repeats,
     parse_split_distance,
     parse_templates,
 )
@@ -81,6 +84,10 @@ OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "data": ("data", str),
     "suite_tasks": ("suite_tasks", _names),
     "truncate": ("truncate", _flag("truncate")),
+    "ops": ("ops", parse_ops),
+    "items": ("items", parse_items),
+    "repeats": ("repeats", parse_repeats),
+    "control": ("control", _flag("control")),
 }
 # Read apart: the corpus (one, or several swept as an axis) and the task's own name.
 CORPUS = "corpus"
@@ -99,7 +106,7 @@ def option_text(value: object) -> str:
 def inspect_spec(task: str, options: Mapping[str, object]) -> RunSpec:
     """The spec of fathom task ``task`` with ``options`` (-T), checked as ``fathom run`` checks its own:
     an unknown option, a bad value or one the task does not take is one clear SpecError. No-context
-    controls are off: an inspect sample is one of the task's cells, its score the task's mean."""
+    controls are off unless ``-T control=true``: inspect's accuracy is then the samples' alone."""
     known = sorted([*OPTIONS, CORPUS])
     values: dict[str, Any] = {}
     for name, given in options.items():
@@ -122,6 +129,7 @@ def inspect_spec(task: str, options: Mapping[str, object]) -> RunSpec:
             "-T tokenizer=auto names no tokenizer inside inspect (its model is not a fathom backend): name "
             "the model's (a tokenizer.json, hf:FOLDER, tiktoken:PATH) or cl100k_base"
         )
-    spec = RunSpec(task=task, model=INSPECT_MODEL, control=False, **values)
+    values.setdefault("control", False)
+    spec = RunSpec(task=task, model=INSPECT_MODEL, **values)
     check_spec(spec)
     return spec

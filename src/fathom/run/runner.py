@@ -245,12 +245,8 @@ def _answer(spec: RunSpec, clock: BackendClock, batch: Sequence[Ready], finish: 
 
 
 def _prepare(task: Task, cell: Cell) -> Sample | Document:
-    if not cell.control or cell.probe is not None:  # a probe is its own sample, asked of the task
-        return task.prepare(cell)
-    sample = task.prepare(control.sample_cell(cell))
-    if not isinstance(sample, Sample):
-        raise TypeError(f"control cell {cell.id} is not a sample's")
-    return control.without_context(sample, cell)
+    """The cell made concrete on the build's worker thread (``control.prepared``)."""
+    return control.prepared(task, cell)
 
 
 def _generate(spec: RunSpec, clock: BackendClock, samples: Sequence[BuiltSample], finish: Finish) -> None:

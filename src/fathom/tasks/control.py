@@ -16,7 +16,7 @@ import numpy as np
 
 from fathom.prompts import Prompt
 from fathom.records import Cell
-from fathom.tasks.base import Sample
+from fathom.tasks.base import Document, Sample, Task
 from fathom.tasks.perplexity import PERPLEXITY
 
 
@@ -32,6 +32,17 @@ def plan(cells: Callable[[], Iterable[Cell]], control: bool) -> Iterator[Cell]:
 def sample_cell(cell: Cell) -> Cell:
     """The cell whose sample a control cell asks about."""
     return dataclasses.replace(cell, control=False)
+
+
+def prepared(task: Task, cell: Cell) -> Sample | Document:
+    """A planned cell made concrete: a control cell as its sample without the context, any other (a
+    probe is its own sample, asked of the task) as the task prepares it. The runner's and inspect's."""
+    if not cell.control or cell.probe is not None:
+        return task.prepare(cell)
+    sample = task.prepare(sample_cell(cell))
+    if not isinstance(sample, Sample):
+        raise TypeError(f"control cell {cell.id} is not a sample's")
+    return without_context(sample, cell)
 
 
 def without_context(sample: Sample, control: Cell) -> Sample:
