@@ -4,12 +4,18 @@ values read under the arithmetic's names."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
+from test_plan import SMOLLM2
 
 from fathom.plan import calibration, check
 
@@ -109,3 +115,113 @@ def test_the_calibration_names_its_sources_in_order_and_each_engines_weights() -
         ("NVIDIA NIM", "h100", "fp8"),
         ("NVIDIA NIM", "h100", "fp8"),
     ]
+
+
+# TINY of tests/test_plan.py as a transformers config: 2 layers, hidden 8, 2 query heads and 1 KV
+# head of 4, an MLP of 16, 10 words. Its parameters by hand: per layer q and o 8 x 8, k and v 8 x 4
+# (192), the MLP 3 x 8 x 16 (384) and two norms of 8; the tied embedding 10 x 8, the final norm 8:
+# 80 + 2 x (192 + 384 + 16) + 8 = 1,272.
+TINY_CONFIG = {
+    "_name_or_path": "tiny",
+    "model_type": "llama",
+    "num_hidden_layers": 2,
+    "hidden_size": 8,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 4,
+    "intermediate_size": 16,
+    "vocab_size": 10,
+}
+TINY_PARAMS = 1_272
+
+
+class _TinyConfig:
+    def to_dict(self) -> dict[str, Any]:
+        return dict(TINY_CONFIG)
+
+    def __getattr__(self, name: str) -> Any:
+        return TINY_CONFIG[name]
+
+
+def _hf_backend(device: str, dtype: torch.dtype, batch: int) -> Any:
+    """A TransformersBackend as its check reads it, with no model loaded: its name, dtype, device,
+    batch, and a model whose config is TINY's."""
+    from fathom.backends.hf import TransformersBackend
+
+    backend = object.__new__(TransformersBackend)
+    backend.name = "hf:tiny"
+    backend.model = SimpleNamespace(config=SimpleNamespace(get_text_config=_TinyConfig))
+    backend.dtype, backend.device, backend.batch = dtype, torch.device(device), batch
+    return backend
+
+
+def test_an_hf_backend_holds_its_configs_weights_in_its_dtype_and_a_batch_of_prompts(
+    one_gpu: list[Any],
+) -> None:
+    capacity = check._capacity("hf", _hf_backend("cuda:0", torch.bfloat16, 8))
+    assert capacity is not None
+    arch = capacity.arch
+    assert (arch.name, arch.source, arch.layers, arch.kv_heads, arch.head_dim, arch.params) == (
+        "tiny",
+        "hf:tiny",
+        2,
+        1,
+        4,
+        TINY_PARAMS,
+    )
+    # bf16: 2 bytes a weight and a KV value; 8 prompts at once; 90% of the GPU's 80 GiB.
+    assert capacity == check.Capacity(arch, 2.0 * TINY_PARAMS, 2.0, 8, 0.9 * GPU_BYTES, "GPU memory (cuda:0)")
+    on_cpu = check._capacity("hf", _hf_backend("cpu", torch.float32, 1))
+    assert on_cpu == check.Capacity(arch, 4.0 * TINY_PARAMS, 4.0, 1, 0.9 * HOST, "host RAM")
+
+
+@pytest.fixture
+def vllm_module(monkeypatch: pytest.MonkeyPatch) -> type:
+    """fathom.backends.vllm stood in by a module of one class: the real one imports vllm, which the
+    test machines lack, and the check reads only the backend's path and options."""
+
+    class VLLMBackend:
+        pass
+
+    monkeypatch.setitem(sys.modules, "fathom.backends.vllm", SimpleNamespace(VLLMBackend=VLLMBackend))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    return VLLMBackend
+
+
+@pytest.mark.parametrize(("dtype", "size"), [("float32", 4.0), ("auto", 2.0), ("float16", 2.0)])
+def test_a_vllm_backend_holds_its_folders_weights_in_the_share_of_memory_it_is_given(
+    vllm_module: type, tmp_path: Path, dtype: str, size: float
+) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(TINY_CONFIG))
+    backend = vllm_module()
+    backend.path = tmp_path
+    backend.options = SimpleNamespace(dtype=dtype, gpu_memory_utilization=0.25, tp=2)
+    capacity = check._capacity("vllm", backend)
+    assert capacity is not None
+    assert (capacity.arch.source, capacity.arch.params) == (str(tmp_path / "config.json"), TINY_PARAMS)
+    # One sequence; a quarter of each of 2 GPUs' memory (here the host's: torch sees no CUDA).
+    assert capacity == check.Capacity(capacity.arch, size * TINY_PARAMS, size, 1, 0.5 * HOST, "host RAM")
+
+
+def test_a_backend_of_another_kind_has_no_capacity_the_check_reads() -> None:
+    assert check._capacity("openai", _hf_backend("cpu", torch.float32, 1)) is None
+
+
+@SMOLLM2
+def test_a_llamacpp_backend_holds_its_files_bytes_and_an_f16_cache_in_the_hosts_memory() -> None:
+    import llama_cpp
+
+    from fathom.backends.llamacpp import LlamaCppBackend
+    from fathom.backends.local_models import resolve_model_path
+
+    path = resolve_model_path("smollm2")
+    backend = object.__new__(LlamaCppBackend)
+    backend.path = path
+    with contextlib.redirect_stderr(io.StringIO()):
+        backend.llm = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+    capacity = check._capacity("llamacpp", backend)
+    assert capacity is not None
+    assert (capacity.arch.source, capacity.arch.params) == (str(path), 134_515_008)
+    # The file's own weight bytes (Q4_1, as llama.cpp counts them), 2 bytes a KV value (f16), one
+    # sequence, 90% of the host's memory.
+    assert capacity == check.Capacity(capacity.arch, 96_576_768.0, 2.0, 1, 0.9 * HOST, "host RAM")
