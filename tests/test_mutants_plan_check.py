@@ -17,7 +17,12 @@ import pytest
 import torch
 from test_plan import SMOLLM2
 
+from fathom.errors import SpecError
 from fathom.plan import calibration, check
+from fathom.plan.prompts import PromptCost, SweepPrompts
+from fathom.plan.readers import from_config
+from fathom.records import Cell
+from fathom.spec import RunSpec
 
 HOST = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 GPU_BYTES = 80 * (1 << 30)
@@ -225,3 +230,85 @@ def test_a_llamacpp_backend_holds_its_files_bytes_and_an_f16_cache_in_the_hosts_
     # The file's own weight bytes (Q4_1, as llama.cpp counts them), 2 bytes a KV value (f16), one
     # sequence, 90% of the host's memory.
     assert capacity == check.Capacity(capacity.arch, 96_576_768.0, 2.0, 1, 0.9 * HOST, "host RAM")
+
+
+MIB = 1 << 20
+# Two prompts by hand: 5 and 7 tokens with 3 new each, so 8 and 10 tokens of context.
+SWEPT = SweepPrompts(
+    (PromptCost(Cell("niah", 5, 0.0, 0), 5, 0, 3), PromptCost(Cell("niah", 7, 0.0, 0), 7, 0, 3)), "by hand"
+)
+SPEC = RunSpec("niah", "hf:tiny", "char", (5, 7), (0.0,), 1)
+SWEEP = "plan: 2 x 1 x 1 prompts, 12 tokens, longest 7 + 3 new"
+
+
+def _checked(
+    monkeypatch: pytest.MonkeyPatch, limit: int, memory: float, sequences: int = 2, keep: bool = False
+) -> str | None:
+    """check_run's line for SWEPT on an hf backend of ``limit`` tokens, holding 1 GiB of weights and
+    1 MiB of KV cache a token for each of ``sequences`` prompts at once, in ``memory`` bytes."""
+    tiny = from_config(TINY_CONFIG, "tiny")
+    # TINY's 2 layers x 1 KV head x 4 x (K and V) = 16 values a token: 65,536 bytes each is 1 MiB.
+    capacity = check.Capacity(tiny, float(1 << 30), 65_536.0, sequences, memory, "GPU memory (cuda:0)")
+    monkeypatch.setattr(check, "sweep_prompts", lambda *args, **kwargs: SWEPT)
+    monkeypatch.setattr(check, "_capacity", lambda kind, backend: capacity)
+    backend = SimpleNamespace(name="hf:tiny", max_prompt_tokens=limit)
+    return check.check_run(SPEC, None, backend, keep_too_long=keep)  # type: ignore[arg-type]
+
+
+def test_a_sweep_whose_longest_prompt_fills_the_context_exactly_is_checked_for_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 10 tokens for each of 2 prompts at once: 20 MiB.
+    assert _checked(monkeypatch, 10, 2 * (1 << 30)) == (
+        f"{SWEEP} (KV 20 MiB + weights 1.0 GiB of 2.0 GiB GPU memory (cuda:0)); fits"
+    )
+
+
+def test_prompts_past_the_context_kept_leave_the_cache_to_those_that_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A limit of 8: the 8-token prompt fits exactly, the 10-token one does not.
+    assert _checked(monkeypatch, 8, 2 * (1 << 30), keep=True) == (
+        f"{SWEEP}; 1 exceed the backend's 8 tokens and will be recorded as too_long "
+        "(KV 16 MiB + weights 1.0 GiB of 2.0 GiB GPU memory (cuda:0)); fits"
+    )
+    # A limit of 7: none fits, and none reaches the cache.
+    assert _checked(monkeypatch, 7, 2 * (1 << 30), keep=True) == (
+        f"{SWEEP}; 2 exceed the backend's 7 tokens and will be recorded as too_long "
+        "(KV 0 MiB + weights 1.0 GiB of 2.0 GiB GPU memory (cuda:0)); fits"
+    )
+
+
+def test_weights_and_cache_filling_the_memory_exactly_fit_and_a_byte_less_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    exactly = float((1 << 30) + 20 * MIB)
+    assert _checked(monkeypatch, 10, exactly) == (
+        f"{SWEEP} (KV 20 MiB + weights 1.0 GiB of 1.0 GiB GPU memory (cuda:0)); fits"
+    )
+    with pytest.raises(SpecError) as refused:
+        _checked(monkeypatch, 10, exactly - 1)
+    assert str(refused.value) == (
+        f"{SWEEP}: the KV cache of 10 tokens (2 prompts at once) and the weights, KV 20 MiB + weights "
+        "1.0 GiB, exceed the 1.0 GiB of GPU memory (cuda:0) this run may use: use shorter --lengths "
+        "(fathom plan estimates what a sweep needs)"
+    )
+    # One prompt at a time: 10 MiB, and the refusal names no batch.
+    with pytest.raises(SpecError) as alone:
+        _checked(monkeypatch, 10, (1 << 30) + 10 * MIB - 1, sequences=1)
+    assert "the KV cache of 10 tokens and the weights, KV 10 MiB + weights 1.0 GiB, exceed" in str(
+        alone.value
+    )
+
+
+def test_a_prompt_filling_the_context_exactly_is_not_one_the_refusal_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A limit of 8: the 8-token prompt fits, its length is named as one to keep.
+    with pytest.raises(SpecError) as refused:
+        _checked(monkeypatch, 8, 2 * (1 << 30))
+    assert str(refused.value) == (
+        "1 of 2 prompts exceed the backend's context of 8 tokens (the longest: 7 prompt tokens + 3 new, "
+        "at length 7): keep the lengths that fit (--lengths 5), or pass --keep-too-long to record them as "
+        "too_long, unanswered"
+    )
