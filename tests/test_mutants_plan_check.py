@@ -256,12 +256,16 @@ def _checked(
 
 
 def test_a_sweep_whose_longest_prompt_fills_the_context_exactly_is_checked_for_memory(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # 10 tokens for each of 2 prompts at once: 20 MiB.
-    assert _checked(monkeypatch, 10, 2 * (1 << 30)) == (
-        f"{SWEEP} (KV 20 MiB + weights 1.0 GiB of 2.0 GiB GPU memory (cuda:0)); fits"
-    )
+    line = f"{SWEEP} (KV 20 MiB + weights 1.0 GiB of 2.0 GiB GPU memory (cuda:0)); fits"
+    assert _checked(monkeypatch, 10, 2 * (1 << 30)) == line
+    # Said on stderr only when asked.
+    assert capsys.readouterr() == ("", "")
+    backend = SimpleNamespace(name="hf:tiny", max_prompt_tokens=10)
+    assert check.check_run(SPEC, None, backend, say=True) == line  # type: ignore[arg-type]
+    assert capsys.readouterr() == ("", line + "\n")
 
 
 def test_prompts_past_the_context_kept_leave_the_cache_to_those_that_fit(
