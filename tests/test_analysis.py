@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from fathom.analysis.niah import (
     lost_in_the_middle_index,
     summarize,
 )
-from fathom.analysis.stats import bootstrap_interval, score_interval, wilson_interval
+from fathom.analysis.stats import bootstrap_interval, score_interval, weighted_score_interval, wilson_interval
 from fathom.records import SampleRecord
 
 
@@ -143,8 +144,49 @@ def test_bootstrap_bounds_lie_near_the_exact_bootstrap_quantiles() -> None:
 
     low, high = bootstrap_interval(values)
     assert quantile(0.01) <= low <= quantile(0.05) < 0.45 < quantile(0.95) <= high <= quantile(0.99)
-    # The fractional scores get this interval, clamped to [0, 1], and their mean.
-    assert score_interval(values) == (0.45, low, high)
+
+
+def _wilson_by_hand(p: float, n: int) -> tuple[float, float]:
+    """Wilson's closed form at z = 1.959964: (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
+    z2 = 1.959964**2
+    centre, half = p + z2 / (2 * n), 1.959964 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return (centre - half) / (1 + z2 / n), (centre + half) / (1 + z2 / n)
+
+
+def test_fewer_than_30_fractional_scores_get_wilsons_interval_of_their_mean_and_30_the_bootstrap() -> None:
+    """The percentile bootstrap of a handful of scores is far too narrow (benchmarks/interval_coverage.py);
+    one score of 0.99 among five 1s made [0.995, 1]. Below 30 scores a fractional cell gets Wilson's
+    interval of its mean, as a pass/fail cell does; from 30, the bootstrap."""
+    nearly = [1.0] * 5 + [0.99]
+    mean, low, high = score_interval(nearly)
+    assert mean == pytest.approx(5.99 / 6) and (low, high) == pytest.approx(
+        _wilson_by_hand(5.99 / 6, 6), abs=1e-9
+    )
+    assert low < 0.61 and bootstrap_interval(nearly) == (0.995, 1.0)
+    assert score_interval([0.0, 0.25, 0.25, 0.75, 1.0]) == pytest.approx(
+        (0.45, *_wilson_by_hand(0.45, 5)), abs=1e-9
+    )
+    below = [0.25, 0.5, 0.75] * 9 + [0.25, 0.5]  # 29 scores, mean 14.25 / 29
+    assert score_interval(below)[1:] == pytest.approx(_wilson_by_hand(14.25 / 29, 29), abs=1e-9)
+    at = [*below, 0.75]  # 30: the bootstrap, narrower here than Wilson's (the scores vary less)
+    assert score_interval(at) == (pytest.approx(0.5), *bootstrap_interval(at))
+    assert (
+        score_interval(at)[2] - score_interval(at)[1]
+        < 0.2
+        < _wilson_by_hand(0.5, 30)[1] - _wilson_by_hand(0.5, 30)[0]
+    )
+
+
+def test_a_weighted_mean_of_few_scores_gets_wilsons_interval_over_their_effective_number() -> None:
+    """Two tasks of 1 and 3 items, each weighing the same: weights 1 and 1/3 (three times), so the
+    effective number is (1 + 1)^2 / (1 + 3/9) = 3, and the weighted mean (0.5 + (1 + 0.5 + 0) / 3) / 2
+    = 0.5; from 30 scores, the weighted bootstrap."""
+    weights = [1.0, 1 / 3, 1 / 3, 1 / 3]
+    low, high = weighted_score_interval([0.5, 1.0, 0.5, 0.0], weights)
+    assert (low, high) == pytest.approx(_wilson_by_hand(0.5, 3), abs=1e-9)
+    scores, many = [0.25, 0.5, 0.75] * 10, [1.0, 0.5, 0.25] * 10
+    assert weighted_score_interval(scores, many) == bootstrap_interval(scores, many)
+    assert weighted_score_interval(scores[:29], many[:29]) != bootstrap_interval(scores[:29], many[:29])
 
 
 def test_cells_group_sort_and_exclude_errors() -> None:
@@ -159,9 +201,8 @@ def test_cells_group_sort_and_exclude_errors() -> None:
     assert [(c.length, c.depth) for c in cells] == [(1024, 0.1), (1024, 0.9), (2048, 0.5)]
     first = cells[0]
     assert (first.n, first.errors, first.mean) == (2, 1, pytest.approx(0.75))
-    # A fractional score gets the bootstrap interval: resampled means of (1.0, 0.5) are 1.0, 0.75 or
-    # 0.5 with chances 1/4, 1/2, 1/4, so the 2.5th and 97.5th percentiles of 2000 are the extremes.
-    assert (first.ci_low, first.ci_high) == (0.5, 1.0)
+    # Two scores, one fractional: Wilson's interval of their mean, 1.5 of 2 (too few for the bootstrap).
+    assert (first.ci_low, first.ci_high) == pytest.approx((0.197867, 0.973323), abs=1e-6)
     # All-or-nothing scores get Wilson's: 1 of 1 has the lower bound n / (n + z^2) = 1 / 4.841459.
     assert (cells[1].ci_low, cells[1].ci_high) == pytest.approx((0.206549, 1.0), abs=1e-6)
 

@@ -70,12 +70,12 @@ def test_binary_scores_get_the_wilson_interval() -> None:
     assert (low, high) == pytest.approx((0.300641, 0.954413), abs=1e-6)
 
 
-def test_fractional_scores_get_a_bootstrap_interval() -> None:
-    # Resampled means of two scores are 0.25, 0.5 or 0.75 (1/4, 1/2, 1/4), so the 2.5th and 97.5th
-    # percentiles over 2000 resamples are the extremes; Wilson would give (0.09, 0.91).
-    assert score_interval([0.25, 0.75]) == (0.5, 0.25, 0.75)
-    # Identical fractional scores have nothing to resample: a zero-width interval.
-    assert score_interval([0.5, 0.5, 0.5]) == (0.5, 0.5, 0.5)
+def test_few_fractional_scores_get_wilsons_interval_of_their_mean() -> None:
+    # Two scores: Wilson's of 1 of 2, (0.5 + z²/4 ± z·sqrt(1/8 + z²/16)) / (1 + z²/2); the bootstrap's
+    # resampled means would make (0.25, 0.75), as certain as 8 pass/fail samples.
+    assert score_interval([0.25, 0.75]) == pytest.approx((0.5, 0.094531, 0.905469), abs=1e-6)
+    # Identical fractional scores are not certain either (the bootstrap made a zero-width interval).
+    assert score_interval([0.5, 0.5, 0.5]) == pytest.approx((0.5, 0.125334, 0.874666), abs=1e-6)
 
 
 def test_bootstrap_is_deterministic_and_close_to_the_normal_interval() -> None:
@@ -120,8 +120,8 @@ def test_task_grid_orders_by_suite_then_name_and_counts_errors() -> None:
     ]
     first = grid[0]
     assert (first.n, first.errors, first.mean, first.beyond_window) == (2, 1, 0.75, True)
-    # The bootstrap of (1.0, 0.5): resampled means 0.5, 0.75, 1.0 with chances 1/4, 1/2, 1/4.
-    assert (first.ci_low, first.ci_high) == (0.5, 1.0)
+    # Wilson's of the mean of (1.0, 0.5): 1.5 of 2.
+    assert (first.ci_low, first.ci_high) == pytest.approx((0.197867, 0.973323), abs=1e-6)
     assert not grid[1].beyond_window
 
 

@@ -129,17 +129,19 @@ def test_each_task_has_its_score_over_all_lengths_with_an_interval_over_its_item
     assert (at_1k["ci_low"], at_1k["ci_high"]) == wilson_interval(7, 8) and "items" not in at_1k
     assert (at_8k["length"], at_8k["mean"], at_8k["truncated"]) == (8192, 7 / 8, 0)
     # Fractional scores: 3.0 at 1k and 4.25 at 8k, 7.25 over the 16 samples = 29/64, which is the mean of
-    # the items' means too (3.625 / 8); the interval is the percentile bootstrap over those 8 means.
+    # the items' means too (3.625 / 8); the interval is Wilson's of that mean over the 8 items (too few
+    # fractional means for the bootstrap: stats.BOOTSTRAP_LEAST).
     assert (multifield["n"], multifield["items"], multifield["mean"]) == (16, 8, 29 / 64)
-    items = BASE_ITEM_MEANS["multifieldqa_en"]
-    assert (multifield["ci_low"], multifield["ci_high"]) == bootstrap_interval(items)
+    assert (multifield["ci_low"], multifield["ci_high"]) == pytest.approx(
+        wilson_interval(3.625, 8), abs=1e-12
+    )
     assert multifield["lengths"][0]["mean"] == 3 / 8 and multifield["lengths"][1]["mean"] == 4.25 / 8
     # Two tasks of 8 items each: every item weighs the same, so the interval is that of the 16 items'
-    # means (fractional: the bootstrap), and the mean is (7/8 + 29/64) / 2 = 85/128.
+    # means (fractional, and fewer than 30: Wilson's of 85/128 over 16), and the mean is
+    # (7/8 + 29/64) / 2 = 85/128.
     mean = suites["mean"]
     assert (mean["tasks"], mean["items"], mean["n"], mean["mean"]) == (2, 16, 32, 85 / 128)
-    all_items = BASE_ITEM_MEANS["hotpotqa"] + BASE_ITEM_MEANS["multifieldqa_en"]
-    assert (mean["ci_low"], mean["ci_high"]) == score_interval(all_items)[1:]
+    assert (mean["ci_low"], mean["ci_high"]) == pytest.approx(wilson_interval(85 / 8, 16), abs=1e-12)
 
 
 def sample(task: str, item: int, length: int, score: float, error: str | None = None) -> SampleRecord:
@@ -172,21 +174,22 @@ def test_tasks_of_unequal_size_weigh_the_same_in_the_mean_over_tasks_and_items_a
     assert item_means([dataclasses.replace(r, item_id=None) for r in a]) == [1.0, 0.5]
     mean = mean_over_tasks(a + b)
     # a's mean is 3/4 and b's 2.8/8 = 0.35, so 0.55 (the mean over the 12 graded samples would be 5.8/12,
-    # 0.483; over the 6 items 2.9/6, 0.483 too). Each item weighs 1 / its task's items in the bootstrap.
+    # 0.483; over the 6 items 2.9/6, 0.483 too). Each item weighs 1 / its task's items: weights 1/2 twice
+    # and 1/4 four times, so the effective number of items is 2^2 / (2/4 + 4/16) = 16/3, and the
+    # interval Wilson's of 0.55 over 16/3 (too few for the weighted bootstrap).
     assert (mean.tasks, mean.items, mean.n) == (2, 6, 12) and mean.mean == pytest.approx(0.55)
-    weights = [1 / 2] * 2 + [1 / 4] * 4
-    assert (mean.ci_low, mean.ci_high) == bootstrap_interval([1.0, 0.5, 0.5, 0.5, 0.2, 0.2], weights)
+    assert (mean.ci_low, mean.ci_high) == pytest.approx(wilson_interval(0.55 * 16 / 3, 16 / 3), abs=1e-12)
     assert mean_over_tasks([]).mean is None
     row_a, row_b = task_table(a + b)
-    # a's samples are 0/1 but its item means are not (1.0 and 0.5): the bootstrap over the 2 items, where
-    # the 4 samples would have had Wilson's of 3 of 4. At each limit, Wilson's over its 2 samples.
+    # a's samples are 0/1 but its item means are not (1.0 and 0.5): Wilson's of 1.5 over the 2 items,
+    # where the 4 samples would have had Wilson's of 3 of 4. At each limit, Wilson's over its 2 samples.
     assert (row_a["n"], row_a["items"], row_a["mean"]) == (4, 2, 0.75)
-    assert (row_a["ci_low"], row_a["ci_high"]) == bootstrap_interval([1.0, 0.5])
+    assert (row_a["ci_low"], row_a["ci_high"]) == wilson_interval(1.5, 2)
     at_1k, at_8k = row_a["lengths"]
     assert (at_1k["mean"], at_1k["ci_low"], at_1k["ci_high"]) == (0.5, *wilson_interval(1, 2))
     assert (at_8k["mean"], at_8k["ci_low"], at_8k["ci_high"]) == (1.0, *wilson_interval(2, 2))
     assert (row_b["n"], row_b["items"], row_b["errors"], row_b["mean"]) == (8, 4, 2, pytest.approx(0.35))
-    assert (row_b["ci_low"], row_b["ci_high"]) == bootstrap_interval([0.5, 0.5, 0.2, 0.2])
+    assert (row_b["ci_low"], row_b["ci_high"]) == pytest.approx(wilson_interval(1.4, 4), abs=1e-12)
 
 
 def test_the_report_prints_the_tasks_and_the_mean_over_them(

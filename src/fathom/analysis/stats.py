@@ -16,10 +16,18 @@ Z_95 = 1.959964
 # The percentile bootstrap for fractional scores: fixed resamples and seed, so a report is reproducible.
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
+# The fewest fractional scores that get the percentile bootstrap; fewer get Wilson's interval of their
+# mean. The bootstrap of a handful of scores covers far less than 95% (benchmarks/interval_coverage.py,
+# five shapes of scores: 25-77% at k = 3, 42-88% at k = 6), while Wilson's of the mean is not too
+# narrow, as no score in [0, 1] varies more than a pass/fail score of the same mean (97-100% there).
+# From 30 scores the bootstrap covers 94-95% on four of the shapes (82% on scores mostly 0), and is
+# narrower where the scores vary less than pass/fail ones.
+BOOTSTRAP_LEAST = 30
 
 
-def wilson_interval(successes: float, n: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval for ``successes`` out of ``n``; fractional successes are allowed.
+def wilson_interval(successes: float, n: float, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval for ``successes`` out of ``n``; fractional successes are allowed, and a
+    fractional ``n`` (an effective number of scores, ``weighted_score_interval``'s).
 
     Wilson rather than the normal approximation because cells are small (k of 5-20) and accuracy sits
     near 0 or 1, where the normal interval collapses to zero width or leaves [0, 1].
@@ -41,18 +49,33 @@ def score_interval(scores: Sequence[float]) -> tuple[float | None, float, float]
     """Mean and 95% interval of graded scores in [0, 1]; the mean is None when there are none.
 
     Binary scores (every one 0 or 1) get the Wilson interval. Fractional ones (RULER's "all" metric: the
-    share of references found) are not Bernoulli draws, so they get a percentile bootstrap over samples
-    with a fixed seed. A single fractional score has no spread to resample and falls back to Wilson,
-    which is wide, rather than a zero-width interval that would look certain.
+    share of references found; an F1; a similarity) are not Bernoulli draws: from ``BOOTSTRAP_LEAST``
+    of them they get a percentile bootstrap over samples with a fixed seed; fewer (a cell of k = 3 or
+    6) get Wilson's interval of their mean, as the bootstrap of so few looks far more certain than it
+    is (one score of 0.99 among five 1s made [0.995, 1], where six 1s make Wilson's [0.61, 1]).
     """
     if not scores:
         return None, 0.0, 1.0
     mean = math.fsum(scores) / len(scores)
-    if len(scores) < 2 or all(s in (0.0, 1.0) for s in scores):
+    if len(scores) < BOOTSTRAP_LEAST or all(s in (0.0, 1.0) for s in scores):
         low, high = wilson_interval(math.fsum(scores), len(scores))
         return mean, low, high
     low, high = bootstrap_interval(scores)
     return mean, max(0.0, low), min(1.0, high)
+
+
+def weighted_score_interval(scores: Sequence[float], weights: Sequence[float]) -> tuple[float, float]:
+    """The 95% interval of a weighted mean of scores in [0, 1] (a suite's items, each weighing one over
+    its task's items): the weighted bootstrap from ``BOOTSTRAP_LEAST`` scores, else Wilson's interval
+    of the weighted mean over the effective number of scores, Kish's (sum of w)^2 / sum of w^2, which
+    unequal weights make smaller than their count."""
+    if len(scores) >= BOOTSTRAP_LEAST:
+        low, high = bootstrap_interval(scores, weights)
+        return max(0.0, low), min(1.0, high)
+    total = math.fsum(weights)
+    mean = math.fsum(s * w for s, w in zip(scores, weights, strict=True)) / total
+    effective = total * total / math.fsum(w * w for w in weights)
+    return wilson_interval(mean * effective, effective)
 
 
 def bootstrap_interval(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fathom.analysis.ruler import task_grid, task_order
-from fathom.analysis.stats import bootstrap_interval, group_stats, score_interval
+from fathom.analysis.stats import group_stats, score_interval, weighted_score_interval
 from fathom.records import SampleRecord
 
 
@@ -62,9 +62,10 @@ def item_means(records: Iterable[SampleRecord]) -> list[float]:
 
 def task_table(records: Iterable[SampleRecord]) -> list[dict[str, Any]]:
     """Per task, pooled over the run's length limits and at each limit: the score's cell fields (the
-    95% interval is ``stats.score_interval``'s: Wilson's for 0/1 scores, a percentile bootstrap for
-    fractional ones such as F1 and ROUGE), how many of the prompts were cut, and the task's metric.
-    The pooled row's interval is over the task's items (``items`` of them, ``_pooled``)."""
+    95% interval is ``stats.score_interval``'s: Wilson's for 0/1 scores and for fewer than 30
+    fractional ones such as F1 and ROUGE, else a percentile bootstrap), how many of the prompts were
+    cut, and the task's metric. The pooled row's interval is over the task's items (``items`` of
+    them, ``_pooled``)."""
     by_task: defaultdict[str, list[SampleRecord]] = defaultdict(list)
     for record in records:
         by_task[record.task].append(record)
@@ -125,7 +126,7 @@ def mean_over_tasks(records: Iterable[SampleRecord]) -> TaskMean:
         _, low, high = score_interval(pooled)
     else:
         # Each item weighs 1 / its task's items, so that every task weighs the same in each resample.
-        low, high = bootstrap_interval(pooled, [1 / len(group) for group in items for _ in group])
+        low, high = weighted_score_interval(pooled, [1 / len(group) for group in items for _ in group])
     means = [math.fsum(r.score for r in group) / len(group) for group in tasks]
     mean = math.fsum(means) / len(means) if means else None
     return TaskMean(len(tasks), len(pooled), sum(len(group) for group in tasks), mean, low, high)
