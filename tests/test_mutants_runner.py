@@ -43,7 +43,6 @@ from fathom.run.recording import sample_record as _record
 from fathom.run.runner import (
     BATCH_TOKENS,
     _check_shortest,
-    _prepare,
     _request,
     _score,
     default_run_dir,
@@ -52,6 +51,7 @@ from fathom.run.runner import (
 from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 from fathom.tasks.base import Document, Sample, SourceFacts
+from fathom.tasks.control import prepared
 
 
 def _spec(model: str) -> RunSpec:
@@ -551,7 +551,7 @@ class _DocumentsOnly:
 def test_a_control_of_a_task_that_prepares_no_sample_is_refused_naming_its_cell() -> None:
     cell = Cell("niah", 8, 0.5, 0, control=True)
     with pytest.raises(TypeError, match=r"^control cell control\|niah\|L8\|D0\.5000\|S0 is not a sample's$"):
-        _prepare(cast(Any, _DocumentsOnly()), cell)
+        prepared(cast(Any, _DocumentsOnly()), cell)
 
 
 @pytest.mark.parametrize(("read", "beyond"), [(9, False), (10, True)])

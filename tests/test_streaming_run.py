@@ -26,11 +26,11 @@ from fathom.errors import SpecError
 from fathom.prompts import Prompt, PromptText
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Cell
-from fathom.run import runner
 from fathom.run.runner import run
 from fathom.run.store import RunFolder
 from fathom.run.stream import Ahead, BuiltSample
 from fathom.spec import RunSpec
+from fathom.tasks import control
 from fathom.tasks.base import Sample
 
 sys.path.append(str(Path(__file__).parents[1] / "benchmarks"))
@@ -81,13 +81,13 @@ def test_a_sample_goes_before_the_last_control_is_answered_and_records_are_a_bat
 ) -> None:
     assert isinstance(Windowed("perfect", TOKENIZER), Pulling)
     assert not isinstance(SimulatedBackend("perfect", TOKENIZER), Pulling)
-    prepare, threads = runner._prepare, set()
+    prepare, threads = control.prepared, set()
 
     def spied(task: object, cell: Cell) -> object:
         threads.add(threading.current_thread().name)
         return prepare(task, cell)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runner, "_prepare", spied)
+    monkeypatch.setattr(control, "prepared", spied)
     result = run(_spec(), runs / "streamed", show_progress=False)
     assert (result.written, result.errors) == (24, 0)  # 12 samples, 12 controls
     events = windowed.events
@@ -186,7 +186,7 @@ def test_the_token_bound_holds_and_a_longer_prompt_goes_alone() -> None:
 def test_a_build_that_fails_mid_stream_stops_the_run_with_the_answered_saved(
     windowed: type[Windowed], runs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    prepare, seen = runner._prepare, []
+    prepare, seen = control.prepared, []
 
     def failing(task: object, cell: Cell) -> object:
         seen.append(cell.id)
@@ -194,13 +194,13 @@ def test_a_build_that_fails_mid_stream_stops_the_run_with_the_answered_saved(
             raise SpecError("this prompt cannot be built")
         return prepare(task, cell)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runner, "_prepare", failing)
+    monkeypatch.setattr(control, "prepared", failing)
     with pytest.raises(SpecError, match=r"^this prompt cannot be built$"):
         run(_spec(), runs / "a", show_progress=False)
     # Every prompt built before it answered and written: the window's in flight were not dropped.
     assert set(RunFolder(runs / "a").finished_ids()) == set(seen[:16])
     assert not [t for t in threading.enumerate() if t.name in ("fathom-build", "fathom-intake")]
-    monkeypatch.setattr(runner, "_prepare", prepare)
+    monkeypatch.setattr(control, "prepared", prepare)
     result = run(_spec(), runs / "a", show_progress=False)
     assert (result.skipped, result.written, result.errors) == (16, 8, 0)
 

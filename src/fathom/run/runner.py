@@ -230,7 +230,7 @@ def answer_cells(spec: RunSpec, clock: BackendClock, task: Task, cells: Iterable
 
 def _build(spec: RunSpec, backend: Backend, task: Task, cell: Cell) -> Ready:
     """A cell made ready: its document, or its sample with the request to send and its count checked."""
-    item = _prepare(task, cell)
+    item = control.prepared(task, cell)  # on the build's worker thread
     if isinstance(item, Document):
         return item
     return BuiltSample(item, *_request(backend, item, spec.answer_logprob, spec.thinking_budget or 0))
@@ -242,11 +242,6 @@ def _answer(spec: RunSpec, clock: BackendClock, batch: Sequence[Ready], finish: 
     documents = [ready for ready in batch if isinstance(ready, Document)]
     for document, record in zip(documents, _score(spec, clock, documents), strict=True):
         finish(document, record)
-
-
-def _prepare(task: Task, cell: Cell) -> Sample | Document:
-    """The cell made concrete on the build's worker thread (``control.prepared``)."""
-    return control.prepared(task, cell)
 
 
 def _generate(spec: RunSpec, clock: BackendClock, samples: Sequence[BuiltSample], finish: Finish) -> None:
