@@ -322,7 +322,7 @@ def test_a_prompt_filling_the_context_exactly_is_not_one_the_refusal_counts(
     strict=True,
     reason="bug found by mutation testing's sixth round, left to a fix of its own (docs/mutation.md): the "
     "check estimates each sample's new tokens as its variant's shortest cell's first sample's, where mrcr "
-    "and listing size each sample's budget by its own answer",
+    "sizes each sample's budget by the piece of writing it asks for",
 )
 def test_a_capped_backend_is_asked_about_the_largest_budget_any_sample_asks_for() -> None:
     from test_mrcr import task as mrcr_task
