@@ -89,6 +89,11 @@ def test_a_listing_export_lists_its_matching_ids_one_a_line(exported: Path) -> N
         matching = [f"#{i}" for i, u, a in ID.findall(user) if (u, a) == asked.groups()]
         assert answer.split("\n") == ["Answer:", *matching] == ["Answer:", *row["meta"]["answers"]]
         assert len(matching) == int(row["meta"]["task"].split(":")[1]) and row["meta"]["length"] == 4096
+        # The ask's example id has the training ids' six digits (evaluation's has five, as its ids).
+        assert user.endswith("one id per line (like #000000), and nothing else.")
+        assert all(len(i) == 6 for i, _, _ in ID.findall(user))
+    run_prompt = logs.question("alice", "refund", logs.EVAL_LOGS.example)
+    assert run_prompt.endswith("one id per line (like #00000), and nothing else.")
 
 
 def test_a_listing_export_shares_nothing_with_the_run(

@@ -37,10 +37,11 @@ def condition(user: str, action: str) -> str:
     return f"user={user} | action={action} |"
 
 
-def question(user: str, action: str) -> str:
+def question(user: str, action: str, example: str = "#00000") -> str:
+    """The ask, with an id of the log's shape as its example (``LogSpace.example``)."""
     return (
         f"List the id of every log record in the document with `{condition(user, action)}`, in the "
-        "order they appear, one id per line (like #00000), and nothing else."
+        f"order they appear, one id per line (like {example}), and nothing else."
     )
 
 
@@ -70,6 +71,11 @@ class LogSpace:
     actions: tuple[str, ...]
     ids: range
     stream: tuple[str, ...] = ()
+
+    @property
+    def example(self) -> str:
+        """An id of this log's shape for the question to show: as many zeros as its ids have digits."""
+        return "#" + "0" * len(str(self.ids.start))
 
 
 EVAL_LOGS = LogSpace(USERS, ACTIONS, IDS)

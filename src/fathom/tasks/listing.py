@@ -152,7 +152,10 @@ class ListingTask(CountedLines):
     @functools.cached_property
     def overhead(self) -> int:
         """The most tokens the template, instruction and question take, over the conditions."""
-        questions = [logs.question(u, a) for u, a in itertools.product(self.space.users, self.space.actions)]
+        questions = [
+            logs.question(u, a, self.space.example)
+            for u, a in itertools.product(self.space.users, self.space.actions)
+        ]
         return max(sum(map(len, self.builder.frame(q))) for q in questions)
 
     def budget(self, matching: Sequence[str]) -> int:
@@ -164,7 +167,7 @@ class ListingTask(CountedLines):
     def prepare(self, cell: Cell) -> Sample:
         rng = needle_rng(self.spec.seed, *self.space.stream, cell.task, cell.length, cell.sample)
         drawn = draw_log(rng, cell_count(cell.task), self.space)
-        asked = logs.question(drawn.user, drawn.action)
+        asked = logs.question(drawn.user, drawn.action, self.space.example)
         prompt = place_lines(self.builder, rng, cell.length, asked, drawn.lines, self.form)
         return Sample(
             cell,
@@ -180,4 +183,6 @@ class ListingTask(CountedLines):
         )
 
     def identity(self) -> dict[str, Any]:
-        return self._identity(LISTING_VERSION, (LISTING_TEXT, logs.question("{user}", "{action}"), MARGIN))
+        return self._identity(
+            LISTING_VERSION, (LISTING_TEXT, logs.question("{user}", "{action}", self.space.example), MARGIN)
+        )
