@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from fathom.analysis.select import family_run
 from fathom.analysis.stats import effective_by, rows_by
 from fathom.records import SampleRecord
 from fathom.tasks.babi import TASK, story_of
@@ -22,8 +23,7 @@ PREFIX = TASK + ":"
 DISTANCE_EDGES = (0, 1, 1024, 4096, 16384, 65536)
 
 
-def is_babi_run(records: Iterable[SampleRecord]) -> bool:
-    return any(r.task.startswith(PREFIX) for r in records)
+is_babi_run = family_run(PREFIX)
 
 
 def support_distance(record: SampleRecord) -> int:

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from fathom.analysis.select import family_run
 from fathom.analysis.stats import effective_by, rows_by
 from fathom.records import SampleRecord
 from fathom.tasks.counted_lines import cell_count
@@ -23,8 +24,7 @@ from fathom.tasks.listing import TASK, item_scores
 PREFIX = TASK + ":"
 
 
-def is_listing_run(records: Iterable[SampleRecord]) -> bool:
-    return any(r.task.startswith(PREFIX) for r in records)
+is_listing_run = family_run(PREFIX)
 
 
 def is_truncated(record: SampleRecord) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fathom.analysis.listing import budget_cells
+from fathom.analysis.select import family_run
 from fathom.analysis.stats import effective_by, rows_by
 from fathom.records import SampleRecord
 from fathom.scoring import MRCR_PREFIX_CHARS
@@ -23,8 +24,7 @@ from fathom.tasks.mrcr import TASK
 PREFIX = TASK + ":"
 
 
-def is_mrcr_run(records: Iterable[SampleRecord]) -> bool:
-    return any(r.task.startswith(PREFIX) for r in records)
+is_mrcr_run = family_run(PREFIX)
 
 
 def mrcr_summary(records: Iterable[SampleRecord], threshold: float = 0.85) -> dict[str, Any]:

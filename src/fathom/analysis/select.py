@@ -3,7 +3,7 @@ perplexity documents, and whether its samples are NIAH's (fixed depths) or RULER
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from fathom.records import AnyRecord, PerplexityRecord, SampleRecord
 
@@ -11,6 +11,16 @@ from fathom.records import AnyRecord, PerplexityRecord, SampleRecord
 def is_ruler_run(records: Sequence[SampleRecord]) -> bool:
     """RULER-style records draw their needle depths per sample, so their cells have no depth."""
     return any(r.depth is None for r in records)
+
+
+def family_run(prefix: str) -> Callable[[Iterable[SampleRecord]], bool]:
+    """The test of whether records are a task family's run: any of them of a task named with ``prefix``
+    (``state:``, ``babi:``, ...), as each family names its cells."""
+
+    def holds(records: Iterable[SampleRecord]) -> bool:
+        return any(r.task.startswith(prefix) for r in records)
+
+    return holds
 
 
 def split_records(records: Sequence[AnyRecord]) -> tuple[list[SampleRecord], list[PerplexityRecord]]:

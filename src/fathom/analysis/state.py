@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from fathom.analysis.select import family_run
 from fathom.analysis.stats import effective_by, rows_by
 from fathom.records import SampleRecord
 from fathom.tasks.counted_lines import cell_count
@@ -19,8 +20,7 @@ from fathom.tasks.state import TASK
 PREFIX = TASK + ":"
 
 
-def is_state_run(records: Iterable[SampleRecord]) -> bool:
-    return any(r.task.startswith(PREFIX) for r in records)
+is_state_run = family_run(PREFIX)
 
 
 def state_summary(records: Iterable[SampleRecord], threshold: float = 0.85) -> dict[str, Any]:
