@@ -318,12 +318,6 @@ def test_a_prompt_filling_the_context_exactly_is_not_one_the_refusal_counts(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug found by mutation testing's sixth round, left to a fix of its own (docs/mutation.md): the "
-    "check estimates each sample's new tokens as its variant's shortest cell's first sample's, where mrcr "
-    "sizes each sample's budget by the piece of writing it asks for",
-)
 def test_a_capped_backend_is_asked_about_the_largest_budget_any_sample_asks_for() -> None:
     from test_mrcr import task as mrcr_task
 

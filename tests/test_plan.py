@@ -29,7 +29,9 @@ from fathom.plan.presets import PRESETS
 from fathom.plan.prompts import PromptCost, SweepPrompts
 from fathom.plan.readers import from_config, from_gguf_metadata, load_architecture
 from fathom.plan.sweep import plan_prompts
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.records import Cell
+from fathom.registry import create_task
 from fathom.spec import RunSpec
 
 KIB, GIB = 1 << 10, 1 << 30
@@ -356,6 +358,28 @@ def test_a_large_sweep_is_estimated_and_the_estimate_matches_the_built_prompts(
     assert [row.label for row in scattered.rows] == ["controls", "1024", "2048", "4096"]
     for alone, shared in zip(scattered.rows[1:], built.rows[1:], strict=True):
         assert alone.saving < shared.saving / 5
+
+
+@pytest.mark.parametrize(
+    ("task", "axis"), [("mrcr", {"repeats": (2,), "template": "none"}), ("listing", {"items": (2, 8)})]
+)
+def test_an_estimate_reads_each_samples_own_answer_budget_where_the_task_sizes_it_by_the_answer(
+    task: str, axis: dict[str, object]
+) -> None:
+    """listing's and mrcr's budgets are each sample's (its answer's tokens, a quarter more and a
+    margin): the estimate's new tokens are the built prompts' for every cell, controls included,
+    where it once gave each the shortest cell's first sample's (mutation testing's sixth round)."""
+    spec = RunSpec(task, "sim:perfect", "char", (2048, 3072), (), 3, **axis)  # type: ignore[arg-type]
+    made = create_task(spec, load_tokenizer("char"))
+    built = plan_prompts_module.sweep_prompts(spec, made, "prefix", build=True)
+    estimated = plan_prompts_module.sweep_prompts(spec, made, "prefix", build=False)
+    assert built.method.startswith("built") and estimated.method.startswith("estimated")
+    budgets = [(p.cell.id, p.new_tokens) for p in built.prompts]
+    assert [(p.cell.id, p.new_tokens) for p in estimated.prompts] == budgets
+    samples = [n for cell_id, n in budgets if not cell_id.startswith("control")]
+    # mrcr's differ from sample to sample (listing's ids all have five digits: its budgets differ by
+    # the item count alone, on this tokenizer).
+    assert len(set(samples)) > (2 if task == "mrcr" else 1)
 
 
 @pytest.mark.parametrize(

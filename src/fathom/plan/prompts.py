@@ -8,15 +8,18 @@ shared prefixes are counted token by token (as benchmarks/bench_offsets.py's
 take about a second. Past ``BUILD_TOKENS``, or ``BUILD_SECONDS`` of building, they are estimated
 from the task's structure instead, with one prompt built per task variant to measure its fixed parts
 (RULER's fill, which lands below each length by a varying share, is estimated as filling it: an
-upper bound).
+upper bound). A task whose answer budget is each sample's own (listing's and mrcr's, sized by the
+answer) has every sample built for its budget even then: one variant's budget is not another
+sample's, and a check of the longest (a backend's context, a cap on its replies) must see each.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,6 +160,7 @@ def _estimated(spec: RunSpec, task: Task, cells: Sequence[Cell]) -> tuple[Prompt
         # filled instead, less the answer's budget: no prompt is longer.
         shapes = {name: dataclasses.replace(shape, unused=shape.new_tokens) for name, shape in shapes.items()}
     one_haystack = "haystack_offset" in TASK.entry(spec.task).knobs and spec.haystack_offset == "start"
+    budget = _budgets(task) if getattr(task, "budget_per_sample", False) else None
     prompts: list[PromptCost] = []
     for cell in cells:
         shape = shapes[cell.task]
@@ -169,8 +173,20 @@ def _estimated(spec: RunSpec, task: Task, cells: Sequence[Cell]) -> tuple[Prompt
             if one_haystack and here is not None and there is not None:
                 shared += min(here, there)
             shared = min(shared, before.tokens, tokens - 1)
-        prompts.append(PromptCost(cell, tokens, shared, shape.new_tokens))
+        prompts.append(PromptCost(cell, tokens, shared, shape.new_tokens if budget is None else budget(cell)))
     return tuple(prompts)
+
+
+def _budgets(task: Task) -> Callable[[Cell], int]:
+    """Each cell's answer budget, for a task that sizes it by each sample's answer: read off the
+    sample, built (a control's is its sample's: built once for both)."""
+
+    @functools.cache
+    def of_sample(sample: Cell) -> int:
+        item = task.prepare(sample)
+        return item.max_new_tokens if isinstance(item, Sample) else 0
+
+    return lambda cell: of_sample(control.sample_cell(cell))
 
 
 def _needle(cell: Cell, tokens: int, shape: _Shape) -> int | None:

@@ -92,6 +92,9 @@ class CountedLines(OverCorpus):
 
     axis: CountAxis
     counts: tuple[int, ...]
+    # Whether each sample's answer budget is its own (sized by its answer, as listing's and mrcr's
+    # are), so that a plan that estimates prompts (``fathom.plan.prompts``) reads each sample's.
+    budget_per_sample = False
 
     def _build(self, spec: RunSpec, tokenizer: Tokenizer, text: PromptText, counts: tuple[int, ...]) -> None:
         self.counts = counts

@@ -132,6 +132,7 @@ def grade(output: str, references: Sequence[str]) -> Score:
 
 class ListingTask(CountedLines):
     axis = CountAxis(TASK, "--items", "items", "each record with its look-alike")
+    budget_per_sample = True  # each budget sized by its own answer
 
     def __init__(self, spec: RunSpec, tokenizer: Tokenizer, space: logs.LogSpace = logs.EVAL_LOGS) -> None:
         self.space = space  # evaluation's users, actions and ids, or training's (``fathom export``)

@@ -113,6 +113,7 @@ def position(number: int, repeats: int) -> str:
 
 class MrcrTask(CountedLines):
     axis = CountAxis(TASK, "--repeats", "repeats", "each with another round beside it")
+    budget_per_sample = True  # each budget sized by its own answer
 
     def __init__(self, spec: RunSpec, tokenizer: Tokenizer, space: Space = EVAL) -> None:
         self.space = space  # fathom export's conversations are about the training space's places
