@@ -335,3 +335,46 @@ def test_a_capped_backend_is_asked_about_the_largest_budget_any_sample_asks_for(
 
     check.check_output(made.spec, made, Capped())  # type: ignore[arg-type]
     assert asked == [max(budgets)]
+
+
+def test_the_calibration_json_whole() -> None:
+    # 14 of the 16 measurements within 25% at the defaults (tests/test_plan_calibration.py holds the count).
+    assert calibration.calibration_json() == {
+        "prefill_utilisation": 0.5,
+        "decode_utilisation": 0.6,
+        "tolerance": 0.25,
+        "within": 14,
+        "measurements": 16,
+        "sources": ["MInference", "TensorRT-LLM", "NVIDIA NIM", "gpt-fast"],
+        "table": "docs/plan.md",
+    }
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (1765.56, "1,766 s"),
+        (100.0, "100 s"),
+        (99.94, "99.9 s"),
+        (1.5, "1.5 s"),
+        (1.0, "1 s"),
+        (0.999, "999 ms"),
+    ],
+)
+def test_the_calibration_tables_times_are_seconds_from_one_and_whole_from_a_hundred(
+    seconds: float, shown: str
+) -> None:
+    assert calibration._time(seconds) == shown
+
+
+def test_the_calibration_line_whole_and_with_a_plans_own_assumptions() -> None:
+    from fathom.plan.costs import Setup
+    from fathom.plan.gpus import GPUS
+
+    line = (
+        "calibrated: the defaults (50% MFU, 60% of the bandwidth) put the plan within 25% of 14 of 16 "
+        "published prefill and decode times (MInference, TensorRT-LLM, NVIDIA NIM, gpt-fast; docs/plan.md)"
+    )
+    assert calibration.calibration_line(Setup(GPUS["h100"])) == line
+    own = Setup(GPUS["h100"], decode_utilisation=0.7)
+    assert calibration.calibration_line(own) == line + "; this plan assumes its own"
