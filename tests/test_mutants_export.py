@@ -21,11 +21,12 @@ from fathom.export.check import (
     Drawn,
     _anchored,
     _family_terms,
+    _read_export,
     _record_terms,
     _stating,
     _without_prompt_words,
 )
-from fathom.export.examples import check_request
+from fathom.export.examples import Exported, ExportError, check_request
 from fathom.prompts.latent import LATENT_VERSION, load_items
 from fathom.prompts.tokenizers import load_tokenizer
 from fathom.spec import RunSpec
@@ -248,3 +249,50 @@ def test_two_kinds_exported_with_one_seed_ask_about_other_keys() -> None:
     }
     assert len(asked["number"]) == len(asked["uuid"]) == 4
     assert not asked["number"] & asked["uuid"]
+
+
+# --- the sixth round (docs/mutation.md): what write_examples returns and refuses, and a line's task ---
+
+
+def test_write_examples_returns_what_it_wrote_and_keeps_non_ascii_text_as_it_is(tmp_path: Path) -> None:
+    # 2 lengths x 3 depths of the number kind: 6 cells for 5 examples.
+    spec = RunSpec(
+        "niah", "export", "char", (1024, 2048), (0.0, 0.5, 1.0), 1, system_prompt="Sé bref, 答えて."
+    )
+    out = tmp_path / "out.jsonl"
+    assert write_examples(spec, 5, out) == Exported(out, 5, 6)
+    text = out.read_bytes().decode("utf-8")
+    # The system prompt written as it is, not as JSON's \u escapes.
+    assert text.count('{"messages": [{"role": "system", "content": "Sé bref, 答えて."}') == 5
+    assert "\\u" not in text
+
+
+def test_write_examples_refuses_an_existing_file_a_folder_and_a_missing_folder(tmp_path: Path) -> None:
+    spec = RunSpec("niah", "export", "char", (1024,), (0.5,), 1)
+    out = tmp_path / "out.jsonl"
+    out.write_text("mine\n")
+    with pytest.raises(ExportError) as refused:
+        write_examples(spec, 1, out)  # force is off unless asked
+    assert str(refused.value) == f"'{out}' exists: pass --force to replace it, or choose another --out"
+    assert out.read_text() == "mine\n"
+    with pytest.raises(ExportError) as refused:
+        write_examples(spec, 1, tmp_path, force=True)
+    assert str(refused.value) == f"'{tmp_path}' is a folder: --out names the JSONL file to write"
+    absent = tmp_path / "absent" / "out.jsonl"
+    with pytest.raises(ExportError) as refused:
+        write_examples(spec, 1, absent)
+    assert str(refused.value) == f"'{tmp_path / 'absent'}' is no folder: create it, or choose another --out"
+
+
+def test_a_line_whose_task_is_no_text_is_read_as_a_line_without_a_task(tmp_path: Path) -> None:
+    export = tmp_path / "e.jsonl"
+    messages = '"messages": [{"role": "user", "content": "hi"}]'
+    export.write_text(
+        f'{{{messages}, "meta": {{"task": 5}}}}\n{{{messages}, "meta": {{"task": "cwe"}}}}\n'
+        f'{{{messages}, "meta": "cwe"}}\n'
+    )
+    assert list(_read_export(export)) == [
+        (1, None, [("user", "hi")]),
+        (2, "cwe", [("user", "hi")]),
+        (3, None, [("user", "hi")]),
+    ]
