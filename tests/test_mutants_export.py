@@ -26,9 +26,11 @@ from fathom.export.check import (
     _stating,
     _without_prompt_words,
 )
-from fathom.export.examples import Exported, ExportError, check_request
+from fathom.export.examples import Exported, ExportError, check_request, made
+from fathom.export.families import answer_sentence
 from fathom.prompts.latent import LATENT_VERSION, load_items
 from fathom.prompts.tokenizers import load_tokenizer
+from fathom.records import Cell
 from fathom.spec import RunSpec
 from fathom.tasks.mrcr import topics_of
 from fathom.tasks.niah import NEEDLE_SETS_VERSION, NIAH_VERSION
@@ -296,3 +298,29 @@ def test_a_line_whose_task_is_no_text_is_read_as_a_line_without_a_task(tmp_path:
         (2, "cwe", [("user", "hi")]),
         (3, None, [("user", "hi")]),
     ]
+
+
+def test_the_assistants_turn_names_every_reference_or_the_first_where_any_is_right() -> None:
+    spec = RunSpec("niah", "export", "char", (1024,), (0.5,), 1)
+    task = made(spec, load_tokenizer("char"))
+    sample = dataclasses.replace(
+        task.prepare(Cell(*task.cells[0], 0)), answers=("a1", "b2", "c3"), scoring="all"
+    )
+    assert answer_sentence(" Answer: ", sample) == "Answer: a1, b2 and c3."
+    assert answer_sentence(" Answer: ", dataclasses.replace(sample, answers=("x", "y"))) == "Answer: x and y."
+    assert answer_sentence(" ", sample) == "a1, b2 and c3."  # a prefix of blanks is no prefix
+    assert answer_sentence("Answer:", dataclasses.replace(sample, scoring="any")) == "Answer: a1."
+
+
+def test_an_examples_meta_gives_each_needles_depth_and_role_the_gold_at_its_cells_depth() -> None:
+    keys = ["task", "needle", "length", "depth", "needle_depths", "needle_roles", "answers", "corpus"]
+    keys += ["tokenizer", "template", "seed", "index", "split", "version", "generators"]
+    spec = RunSpec("niah", "export", "char", (1024,), (0.0, 1.0), 1)
+    for example in examples(spec, 2):
+        meta = example["meta"]
+        assert list(meta) == keys
+        assert (meta["needle_depths"], meta["needle_roles"]) == ([meta["depth"]], ["gold"])
+    for example in examples(dataclasses.replace(spec, distractors=1), 2):
+        meta = example["meta"]
+        assert meta["needle_depths"][0] == meta["depth"] and len(meta["needle_depths"]) == 2
+        assert meta["needle_roles"] == ["gold", "key-distractor"]
