@@ -316,11 +316,18 @@ def test_an_examples_meta_gives_each_needles_depth_and_role_the_gold_at_its_cell
     keys = ["task", "needle", "length", "depth", "needle_depths", "needle_roles", "answers", "corpus"]
     keys += ["tokenizer", "template", "seed", "index", "split", "version", "generators"]
     spec = RunSpec("niah", "export", "char", (1024,), (0.0, 1.0), 1)
-    for example in examples(spec, 2):
+    for index, example in enumerate(examples(spec, 2)):
         meta = example["meta"]
         assert list(meta) == keys
+        # Each example its own sample, in order; a char tokenizer's template adds nothing ("none").
+        assert (meta["index"], meta["template"]) == (index, "none")
         assert (meta["needle_depths"], meta["needle_roles"]) == ([meta["depth"]], ["gold"])
-    for example in examples(dataclasses.replace(spec, distractors=1), 2):
+    depths: list[float] = []
+    for example in examples(dataclasses.replace(spec, distractors=1), 5):
         meta = example["meta"]
         assert meta["needle_depths"][0] == meta["depth"] and len(meta["needle_depths"]) == 2
         assert meta["needle_roles"] == ["gold", "key-distractor"]
+        depths.append(meta["needle_depths"][1])
+    # A distractor's depth may be no cell's (3 of these 5): a fraction kept to 4 places (not 3, 5, 0).
+    inner = [depth for depth in depths if 0 < depth < 1]
+    assert len(inner) == 3 and all(round(depth, 4) == depth != round(depth, 3) for depth in inner)
