@@ -6,7 +6,9 @@ context is taken to have drawn."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import random
 import re
 from collections import Counter
 from pathlib import Path
@@ -331,3 +333,33 @@ def test_an_examples_meta_gives_each_needles_depth_and_role_the_gold_at_its_cell
     # A distractor's depth may be no cell's (3 of these 5): a fraction kept to 4 places (not 3, 5, 0).
     inner = [depth for depth in depths if 0 < depth < 1]
     assert len(inner) == 3 and all(round(depth, 4) == depth != round(depth, 3) for depth in inner)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_the_cells_are_taken_in_the_seeds_shuffled_order_round_after_round(seed: int) -> None:
+    # The order drawn here as the docstring of examples() says: Python's shuffle of the cells (task,
+    # length, depth in their loops' order), seeded by sha256 of "seed|train|export-order".
+    cells = [("niah", length, depth) for length in (1024, 2048) for depth in (0.0, 1.0)]
+    material = hashlib.sha256(f"{seed}|train|export-order".encode()).digest()[:8]
+    random.Random(int.from_bytes(material, "big")).shuffle(cells)
+    spec = RunSpec("niah", "export", "char", (1024, 2048), (0.0, 1.0), 1, seed=seed)
+    drawn = [(e["meta"]["task"], e["meta"]["length"], e["meta"]["depth"]) for e in examples(spec, 8)]
+    assert drawn == cells + cells
+
+
+def test_a_count_must_lie_in_one_to_a_million_and_only_exportable_tasks_are_taken() -> None:
+    spec = RunSpec("niah", "export", "char", (1024,), (0.5,), 1)
+    check_request(spec, 1)
+    check_request(spec, 1_000_000)
+    for count in (0, 1_000_001):
+        with pytest.raises(SpecError) as refused:
+            check_request(spec, count)
+        assert str(refused.value) == f"--count must lie in 1..1,000,000, not {count}"
+    with pytest.raises(SpecError) as refused:
+        check_request(dataclasses.replace(spec, task="perplexity"), 1)
+    assert str(refused.value) == (
+        "'perplexity' cannot be exported: export takes niah, babi, babi:qa1, babi:qa2, babi:qa3, babi:qa4, "
+        "babi:qa5, state, vt, cwe, fwe, qa_1, qa_2, listing, mrcr (the others draw their keys and words from "
+        "whole vocabularies that evaluation uses, so no training part can be split off them without "
+        "changing evaluation prompts)"
+    )
