@@ -38,6 +38,7 @@ def test_bytes_are_gib_from_one_gib_and_mib_below(value: float, shown: str) -> N
     [
         (1e12, "1T"),
         (999e9, "999B"),
+        (1e9, "1B"),
         (8.03e9, "8.03B"),
         (1e6, "1M"),
         (23_400, "23.4k"),
@@ -53,7 +54,16 @@ def test_counts_are_in_decimal_steps_from_each_step_up(value: float, shown: str)
 
 @pytest.mark.parametrize(
     ("hours", "shown"),
-    [(0.01, "36.0 s"), (1 / 60, "1.0 min"), (0.5, "30.0 min"), (1.0, "1.00 h"), (2.5, "2.50 h")],
+    [
+        (0.01, "36.0 s"),
+        # Just below a minute, and a tenth of a second's rounding away from 60.0.
+        (59.5 / 3600, "59.5 s"),
+        (59.949 / 3600, "59.9 s"),
+        (1 / 60, "1.0 min"),
+        (0.5, "30.0 min"),
+        (1.0, "1.00 h"),
+        (2.5, "2.50 h"),
+    ],
 )
 def test_durations_are_seconds_below_a_minute_minutes_below_an_hour_then_hours(
     hours: float, shown: str
@@ -62,7 +72,8 @@ def test_durations_are_seconds_below_a_minute_minutes_below_an_hour_then_hours(
 
 
 @pytest.mark.parametrize(
-    ("flops", "shown"), [(1.5e15, "1.5"), (99.94e15, "99.9"), (100e15, "100"), (12_345.6e15, "12,346")]
+    ("flops", "shown"),
+    [(1.5e15, "1.5"), (1.375e15, "1.38"), (99.94e15, "99.9"), (100e15, "100"), (12_345.6e15, "12,346")],
 )
 def test_petaflops_have_three_figures_below_a_hundred_and_none_after_the_point_from_it(
     flops: float, shown: str
@@ -82,6 +93,9 @@ def test_a_sweeps_line_gives_its_grid_where_the_prompts_fill_it_evenly() -> None
     # 3 over 4 (a length and sample each) is no grid, nor is 1 (none each).
     assert text.sweep_line(spec, even[3:6]) == "3 prompts, 19 tokens, longest 7 + 3 new"
     assert text.sweep_line(spec, even[:1]) == "1 prompts, 5 tokens, longest 5 + 3 new"
+    # 5 over 4 fills each once and one more: no grid; controls alone fill none.
+    assert text.sweep_line(spec, even[:5]) == "5 prompts, 27 tokens, longest 7 + 3 new"
+    assert text.sweep_line(spec, even[-1:]) == "0 prompts + 1 controls, 2 tokens, longest 2 + 1 new"
     # The longest is the most tokens with the new ones, the first of a tie.
     assert text.sweep_line(spec, [prompt(7, 7, 3), prompt(7, 8, 2), prompt(7, 9, 0)]) == (
         "3 prompts, 24 tokens, longest 7 + 3 new"
@@ -350,3 +364,28 @@ def test_the_list_names_each_preset_and_gpu_with_its_shape() -> None:
     # A shape with no window and no known context says neither.
     # TINY: untied embeddings 2 x 10 x 8, 2 layers of 192 + 384 + 16, the final norm 8: 1,352.
     assert text._arch_line(TINY) == "1.35k parameters, 2 layers, 1 KV head of 4, KV 0 KiB a token in bf16"
+
+
+# A GPU whose figures sit on a rounding boundary: 1.5 and 3.5 TFLOP/s, 1.1875 TB/s (each exact in
+# binary), so that a division by anything but 10^12 rounds them the other way.
+ODD = dataclasses.replace(
+    H100, name="odd", label="an odd GPU", bf16_flops=1.5e12, fp8_flops=3.5e12, bandwidth=1.1875e12
+)
+
+
+def test_a_gpus_peaks_are_shown_in_tflops_and_tbs_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    line = text.plan_text(plan(setup=Setup(ODD, gpus=2, price=2.5)))[2]
+    assert line.startswith("GPU: 2 x an odd GPU: 2 TFLOP/s bf16, 1.188 TB/s; assumed:")
+    monkeypatch.setattr(text, "GPUS", {"odd": ODD})
+    assert text.list_text()[-1] == "  odd        an odd GPU: 2 TFLOP/s bf16, 4 fp8, 1.188 TB/s"
+
+
+def test_a_cache_of_more_than_512_kib_a_token_is_shown_in_whole_kib() -> None:
+    # 40 layers x 32 KV heads x 128 x (K and V) x 2 bytes = 655,360 bytes: 640 KiB a token.
+    wide = dataclasses.replace(ARCH, layers=40, kv_heads=32)
+    assert text.plan_text(plan(arch=wide))[1].endswith("KV cache 640 KiB a token (bf16)")
+    assert ", 40 layers, 32 KV heads of 128, KV 640 KiB a token in bf16, context 128k" in text._arch_line(
+        wide
+    )
+    # Two KV heads are heads.
+    assert "2 layers, 2 KV heads of 4" in text._arch_line(dataclasses.replace(TINY, kv_heads=2))
