@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fathom.cli.specs import sweep_spec
 from fathom.errors import SpecError
-from fathom.integrations.lm_eval_export import export_lm_eval
+from fathom.integrations.lm_eval_export import DEFAULT_NAME, export_lm_eval
 from fathom.spec import RunSpec
 
 DESCRIPTION = (
@@ -44,6 +44,12 @@ def add_lm_eval_command(
         required=True,
         help="the folder to write (new, empty, or an earlier export of this spec)",
     )
+    command.add_argument(
+        "--name",
+        default=DEFAULT_NAME,
+        help="what the tasks' and the group's names open with (default: fathom, so fathom_niah): give each "
+        "export of one task its own where one lm_eval --include_path reads several",
+    )
 
 
 def lm_eval_spec(args: argparse.Namespace) -> RunSpec:
@@ -59,7 +65,7 @@ def lm_eval_spec(args: argparse.Namespace) -> RunSpec:
 
 
 def lm_eval_command(args: argparse.Namespace) -> None:
-    done = export_lm_eval(lm_eval_spec(args), args.out)
+    done = export_lm_eval(lm_eval_spec(args), args.out, args.name)
     for task in done.tasks:
         print(f"{task.name}: {task.docs} samples of {task.task} at {task.length} tokens")
     print(f"wrote {len(done.tasks)} lm-eval tasks and their group {done.group} in {done.folder}")

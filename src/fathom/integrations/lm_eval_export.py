@@ -95,6 +95,9 @@ class LmEvalExport:
     tasks: tuple[LmEvalTask, ...]
 
 
+DEFAULT_NAME = "fathom"  # what every task's and the group's name opens with, unless --name says otherwise
+
+
 def lm_eval_name(text: str) -> str:
     """A name lm-eval takes (letters, digits, underscores): ``niah:code`` is ``niah_code``."""
     return _UNSAFE.sub("_", text).strip("_")
@@ -114,22 +117,31 @@ def check_exportable(spec: RunSpec) -> None:
         )
 
 
-def export_lm_eval(spec: RunSpec, out: Path) -> LmEvalExport:
-    """Write ``spec``'s samples as an lm-eval task folder at ``out`` (as the module says)."""
+def export_lm_eval(spec: RunSpec, out: Path, name: str = DEFAULT_NAME) -> LmEvalExport:
+    """Write ``spec``'s samples as an lm-eval task folder at ``out`` (as the module says), its tasks and
+    group named with ``name`` (``fathom_niah``, or ``qwen3_niah`` for ``qwen3``): two exports that one
+    ``lm_eval --include_path`` reads need names of their own, as lm-eval keeps one task of a name."""
     check_exportable(spec)
+    if not name or lm_eval_name(name) != name or not name[0].isalpha():
+        raise LmEvalExportError(
+            f"--name '{name}' is no lm-eval task name: give letters, digits and underscores, opening with a "
+            "letter (e.g. fathom_tokenizer_b)"
+        )
     tokenizer = load_tokenizer(spec.tokenizer)
     task = registry.create_task(spec, tokenizer)
     groups = _grouped(task.cells())
     _check_shortest(task, groups, spec, tokenizer)
-    group = lm_eval_name(f"fathom_{spec.task}")
-    names = {key: lm_eval_name(f"fathom_{key[0]}_{key[1]}") for key in groups}
+    group = lm_eval_name(f"{name}_{spec.task}")
+    names = {key: lm_eval_name(f"{name}_{key[0]}_{key[1]}") for key in groups}
     if len(set(names.values())) < len(names):
         raise LmEvalExportError(f"two of the run's tasks share an lm-eval name: {sorted(names.values())}")
-    marker = {"export": "lm-eval", "version": EXPORT_VERSION, "spec": spec.to_json()}
+    # The group in the marker: the same spec under another name is another export, whose files would
+    # lie beside this one's.
+    marker = {"export": "lm-eval", "version": EXPORT_VERSION, "spec": spec.to_json(), "group": group}
     _check_out(out, marker)
     out.mkdir(parents=True, exist_ok=True)
     # The marker first: a folder left half written by a failure is then taken back by the same command.
-    write_file(out / MARKER, json.dumps({**marker, "fathom": __version__, "group": group}, indent=2) + "\n")
+    write_file(out / MARKER, json.dumps({**marker, "fathom": __version__}, indent=2) + "\n")
     write_file(out / UTILS, _UTILS_TEXT)
     written = []
     for (name, length), cells in groups.items():
