@@ -99,7 +99,7 @@ def effective_length_change(
         )
         sums = values[picks].sum(axis=1)  # (resamples + 1, 2)
         totals[:, :, lengths.index(key[1])] += weights[key] * sums.T
-    steps = np.stack([scale.passing(totals[run], lengths, scale.complete(cells, lengths)) for run in (0, 1)])
+    steps = np.stack([scale.passing(totals[run], scale.complete(cells, lengths)) for run in (0, 1)])
     change = steps[1] - steps[0]
     resampled = change[1:]
     p_value = float(np.mean(resampled >= 0))
@@ -163,10 +163,9 @@ class _EffectiveScale:
         tasks = {task for task, _, _ in cells}
         return [{task for task, at, _ in cells if at == length} == tasks for length in lengths]
 
-    def passing(
-        self, scores: npt.NDArray[np.float64], lengths: Sequence[int], complete: Sequence[bool]
-    ) -> npt.NDArray[np.int64]:
-        """Per resample (rows), the index of the effective length among ``lengths``; -1 for none."""
+    def passing(self, scores: npt.NDArray[np.float64], complete: Sequence[bool]) -> npt.NDArray[np.int64]:
+        """Per resample (rows of ``scores``, a column a length), the index of the effective length
+        among the lengths; -1 for none."""
         passes = scores * 100.0 > RULER_THRESHOLD + _SAME if self.ruler else scores >= NIAH_THRESHOLD - _SAME
         passes &= np.asarray(complete)[None, :]
         leading: npt.NDArray[np.int64] = np.cumprod(passes, axis=1).sum(axis=1)
