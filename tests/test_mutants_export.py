@@ -17,7 +17,7 @@ import pytest
 from test_store import record
 
 from fathom.errors import SpecError
-from fathom.export import CheckResult, Overlap, check_text, examples, write_examples
+from fathom.export import CheckResult, Overlap, check_export, check_text, examples, write_examples
 from fathom.export.check import (
     _PROMPT_WORDS,
     Drawn,
@@ -25,6 +25,7 @@ from fathom.export.check import (
     _family_terms,
     _read_export,
     _record_terms,
+    _scope,
     _stating,
     _without_prompt_words,
 )
@@ -32,7 +33,9 @@ from fathom.export.examples import Exported, ExportError, check_request, made
 from fathom.export.families import answer_sentence
 from fathom.prompts.latent import LATENT_VERSION, load_items
 from fathom.prompts.tokenizers import load_tokenizer
-from fathom.records import Cell
+from fathom.records import Cell, SampleRecord
+from fathom.run.runner import run
+from fathom.run.store import RunFolder
 from fathom.spec import RunSpec
 from fathom.tasks.mrcr import topics_of
 from fathom.tasks.niah import NEEDLE_SETS_VERSION, NIAH_VERSION
@@ -363,3 +366,48 @@ def test_a_count_must_lie_in_one_to_a_million_and_only_exportable_tasks_are_take
         "whole vocabularies that evaluation uses, so no training part can be split off them without "
         "changing evaluation prompts)"
     )
+
+
+def test_the_check_counts_the_records_compared_and_skipped_and_names_where_an_overlap_was_drawn(
+    tmp_path: Path,
+) -> None:
+    number = RunSpec("niah", "sim:perfect", "char", (1024,), (0.0, 1.0), 1)
+    folders = (tmp_path / "number", tmp_path / "sf")
+    for folder, spec in zip(folders, (number, dataclasses.replace(number, needle="sf")), strict=True):
+        assert run(spec, folder, show_progress=False).errors == 0
+    first = next(r for r in RunFolder(folders[0]).records() if isinstance(r, SampleRecord) and not r.control)
+    export = tmp_path / "e.jsonl"
+    said = {"role": "assistant", "content": f"Answer: {first.answers[0]}."}
+    export.write_text(json.dumps({"messages": [{"role": "user", "content": "Which?"}, said]}) + "\n")
+    result = check_export(export, iter(folders))
+    # Two number records (controls aside), each drawing its value and its key; two sf records skipped.
+    assert (result.export, result.examples, result.runs) == (export, 1, folders)
+    assert (result.records, result.skipped, result.drawn) == (2, 2, 4)
+    assert result.overlaps == (
+        Overlap(Drawn("value", first.answers[0], folders[0], first.sample_id), ((1, "assistant"),)),
+    )
+
+
+def test_a_family_is_named_by_the_task_before_its_first_colon() -> None:
+    tasks = ("cwe", "qa_1", "listing:8", "cwe:a:b", "niah", "babi:qa1", "mrcr:2")
+    assert [_scope(task) for task in tasks] == ["cwe", "qa_1", "listing", "cwe", None, None, None]
+
+
+def test_an_export_is_read_past_blank_lines_and_each_bad_line_refused_whole(tmp_path: Path) -> None:
+    export = tmp_path / "e.jsonl"
+    line = '{"messages": [{"role": "user", "content": "hi"}]}\n'
+    export.write_text(f"{line}\n  \n{line}")
+    assert [number for number, _, _ in _read_export(export)] == [1, 4]
+    refusals = {
+        b"\xff\n": "is not UTF-8 text: give the JSONL file fathom export wrote",
+        b"[]\n": "is not an exported example (TypeError: list indices must be integers or slices, not str): "
+        "each line must be a JSON object with a 'messages' list of {role, content}",
+        b'{"messages": [{"role": "user", "content": 5}]}\n': (
+            "is not an exported example: a content is no text"
+        ),
+    }
+    for bad, message in refusals.items():
+        export.write_bytes(line.encode() + bad)
+        with pytest.raises(ExportError) as refused:
+            list(_read_export(export))
+        assert str(refused.value) == f"{export} line 2 {message}"
