@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_plan import SMOLLM2
 
 from fathom.errors import MissingExtraError, SpecError, install_command
 from fathom.plan import readers
@@ -347,3 +348,33 @@ def test_llama_cpps_exact_count_tells_a_tied_head(
         "Tiny", 4, 16, 4, 4, 4, 32, 100, tied_embeddings=tied, exact_params=exact, stored_bytes=1_000,
         source="/m/t.gguf",
     )  # fmt: skip
+
+
+@SMOLLM2
+def test_llama_cpp_reads_a_ggufs_names_and_counts_silently(capsys: pytest.CaptureFixture[str]) -> None:
+    from fathom.backends.local_models import resolve_model_path
+
+    path = resolve_model_path("smollm2")
+    arch = load_architecture(str(path))
+    # Its general.name, its file as the source, llama.cpp's exact counts (tests/test_plan.py pins
+    # the parameters against the preset), and a head tied to the embedding.
+    assert (arch.name, arch.source, arch.exact_params, arch.stored_bytes, arch.tied_embeddings) == (
+        "Smollm2 135M 8k Lc100K Mix1 Ep2",
+        str(path),
+        134_515_008,
+        96_576_768,
+        True,
+    )
+    # llama.cpp's log lines are kept off the terminal.
+    assert capsys.readouterr() == ("", "")
+
+
+@SMOLLM2
+def test_a_damaged_gguf_is_refused_with_llama_cpps_reason(tmp_path: Path) -> None:
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(b"GGUF\x03\x00\x00\x00")
+    with pytest.raises(SpecError) as refused:
+        load_architecture(str(path))
+    assert (
+        str(refused.value) == f"cannot read the GGUF file '{path}' (Failed to load model from file: {path})"
+    )
