@@ -228,8 +228,10 @@ def test_a_cwe_answer_planted_in_the_list_is_found_and_the_prompt_words_are_not(
     shutil.copytree(folders / "runs" / "cwe", run)
     rows = lines(run / "samples.jsonl")
     # An evaluation answer that is also one of cwe's own prompt words ("list", "common": wonderwords
-    # holds both) is in every cwe prompt's instruction: not an overlap.
-    rows[0]["answers"][:2] = ["list", "common"]
+    # holds both) is in every cwe prompt's instruction: not an overlap. Planted in a sample's record:
+    # the first rows are the controls', which the check skips (it failed nothing planted there).
+    sample = next(row for row in rows if not row.get("control"))
+    sample["answers"][:2] = ["list", "common"]
     (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     capsys.readouterr()
     assert cli("export-check", folders / "cwe.jsonl", run) == 0
