@@ -378,3 +378,77 @@ def test_a_damaged_gguf_is_refused_with_llama_cpps_reason(tmp_path: Path) -> Non
     assert (
         str(refused.value) == f"cannot read the GGUF file '{path}' (Failed to load model from file: {path})"
     )
+
+
+def test_gguf_metadata_without_a_window_counts_none_and_experts_without_a_count_route_none() -> None:
+    gemma2 = {key.replace("llama", "gemma2"): value for key, value in GGUF.items()}
+    arch = from_gguf_metadata({**gemma2, "general.architecture": "gemma2"}, 100, "g.gguf")
+    assert (arch.sliding_window, arch.sliding_layers) == (None, 0)
+    moe = from_gguf_metadata({**GGUF, "llama.expert_count": "8"}, 100, "m.gguf")
+    assert (moe.experts, moe.experts_used) == (8, 0)
+    # A feed-forward length of 0 is read as 0; a head size from the hidden size is a whole number.
+    assert from_gguf_metadata({**GGUF, "llama.feed_forward_length": "0"}, 100, "z.gguf").intermediate == 0
+    assert type(from_gguf_metadata(GGUF, 100, "t.gguf").head_dim) is int
+
+
+def _write_fields(path: Path, fields: list[tuple[str, Any]], tensors: bool = True) -> None:
+    """A GGUF of ``fields`` in their order (an int a uint32, a list an array, bytes a raw string)."""
+    import gguf
+
+    writer = gguf.GGUFWriter(path, "llama")
+    for key, value in fields:
+        if isinstance(value, list):
+            writer.add_array(key, value)
+        elif isinstance(value, bytes):
+            writer.add_key_value(key, value, gguf.GGUFValueType.STRING)
+        else:
+            writer.add_uint32(key, value)
+    if tensors:
+        writer.add_tensor("token_embd.weight", np.zeros((10, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+SHAPE = [
+    ("llama.block_count", 2),
+    ("llama.embedding_length", 8),
+    ("llama.feed_forward_length", 16),
+    ("llama.attention.head_count", 2),
+]
+
+
+def test_the_gguf_package_reads_scalars_past_arrays_and_no_array_as_a_scalar(
+    tmp_path: Path, without_llama_cpp: set[str]
+) -> None:
+    path = tmp_path / "arrays.gguf"
+    # The vocabulary first; a feed-forward length per layer is no shape the plan reads.
+    per_layer = [("llama.feed_forward_length", [16, 32])]
+    _write_fields(
+        path, [("tokenizer.ggml.tokens", [f"t{i}" for i in range(10)]), *SHAPE[:2], *per_layer, SHAPE[3]]
+    )
+    with pytest.raises(SpecError) as refused:
+        load_architecture(str(path))
+    assert str(refused.value) == f"{path} lacks llama.feed_forward_length: the plan needs it"
+
+
+def test_the_gguf_package_takes_the_vocabulary_from_the_metadata_or_refuses_without_one(
+    tmp_path: Path, without_llama_cpp: set[str]
+) -> None:
+    counted = tmp_path / "counted.gguf"
+    _write_fields(counted, [*SHAPE, ("llama.vocab_size", 10)])
+    assert load_architecture(str(counted)).vocab == 10
+    none = tmp_path / "none.gguf"
+    _write_fields(none, SHAPE)
+    with pytest.raises(SpecError) as refused:
+        load_architecture(str(none))
+    assert str(refused.value) == f"{none} lacks llama.vocab_size: the plan needs it"
+
+
+def test_the_gguf_package_reads_a_name_that_is_no_utf_8_with_a_replacement(
+    tmp_path: Path, without_llama_cpp: set[str]
+) -> None:
+    path = tmp_path / "named.gguf"
+    _write_fields(path, [("general.name", b"T\xffny"), *SHAPE, ("llama.vocab_size", 10)])
+    assert load_architecture(str(path)).name == "T\ufffdny"
