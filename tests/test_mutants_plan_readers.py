@@ -452,3 +452,9 @@ def test_the_gguf_package_reads_a_name_that_is_no_utf_8_with_a_replacement(
     path = tmp_path / "named.gguf"
     _write_fields(path, [("general.name", b"T\xffny"), *SHAPE, ("llama.vocab_size", 10)])
     assert load_architecture(str(path)).name == "T\ufffdny"
+
+
+def test_a_config_of_one_layer_is_read_and_its_head_size_is_a_whole_number() -> None:
+    arch = from_config({**DENSE, "num_hidden_layers": 1, "num_attention_heads": 1}, "config.json")
+    assert (arch.layers, arch.heads, arch.head_dim) == (1, 1, 16)
+    assert type(from_config(DENSE, "config.json").head_dim) is int
