@@ -107,6 +107,10 @@ def test_a_shuffled_order_is_the_runs_seeded_shuffle() -> None:
     random.Random(7).shuffle(cells)
     assert run_order(spec(seed=7), Toy(CELLS), "shuffled") == cells
     assert run_order(spec(seed=7), Toy(CELLS), "prefix") == list(CELLS)
+    # The sweep counts its prompts in that order, built or estimated.
+    for build in (True, False):
+        swept = sweep_prompts(spec(seed=7), Toy(CELLS), "shuffled", build=build)
+        assert [p.cell for p in swept.prompts] == cells
 
 
 def test_a_thinking_budget_adds_to_each_samples_new_tokens_but_not_to_a_documents() -> None:
