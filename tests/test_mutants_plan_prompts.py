@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pytest
@@ -23,32 +23,40 @@ from fathom.tasks.base import Document, Sample
 HEAD, TAIL, NEW = [1, 2, 3], [7, 8], 4
 
 
-def toy_ids(cell: Cell, tail: Sequence[int]) -> list[int]:
-    """A prompt of ``cell.length`` tokens: the head 1 2 3, a haystack 100, 101, ... with the needle 9
-    at ``depth`` of it (its last token at depth 1), and the tail. The sample index changes nothing."""
-    context = cell.length - len(HEAD) - len(tail)
+def toy_ids(cell: Cell, head: Sequence[int], tail: Sequence[int], tokens: int) -> list[int]:
+    """A prompt of ``tokens``: the head, a haystack 100, 101, ... with the needle 9 at ``depth`` of it
+    (its last token at depth 1), and the tail. The sample index changes nothing."""
+    context = tokens - len(head) - len(tail)
     hay = [100 + i for i in range(context)]
     hay[min(int((cell.depth or 0.0) * context), context - 1)] = 9
-    return HEAD + hay + list(tail)
+    return list(head) + hay + list(tail)
 
 
 class Toy:
     """A task of toy prompts over ``cells``, each sample asking NEW tokens (a perplexity cell: its
-    document, the haystack alone), with the tail 7 8 unless another is given."""
+    document, the haystack alone), with the head 1 2 3 and the tail 7 8 unless others are given, each
+    prompt ``unused`` tokens short of its cell's length (none unless said)."""
 
     name = "niah"
 
-    def __init__(self, cells: Sequence[Cell], tail: Sequence[int] = TAIL) -> None:
-        self.made, self.tail = list(cells), tail
+    def __init__(
+        self,
+        cells: Sequence[Cell],
+        tail: Sequence[int] = TAIL,
+        head: Sequence[int] = HEAD,
+        unused: Callable[[int], int] = lambda length: 0,
+    ) -> None:
+        self.made, self.tail, self.head, self.unused = list(cells), tail, head, unused
 
     def cells(self) -> Iterable[Cell]:
         return iter(self.made)
 
     def prepare(self, cell: Cell) -> Sample | Document:
-        ids = np.array(toy_ids(cell, self.tail), dtype=np.int32)
+        tokens = cell.length - self.unused(cell.length)
+        ids = np.array(toy_ids(cell, self.head, self.tail, tokens), dtype=np.int32)
         if cell.task == "perplexity":
-            return Document(cell, ids[len(HEAD) : len(ids) - len(self.tail)], "toy", 0)
-        prompt = Prompt(ids, cell.length, len(HEAD), cell.length - len(HEAD) - len(self.tail), ())
+            return Document(cell, ids[len(self.head) : len(ids) - len(self.tail)], "toy", 0)
+        prompt = Prompt(ids, cell.length, len(self.head), tokens - len(self.head) - len(self.tail), ())
         return Sample(cell, prompt, None, "q", ("a",), "number", (), "contains", NEW)  # type: ignore[arg-type]
 
     def identity(self) -> dict[str, str]:
@@ -74,7 +82,8 @@ def costs(found: Sequence[PromptCost]) -> list[tuple[str, int, int, int]]:
 
 def test_built_prompts_count_the_prefix_each_shares_with_the_one_before() -> None:
     swept = sweep_prompts(spec(), Toy(CELLS), "prefix")
-    assert re.fullmatch(r"built: all 5 prompts, shared prefixes counted \(\d+\.\d s\)", swept.method)
+    # Five toy prompts build in well under a second.
+    assert re.fullmatch(r"built: all 5 prompts, shared prefixes counted \(0\.\d s\)", swept.method)
     # (10, 0.5): the needle at 2 of 5 haystack tokens, so at position 5; (10, 1.0) at 7; (20, 0.5) at 7
     # of 15, position 10; (20, 1.0) at 17. Each shares the positions before the first that differs; a
     # prompt equal to the one before shares all but its last token, which an engine computes again.
@@ -198,3 +207,16 @@ def test_building_past_its_time_is_given_up_for_the_estimate(monkeypatch: pytest
     assert (
         late.method == "estimated from the target lengths and the task's structure (building took over -1 s)"
     )
+
+
+def test_the_first_prompt_shares_nothing_even_where_it_opens_with_token_0() -> None:
+    swept = sweep_prompts(spec(), Toy(CELLS[:1], head=[0, 2, 3]), "prefix")
+    assert costs(swept.prompts) == [("niah|L10|D0.5000|S0", 10, 0, NEW)]
+
+
+def test_an_estimates_shape_is_its_variants_shortest_cell_wherever_it_comes() -> None:
+    # Each prompt a fifth of its length short: 7 leaves 1 unused, 10 leaves 2. The shortest (7, first)
+    # gives the shape: each prompt its length less 1.
+    toy = Toy((Cell("niah", 7, 0.5, 0), Cell("niah", 10, 0.5, 0)), unused=lambda length: length // 5)
+    found = sweep_prompts(spec(lengths=(7, 10)), toy, "prefix", build=False).prompts
+    assert [p.tokens for p in found] == [6, 9]
