@@ -220,3 +220,11 @@ def test_an_estimates_shape_is_its_variants_shortest_cell_wherever_it_comes() ->
     toy = Toy((Cell("niah", 7, 0.5, 0), Cell("niah", 10, 0.5, 0)), unused=lambda length: length // 5)
     found = sweep_prompts(spec(lengths=(7, 10)), toy, "prefix", build=False).prompts
     assert [p.tokens for p in found] == [6, 9]
+
+
+def test_a_ruler_fill_estimate_keeps_at_least_one_token() -> None:
+    # A head of 1 and no tail; RULER's fill leaves the answer's 4 tokens: 5 - 4 = 1, and 4 - 4 is
+    # held at 1.
+    toy = Toy((Cell("niah", 4, 0.5, 0), Cell("niah", 5, 0.5, 0)), head=[1], tail=())
+    found = sweep_prompts(spec(fill="ruler", lengths=(4, 5)), toy, "prefix", build=False).prompts
+    assert [p.tokens for p in found] == [1, 1]
