@@ -28,7 +28,8 @@ def toy_ids(cell: Cell, head: Sequence[int], tail: Sequence[int], tokens: int) -
     (its last token at depth 1), and the tail. The sample index changes nothing."""
     context = tokens - len(head) - len(tail)
     hay = [100 + i for i in range(context)]
-    hay[min(int((cell.depth or 0.0) * context), context - 1)] = 9
+    if hay:
+        hay[min(int((cell.depth or 0.0) * context), context - 1)] = 9
     return list(head) + hay + list(tail)
 
 
@@ -228,3 +229,11 @@ def test_a_ruler_fill_estimate_keeps_at_least_one_token() -> None:
     toy = Toy((Cell("niah", 4, 0.5, 0), Cell("niah", 5, 0.5, 0)), head=[1], tail=())
     found = sweep_prompts(spec(fill="ruler", lengths=(4, 5)), toy, "prefix", build=False).prompts
     assert [p.tokens for p in found] == [1, 1]
+
+
+def test_an_estimate_shares_no_more_than_the_prompt_before_holds() -> None:
+    # RULER's fill leaves the answer's 4 tokens: a 5-token cell (head and tail alone) is held at 1
+    # token, and the 16 of a 20-token cell after it would share the head's 3: only 1 is there.
+    toy = Toy((Cell("niah", 5, 0.0, 0), Cell("niah", 20, 0.0, 0)))
+    found = sweep_prompts(spec(fill="ruler", lengths=(5, 20)), toy, "prefix", build=False).prompts
+    assert [(p.tokens, p.cached) for p in found] == [(1, 0), (16, 1)]
