@@ -378,3 +378,12 @@ def test_the_calibration_line_whole_and_with_a_plans_own_assumptions() -> None:
     assert calibration.calibration_line(Setup(GPUS["h100"])) == line
     own = Setup(GPUS["h100"], decode_utilisation=0.7)
     assert calibration.calibration_line(own) == line + "; this plan assumes its own"
+
+
+def test_a_backend_named_with_colons_past_its_kind_is_checked_as_its_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(check, "sweep_prompts", lambda *args, **kwargs: SWEPT)
+    backend = SimpleNamespace(name="openai:model@http://127.0.0.1:8000/v1", max_prompt_tokens=10)
+    line = check.check_run(SPEC, None, backend)  # type: ignore[arg-type]
+    assert line == f"{SWEEP}; memory not checked: the server's own"
