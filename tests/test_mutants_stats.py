@@ -20,7 +20,7 @@ from fathom.analysis.niah import (
     summarize,
 )
 from fathom.analysis.ruler import LengthScore, TaskCell, length_scores, ruler_aggregates
-from fathom.analysis.stats import wilson_interval
+from fathom.analysis.stats import score_interval, weighted_score_interval, wilson_interval
 
 
 def cell(
@@ -179,3 +179,21 @@ def test_a_cell_row_names_its_haystack_likeness_only_where_records_hold_one() ->
     new = [dataclasses.replace(r, haystack_similarity=0.1 * (i + 1)) for i, r in enumerate(old)]
     assert "similarity" not in summarize(old)["cells"][0]
     assert summarize(new)["cells"][0]["similarity"] == 0.2
+
+
+def test_a_mixed_binary_run_of_30_or_more_gets_wilsons_interval_not_a_bootstrap() -> None:
+    """36 of 40 (0s and 1s, above BOOTSTRAP_LEAST): Wilson's interval by hand, z = 1.959964: centre
+    (0.9 + z^2/80) / (1 + z^2/40) = 0.864951, half-width 0.095469: [0.769482, 0.960420]."""
+    mean, low, high = score_interval([1.0] * 36 + [0.0] * 4)
+    assert mean == 0.9
+    assert (low, high) == (pytest.approx(0.769482, abs=1e-6), pytest.approx(0.960420, abs=1e-6))
+
+
+@pytest.mark.parametrize(("scores", "weights"), [([1.0, 0.0], [0.5]), ([1.0], [0.5, 0.5])])
+def test_weights_not_one_to_one_with_the_scores_are_refused(
+    scores: list[float], weights: list[float]
+) -> None:
+    """Fewer than BOOTSTRAP_LEAST scores: Wilson's branch pairs them; a weight too few or too many is
+    a caller's mistake, never a mean of the scores that happen to have a weight."""
+    with pytest.raises(ValueError, match="zip"):
+        weighted_score_interval(scores, weights)
