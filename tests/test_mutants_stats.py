@@ -20,7 +20,13 @@ from fathom.analysis.niah import (
     summarize,
 )
 from fathom.analysis.ruler import LengthScore, TaskCell, length_scores, ruler_aggregates
-from fathom.analysis.stats import score_interval, weighted_score_interval, wilson_interval
+from fathom.analysis.stats import (
+    effective_by,
+    rows_by,
+    score_interval,
+    weighted_score_interval,
+    wilson_interval,
+)
 
 
 def cell(
@@ -197,3 +203,20 @@ def test_weights_not_one_to_one_with_the_scores_are_refused(
     a caller's mistake, never a mean of the scores that happen to have a weight."""
     with pytest.raises(ValueError, match="zip"):
         weighted_score_interval(scores, weights)
+
+
+def test_each_value_has_the_effective_length_of_its_own_cells() -> None:
+    """ops 1 holds 1k and 2k; ops 2 holds 1k and fails 2k: 2k and 1k, each of its own cells only."""
+    cells = [
+        {"ops": ops, "length": length, "mean": mean, "ci_low": mean}
+        for ops, length, mean in [(1, 1024, 1.0), (1, 2048, 1.0), (2, 1024, 1.0), (2, 2048, 0.0)]
+    ]
+    assert effective_by(cells, "ops", 0.85) == [
+        {"ops": 1, "mean": 2048, "lower_bound": 2048},
+        {"ops": 2, "mean": 1024, "lower_bound": 1024},
+    ]
+
+
+def test_a_key_with_more_or_fewer_parts_than_names_is_refused() -> None:
+    with pytest.raises(ValueError, match="zip"):
+        rows_by([record(0)], lambda r: (r.length,), ("ops", "length"))
