@@ -387,3 +387,28 @@ def test_a_backend_named_with_colons_past_its_kind_is_checked_as_its_kind(
     backend = SimpleNamespace(name="openai:model@http://127.0.0.1:8000/v1", max_prompt_tokens=10)
     line = check.check_run(SPEC, None, backend)  # type: ignore[arg-type]
     assert line == f"{SWEEP}; memory not checked: the server's own"
+
+
+def test_the_refusal_names_the_longest_prompt_with_its_new_tokens_and_every_length_that_fits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 5 + 3 and 6 + 0 tokens fit 8; 7 + 3 (the longest, 10) and 9 + 0 do not.
+    swept = SweepPrompts(
+        tuple(
+            PromptCost(Cell("niah", length, 0.0, 0), tokens, 0, new)
+            for length, tokens, new in ((5, 5, 3), (6, 6, 0), (7, 7, 3), (9, 9, 0))
+        ),
+        "by hand",
+    )
+    monkeypatch.setattr(check, "sweep_prompts", lambda *args, **kwargs: swept)
+    spec = RunSpec("niah", "hf:tiny", "char", (5, 6, 7, 9), (0.0,), 1)
+    for limit, keep in ((8, "--lengths 5,6"), (5, "shorter --lengths")):
+        backend = SimpleNamespace(name="hf:tiny", max_prompt_tokens=limit)
+        with pytest.raises(SpecError) as refused:
+            check.check_run(spec, None, backend)  # type: ignore[arg-type]
+        over = 2 if limit == 8 else 4
+        assert str(refused.value) == (
+            f"{over} of 4 prompts exceed the backend's context of {limit} tokens (the longest: 7 prompt "
+            f"tokens + 3 new, at length 7): keep the lengths that fit ({keep}), or pass --keep-too-long to "
+            "record them as too_long, unanswered"
+        )
