@@ -86,7 +86,7 @@ def test_the_summary_has_the_section_only_where_the_provider_counted_and_reads_i
     summary = run_summary(RECORDS, counted_by=COUNTED_BY)
     assert summary.provider_counts == provider_counts(RECORDS, COUNTED_BY)
     written = summary.to_json()
-    assert written["schema"] == 8 and written["provider_counts"]["prompts"] == 3
+    assert written["schema"] == 9 and written["provider_counts"]["prompts"] == 3
     assert Summary.from_json(json.loads(json.dumps(written))) == summary
     assert "provider_counts" not in run_summary(RECORDS).to_json()
 

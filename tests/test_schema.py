@@ -45,6 +45,7 @@ from typing import Any
 
 import pytest
 
+from fathom.analysis import stats
 from fathom.analysis.summary import SUMMARIES, RunFacts, run_summary
 from fathom.cli import main
 from fathom.errors import NewerSchemaError, RunFolderError
@@ -92,9 +93,13 @@ def test_every_line_of_every_schema_reads_in_todays_form(version: int) -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_an_old_run_analyses_to_the_summary_its_own_fathom_wrote(version: int) -> None:
+def test_an_old_run_analyses_to_the_summary_its_own_fathom_wrote(
+    version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Today's analysis of the upgraded records gives, number for number, the summary.json that the
-    fathom of that schema derived from them (read in today's form of it)."""
+    fathom of that schema derived from them (read in today's form of it), under the interval rule of
+    that summary's schema: before 9, the bootstrap from two fractional scores up."""
+    _with_the_interval_rule_of(fixture(version), monkeypatch)
     folder = RunFolder(fixture(version))
     summary = dataclasses.replace(run_summary(folder.latest()), run=RunFacts.of(folder.read_manifest()))
     written = json.loads((fixture(version) / SUMMARY).read_text())
@@ -102,6 +107,13 @@ def test_an_old_run_analyses_to_the_summary_its_own_fathom_wrote(version: int) -
     assert as_of(today, written.get("schema", 1)) == SUMMARIES.upgrade(written)
     read = read_summary(fixture(version))
     assert read is not None and json.loads(json.dumps(read.to_json())) == SUMMARIES.upgrade(written)
+
+
+def _with_the_interval_rule_of(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Summary schema 9 gave fewer than 30 fractional scores Wilson's interval of their mean; an older
+    summary's fathom took the bootstrap from 2 of them (``stats.BOOTSTRAP_LEAST``)."""
+    if json.loads((folder / SUMMARY).read_text()).get("schema", 1) < 9:
+        monkeypatch.setattr(stats, "BOOTSTRAP_LEAST", 2)
 
 
 # Keys of a section that a later summary schema added and that only the records can give (no upgrade
@@ -152,8 +164,9 @@ def test_schemas_3_and_4_hold_perplexity_documents_log_probabilities_and_control
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_report_re_derives_every_old_run_folder(
-    version: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    version: int, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _with_the_interval_rule_of(fixture(version), monkeypatch)
     copy = shutil.copytree(fixture(version), tmp_path / "run")
     assert main(["report", str(copy)]) == 0
     # A real suite's run (v6's fixture) states its truncation where a sweep states its effective length.

@@ -84,15 +84,16 @@ def test_a_summary_of_schema_6_gains_it_from_its_own_cells() -> None:
     old["effective_length"] = {k: v for k, v in today["effective_length"].items() if k != "worst_depth"}
     old["variants"] = {"niah": {k: old[k] for k in ("cells", "lengths", "effective_length")}}
     upgraded = SUMMARIES.upgrade(old)
-    assert SUMMARY_SCHEMA == upgraded["schema"] == 8  # through 7 (the worst depth), then 8 (thinking)
+    # through 7 (the worst depth), then 8 (thinking) and 9 (the intervals of few fractional scores)
+    assert SUMMARY_SCHEMA == upgraded["schema"] == 9
     assert upgraded["effective_length"]["worst_depth"] == 1024
     assert upgraded["variants"]["niah"]["effective_length"]["worst_depth"] == 1024
 
 
 def test_an_upgrade_leaves_other_kinds_alone() -> None:
     old = {"schema": 6, "kind": "perplexity", "samples": 0}
-    assert SUMMARIES.upgrade(old) == {**old, "schema": 8}
+    assert SUMMARIES.upgrade(old) == {**old, "schema": 9}
     # RULER's grid gains its categories (tests/test_ruler_categories.py), never a worst depth: an
     # empty grid, none.
     ruler = {"schema": 6, "kind": "ruler", "samples": 0, "grid": []}
-    assert SUMMARIES.upgrade(ruler) == {**ruler, "schema": 8}
+    assert SUMMARIES.upgrade(ruler) == {**ruler, "schema": 9}

@@ -62,8 +62,10 @@ MANIFEST_SCHEMA = 6
 # and RULER's four categories, each one's mean over its tasks per length (``categories``). 8: a thinking
 # model's reasoning tokens per cell and its samples still thinking (``thinking``); and, added to 8
 # before any release wrote it, how close a provider's counts of the prompts came to their target
-# lengths (``provider_counts``), where the backend's provider counted them.
-SUMMARY_SCHEMA = 8
+# lengths (``provider_counts``), where the backend's provider counted them. 9: the 95% interval of
+# fewer than 30 fractional scores (an F1, a similarity) is Wilson's of their mean, not the percentile
+# bootstrap (``analysis.stats.BOOTSTRAP_LEAST``): a summary of 8 keeps the intervals its fathom wrote.
+SUMMARY_SCHEMA = 9
 # 1: an LLM judge's verdicts (judgements.jsonl), the first form.
 JUDGEMENT_SCHEMA = 1
 # 1: a judge's result on a qualification set (qualifications.jsonl), the first form.

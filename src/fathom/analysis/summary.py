@@ -293,8 +293,17 @@ def v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 9 gave fewer than 30 fractional scores Wilson's interval of their mean: a summary of 8
+    reads with the intervals its fathom wrote (``fathom report`` derives them again from the
+    records), its form unchanged."""
+    return data
+
+
 SUMMARIES = Versions(
-    "summary", SUMMARY_SCHEMA, (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7, v7_to_v8)
+    "summary",
+    SUMMARY_SCHEMA,
+    (v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7, v7_to_v8, v8_to_v9),
 )
 # A sweep's sections that only some runs have: absent from summary.json where empty.
 _OPTIONAL = ("variants", "hard", "suites", "state", "babi", "listing", "mrcr", "categories")
