@@ -47,7 +47,7 @@ def add_lm_eval_command(
     command.add_argument(
         "--name",
         default=DEFAULT_NAME,
-        help="what the tasks' and the group's names open with (default: fathom, so fathom_niah): give each "
+        help="what the tasks' and the group's names open with (fathom_niah, fathom_niah_1024): give each "
         "export of one task its own where one lm_eval --include_path reads several",
     )
 
