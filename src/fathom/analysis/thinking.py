@@ -42,8 +42,12 @@ def _cells(answered: Sequence[SampleRecord]) -> list[tuple[Where, list[SampleRec
     return sorted(cells.items(), key=lambda item: _order(item[0]))
 
 
-def _mean_tokens(group: Sequence[SampleRecord]) -> float | None:
-    tokens = [r.reasoning_tokens for r in group if r.reasoning_tokens is not None]
+def _tokens(group: Sequence[SampleRecord]) -> list[int]:
+    """The reasoning tokens of the samples whose reasoning was read."""
+    return [r.reasoning_tokens for r in group if r.reasoning_tokens is not None]
+
+
+def _mean(tokens: Sequence[int]) -> float | None:
     return sum(tokens) / len(tokens) if tokens else None
 
 
@@ -56,11 +60,11 @@ def _tenth(value: float | None) -> float | None:
 
 
 def _counts(group: Sequence[SampleRecord]) -> dict[str, Any]:
-    tokens = [r.reasoning_tokens for r in group if r.reasoning_tokens is not None]
+    tokens = _tokens(group)
     return {
         "samples": len(group),
         "reasoned": len(tokens),
-        "tokens_mean": _tenth(_mean_tokens(group)),
+        "tokens_mean": _tenth(_mean(tokens)),
         "tokens_max": max(tokens, default=None),
         "still_thinking": _still_thinking(group),
     }
@@ -145,7 +149,7 @@ def _change(
     new: Sequence[SampleRecord] | None,
 ) -> ThinkingChange:
     def counts(group: Sequence[SampleRecord] | None) -> tuple[float | None, int]:
-        return (None, 0) if group is None else (_mean_tokens(group), _still_thinking(group))
+        return (None, 0) if group is None else (_mean(_tokens(group)), _still_thinking(group))
 
     (base_tokens, base_still), (new_tokens, new_still) = counts(base), counts(new)
     return ThinkingChange(*cell, base_tokens, new_tokens, base_still, new_still)
