@@ -373,7 +373,9 @@ def test_an_estimate_reads_each_samples_own_answer_budget_where_the_task_sizes_i
     made = create_task(spec, load_tokenizer("char"))
     built = plan_prompts_module.sweep_prompts(spec, made, "prefix", build=True)
     estimated = plan_prompts_module.sweep_prompts(spec, made, "prefix", build=False)
-    assert built.method.startswith("built") and estimated.method.startswith("estimated")
+    assert built.method.startswith("built") and estimated.method.endswith(
+        "(the run's check reads no prompts; each sample built for its own answer budget)"
+    )
     budgets = [(p.cell.id, p.new_tokens) for p in built.prompts]
     assert [(p.cell.id, p.new_tokens) for p in estimated.prompts] == budgets
     samples = [n for cell_id, n in budgets if not cell_id.startswith("control")]

@@ -86,9 +86,12 @@ def _counted(spec: RunSpec, task: Task, order: str, build: bool) -> SweepPrompts
                 built, f"built: all {len(built)} prompts, shared prefixes counted ({seconds:.1f} s)"
             )
         reason = f"building took over {BUILD_SECONDS:.0f} s"
-    estimated = _estimated(spec, task, cells)
+    per_sample = getattr(task, "budget_per_sample", False)
+    estimated = _estimated(spec, task, cells, per_sample)
     if spec.fill == "ruler":
         reason += "; RULER's fill counted as filling each length, an upper bound"
+    if per_sample:
+        reason += "; each sample built for its own answer budget"
     return SweepPrompts(estimated, f"estimated from the target lengths and the task's structure ({reason})")
 
 
@@ -148,11 +151,12 @@ def _shapes(task: Task, cells: Sequence[Cell]) -> dict[str, _Shape]:
     return shapes
 
 
-def _estimated(spec: RunSpec, task: Task, cells: Sequence[Cell]) -> tuple[PromptCost, ...]:
+def _estimated(spec: RunSpec, task: Task, cells: Sequence[Cell], per_sample: bool) -> tuple[PromptCost, ...]:
     """Each prompt its target length less what its variant leaves unused; a control its variant's
     head and tail. Consecutive prompts of one variant share its head; with one haystack for every
     sample (--haystack-offset start, which every length reads from its start) they also share the
-    haystack up to the earlier of their needles."""
+    haystack up to the earlier of their needles. Each prompt's new tokens are its variant's, or with
+    ``per_sample`` its own sample's budget."""
     shapes = _shapes(task, cells)
     if spec.fill == "ruler":
         # RULER's fill falls short of each length by up to a step of its units, a share that varies
@@ -160,7 +164,7 @@ def _estimated(spec: RunSpec, task: Task, cells: Sequence[Cell]) -> tuple[Prompt
         # filled instead, less the answer's budget: no prompt is longer.
         shapes = {name: dataclasses.replace(shape, unused=shape.new_tokens) for name, shape in shapes.items()}
     one_haystack = "haystack_offset" in TASK.entry(spec.task).knobs and spec.haystack_offset == "start"
-    budget = _budgets(task) if getattr(task, "budget_per_sample", False) else None
+    budget = _budgets(task) if per_sample else None
     prompts: list[PromptCost] = []
     for cell in cells:
         shape = shapes[cell.task]
