@@ -74,6 +74,24 @@ def build_seconds(specs: Sequence[RunSpec], repeats: int) -> list[Timing]:
     return timings
 
 
+# Prompts a run's pass builds, each once, after one built first (what a process pays once): the cost a
+# prompt adds to a run, its task's remembered ids (a line's, a seam's) warm as they are in a run.
+RUN_PROMPTS = 30
+
+
+def run_seconds(spec: RunSpec) -> float:
+    """CPU seconds a prompt, as one task builds ``RUN_PROMPTS`` new prompts of ``spec``'s first length
+    in turn (cells of its first variant, the first one left out of the clock)."""
+    tokenizer = load_tokenizer(spec.tokenizer)
+    task = create_task(dataclasses.replace(spec, samples=RUN_PROMPTS + 1), tokenizer)
+    first, *rest = [cell for cell in task.cells() if cell.task == next(iter(task.cells())).task]
+    task.prepare(first)
+    cpu = time.thread_time()
+    for cell in rest:
+        assert isinstance(task.prepare(cell), Sample)
+    return (time.thread_time() - cpu) / len(rest)
+
+
 def _fastest(passes: list[tuple[float, float]]) -> tuple[float, float]:
     """The fastest of the passes on each clock (not always the same pass)."""
     wall, cpu = zip(*passes, strict=True)
@@ -117,16 +135,19 @@ def beside_niah(task: str, options: dict[str, Any], about: str, args: argparse.N
         "lengths": (parse_count(args.length),),
         "samples": args.samples,
     }
-    niah, family = build_seconds(
-        [RunSpec("niah", depths=(0.5,), **common), RunSpec(task, depths=(), **options, **common)],
-        args.repeats,
-    )
+    specs = [RunSpec("niah", depths=(0.5,), **common), RunSpec(task, depths=(), **options, **common)]
+    niah, family = build_seconds(specs, args.repeats)
     print(machine())
     cells = f"{args.samples} prompts at {args.length} ({args.tokenizer})"
     print(f"{cells}, best of {args.repeats} passes after a first, and of {args.repeats} over new prompts:")
     print(line("niah (one needle, depth 0.5)", niah))
     print(line(f"{task} ({about})", family))
     print(ratio(task, family, niah))
+    plain, built = (1000 * run_seconds(spec) for spec in specs)
+    print(
+        f"as a run builds them ({RUN_PROMPTS} new prompts of one task, each once, CPU): niah "
+        f"{plain:.3f} ms a prompt, {task} {built:.3f} ms (ratio {built / plain:.2f})"
+    )
 
 
 def main() -> None:
