@@ -411,3 +411,27 @@ def test_an_export_is_read_past_blank_lines_and_each_bad_line_refused_whole(tmp_
         with pytest.raises(ExportError) as refused:
             list(_read_export(export))
         assert str(refused.value) == f"{export} line 2 {message}"
+
+
+def test_an_export_line_longer_than_any_example_is_refused_by_its_size_never_held_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fathom.export.check as check_module
+    import fathom.run.lines as lines_module
+
+    # A bound of 60 bytes stands for the real one (hundreds of MB), the same rule at its edge.
+    monkeypatch.setattr(lines_module, "MAX_LINE_BYTES", 60)
+    monkeypatch.setattr(check_module, "MAX_LINE_BYTES", 60)
+    line = '{"messages": [{"role": "user", "content": "hi"}]}'  # 49 bytes
+    export = tmp_path / "e.jsonl"
+    at_bound = line.replace("hi", "h" * 13)  # 60 bytes, its newline aside: read
+    export.write_text(f"{line}\n{at_bound}\n")
+    assert [m for _, _, m in _read_export(export)] == [[("user", "hi")], [("user", "h" * 13)]]
+    over = line.replace("hi", "h" * 14)  # 61 bytes: refused, with its size
+    export.write_text(f"{line}\n{over}\n{line}\n")
+    with pytest.raises(ExportError) as refused:
+        list(_read_export(export))
+    assert str(refused.value) == (
+        f"{export} line 2 is 61 bytes, longer than any example fathom writes (60): "
+        "give the JSONL file fathom export wrote"
+    )

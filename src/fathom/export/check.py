@@ -44,6 +44,7 @@ from fathom.prompts.latent import LatentItem, load_items
 from fathom.prompts.needle_sets import LATENT_KINDS, PLURAL_QUESTIONS
 from fathom.prompts.needles import KEYED_NEEDLES
 from fathom.records import SampleRecord
+from fathom.run.lines import MAX_LINE_BYTES, Overlong, bounded_lines
 from fathom.run.store import RunFolder
 from fathom.scoring import MRCR_PREFIX_CHARS
 from fathom.tasks import babi, listing, mrcr
@@ -294,7 +295,13 @@ def _read_export(path: Path) -> Iterator[tuple[int, str | None, list[tuple[str, 
     """Each line's number, its task (``meta.task``; None without one) and its messages as (role,
     content)."""
     with path.open("rb") as stream:  # decoded line by line, so that a line not in UTF-8 is named
-        for number, raw in enumerate(stream, 1):
+        # An export may come from someone else: no line is held longer than a record can be.
+        for number, raw in enumerate(bounded_lines(stream), 1):
+            if isinstance(raw, Overlong):
+                raise ExportError(
+                    f"{path} line {number} is {raw.size:,} bytes, longer than any example fathom "
+                    f"writes ({MAX_LINE_BYTES:,}): give the JSONL file fathom export wrote"
+                )
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -307,7 +314,7 @@ def _read_export(path: Path) -> Iterator[tuple[int, str | None, list[tuple[str, 
                 data = json.loads(line)
                 messages = [(str(m["role"]), m["content"]) for m in data["messages"]]
             except (ValueError, KeyError, TypeError) as exc:
-                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                reason = f"{type(exc).__name__}: {exc}"  # each of these three always says why
                 raise ExportError(
                     f"{path} line {number} is not an exported example ({reason:.80}): "
                     "each line must be a JSON object with a 'messages' list of {role, content}"
