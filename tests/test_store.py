@@ -251,15 +251,16 @@ def test_an_unreadable_manifest_or_samples_file_is_named_with_the_reason(
     folder = started(tmp_path / "run")
 
     def refusing(real: Callable[..., Any]) -> Callable[..., Any]:
-        def read(path: Path, *args: Any, **kwargs: Any) -> Any:
-            if path.name == name:
+        def read(path: Path | str, *args: Any, **kwargs: Any) -> Any:
+            if Path(path).name == name:
                 raise error  # a file the user cannot read (tests may run as root)
             return real(path, *args, **kwargs)
 
         return read
 
-    # The manifest is read whole, samples.jsonl line by line from a handle.
-    monkeypatch.setattr(Path, "read_bytes", refusing(Path.read_bytes))
+    # The manifest is read whole from a descriptor (never through a link), samples.jsonl line by
+    # line from a handle.
+    monkeypatch.setattr(os, "open", refusing(os.open))
     monkeypatch.setattr(Path, "open", refusing(Path.open))
     with pytest.raises(RunFolderError) as refused:
         RunFolder(folder.path).records()

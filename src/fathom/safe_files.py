@@ -11,10 +11,15 @@ Three ways to write, one rule: fathom never opens an existing name for writing t
   with fstat to be a regular file, or refused.
 - ``refuse_links``: a folder whose own files (those fathom reads or appends to), or subfolders, are
   links or other non-regular entries is refused before anything is read, with one line naming them.
+
+And one way to read a whole file from such a folder (a manifest, a summary, a plot to embed or to log):
+``read_regular``, never through a link (``heatmap.png -> ~/.ssh/id_rsa`` would carry the key into a
+report or a tracker) and never more bytes than fathom writes there.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
@@ -30,6 +35,10 @@ from fathom.errors import FathomError
 
 class LinkedFileError(FathomError):
     """A file or folder fathom would read or write through is a link or no regular file."""
+
+
+class OversizedFileError(FathomError):
+    """A file fathom reads whole holds more bytes than fathom ever writes in it."""
 
 
 _NEVER_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
@@ -108,6 +117,28 @@ def sync_folder(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def read_regular(path: Path, most: int, what: str) -> bytes:
+    """The bytes of the regular file at ``path``, opened without following a link and read no further
+    than ``most`` bytes: LinkedFileError for a link or anything but a regular file (a FIFO is opened
+    without waiting for a writer), OversizedFileError, naming ``what`` the file should be, for more."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NEVER_FOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW's answer to a link
+            raise _refusal([path]) from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise _refusal([path])
+        data = handle.read(most + 1)
+    if len(data) > most:
+        raise OversizedFileError(
+            f"'{path}' holds more than {most:,} bytes, more than fathom writes in {what}: it is not "
+            "fathom's own; move it aside"
+        )
+    return data
 
 
 def refuse_links(folder: Path, owns: Callable[[str], bool]) -> None:

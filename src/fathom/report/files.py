@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fathom.analysis.summary import Summary
 from fathom.errors import NewerSchemaError, RunFolderError
+from fathom.safe_files import OversizedFileError, read_regular
 
 SUMMARY = "summary.json"
 REPORT = "report.html"
@@ -19,6 +20,10 @@ DEPTH = "depth.png"
 TRAP = "trap.png"
 PERPLEXITY = "perplexity.png"
 VARIANT_HEATMAP = "heatmap-{}.png"  # one per variant of a NIAH run of several: variant_heatmap(task)
+# The most a summary or a plot of fathom's holds, with room to spare (a 1M-token sweep's summary is a few
+# MB, a plot under one): read whole from a folder that may be someone else's, never more.
+SUMMARY_MOST = 256 << 20
+PLOT_MOST = 64 << 20
 
 COMPARISON_JSON = "compare.json"
 COMPARISON_PNG = "compare.png"
@@ -52,10 +57,17 @@ def read_summary(run: Path) -> Summary | None:
     if not path.is_file():
         return None
     try:
-        return Summary.from_json(json.loads(path.read_bytes().decode("utf-8")))
+        return Summary.from_json(json.loads(read_regular(path, SUMMARY_MOST, "a summary").decode("utf-8")))
     except NewerSchemaError as exc:
         raise exc.at(str(path)) from None
-    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+    except (OSError, ValueError, TypeError, KeyError, RecursionError, OversizedFileError):
         raise RunFolderError(
             f"{path} is damaged or unreadable: 'fathom report {run}' makes it anew"
         ) from None
+
+
+def read_plot(path: Path) -> bytes:
+    """A plot's PNG bytes, to embed in a page or log to a tracker: never through a link (a run folder
+    may be someone else's, and ``heatmap.png -> ~/.ssh/id_rsa`` would carry the key along), and no
+    more than ``PLOT_MOST``."""
+    return read_regular(path, PLOT_MOST, "a plot")

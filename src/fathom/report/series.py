@@ -20,7 +20,7 @@ from fathom.analysis.series import Series, make_series
 from fathom.errors import SpecError
 from fathom.index import read_runs
 from fathom.report.compare import read_run
-from fathom.report.files import GRID, HEATMAP, REPORT, SERIES_HTML, SERIES_JSON
+from fathom.report.files import GRID, HEATMAP, REPORT, SERIES_HTML, SERIES_JSON, read_plot
 from fathom.report.html.series import SeriesFiles, series_page
 from fathom.report.series_plots import effective_length_figure, length_figure
 from fathom.report.series_text import checkpoint_name
@@ -124,5 +124,5 @@ def _heatmap(run: Path) -> bytes | None:
     """The run's heatmap: NIAH's heatmap.png, or RULER's and a suite's grid.png; None where it has neither."""
     for name in (HEATMAP, GRID):
         if (run / name).is_file():
-            return (run / name).read_bytes()
+            return read_plot(run / name)
     return None

@@ -23,7 +23,7 @@ from fathom.analysis.paired import Comparison
 from fathom.analysis.series import Series, Step, regressed
 from fathom.manifest import Manifest
 from fathom.report.compare import read_run
-from fathom.report.files import COMPARISON_PNG, read_summary
+from fathom.report.files import COMPARISON_PNG, read_plot, read_summary
 from fathom.report.series_plots import effective_length_figure, length_figure
 from fathom.report.series_text import checkpoint_name
 from fathom.run.store import RunFolder
@@ -56,7 +56,7 @@ def run_logged(folder: Path) -> Logged:
     the folder), and a copy of the folder, named as the folder."""
     run = read_run(folder)
     metrics = run_metrics(run_numbers(run))
-    images = {image.name: image.read_bytes() for image in sorted(folder.glob("*.png"))}
+    images = {image.name: read_plot(image) for image in sorted(folder.glob("*.png"))}
     params = run_params(run.manifest, folder)
     step = label_step(run.manifest.labels)
     return Logged(folder.name, "run", params, [(step, metrics)], images, {folder.name: folder})
@@ -79,7 +79,7 @@ def comparison_logged(comparison: Comparison, out: Path) -> Logged:
         **label_params(base_labels, "base_label"),
     }
     figure = out / COMPARISON_PNG
-    images = {figure.name: figure.read_bytes()} if figure.is_file() else {}
+    images = {figure.name: read_plot(figure)} if figure.is_file() else {}
     steps = [(label_step(new_labels), comparison_metrics(comparison))]
     folders = {f"compare-{new.name}-vs-{base.name}": out}
     return Logged(f"{new.name} vs {base.name}", "compare", params, steps, images, folders)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from fathom.analysis.ruler import task_order
 from fathom.analysis.summary import NiahGrid, RulerGrid, Summary
+from fathom.report.files import read_plot
 from fathom.report.html.assets import SCRIPT, STYLE
 from fathom.report.plots import WIDE_INTERVAL, format_length, text_colour
 from fathom.units import length_or_none
@@ -384,5 +385,5 @@ def effective_table(section: Mapping[str, Any], key: str, label: str, score: str
 def image(path: Path, alt: str) -> str:
     if not path.is_file():
         return ""
-    data = base64.b64encode(path.read_bytes()).decode()
+    data = base64.b64encode(read_plot(path)).decode()
     return f'<figure><img src="data:image/png;base64,{data}" alt="{esc(alt)}"></figure>'
