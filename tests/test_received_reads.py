@@ -5,21 +5,37 @@ what it points at (a key) into a page or a tracker, and never more bytes than fa
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
+import threading
+from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import fathom.plan.readers as readers
+import fathom.prompts.haystack.files as haystack_files
+import fathom.prompts.judging as judging
+import fathom.prompts.latent as latent
+import fathom.prompts.templates as templates
 import fathom.report.files as files_module
 import fathom.run.store as store_module
+import fathom.tasks.ruler.qa_data as qa_data
 from fathom.cli import main
 from fathom.errors import RunFolderError
+from fathom.prompts.haystack.files import read_files
+from fathom.prompts.judging import read_shipped
+from fathom.prompts.templates import resolve_template
+from fathom.prompts.tokenizers import load_tokenizer
 from fathom.report.files import read_summary
 from fathom.report.html.page import image
-from fathom.safe_files import LinkedFileError, OversizedFileError, read_regular
+from fathom.safe_files import LinkedFileError, OversizedFileError, read_bounded
 from fathom.track.logged import run_logged
 
+READER_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
 SECRET = b"-----BEGIN OPENSSH PRIVATE KEY-----\nthe victim's own bytes\n"
 
 
@@ -61,19 +77,19 @@ def plant(link: Path, target: Path) -> Path:
     return link
 
 
-def test_read_regular_reads_up_to_its_bound_and_refuses_a_byte_more(tmp_path: Path) -> None:
+def test_read_bounded_reads_up_to_its_bound_and_refuses_a_byte_more(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"0123456789")
-    assert read_regular(path, 10, "a plot") == b"0123456789"
+    assert read_bounded(path, 10, "a plot") == b"0123456789"
     with pytest.raises(OversizedFileError) as refused:
-        read_regular(path, 9, "a plot")
+        read_bounded(path, 9, "a plot")
     assert str(refused.value) == (
-        f"'{path}' holds more than 9 bytes, more than fathom writes in a plot: it is not fathom's own; "
-        "move it aside"
+        f"'{path}' holds more than 9 bytes, more than a plot ever holds: "
+        "it is not fathom's own; move it aside"
     )
 
 
-def test_read_regular_refuses_a_link_and_a_fifo_without_waiting_for_a_writer(
+def test_read_bounded_refuses_a_link_and_a_fifo_without_waiting_for_a_writer(
     tmp_path: Path, secret: Path
 ) -> None:
     link = plant(tmp_path / "heatmap.png", secret)
@@ -81,7 +97,7 @@ def test_read_regular_refuses_a_link_and_a_fifo_without_waiting_for_a_writer(
     os.mkfifo(fifo)
     for path in (link, fifo):
         with pytest.raises(LinkedFileError) as refused:
-            read_regular(path, 1 << 20, "a plot")
+            read_bounded(path, 1 << 20, "a plot")
         assert f"'{path}' is a link or no regular file" in str(refused.value)
 
 
@@ -134,7 +150,7 @@ def test_a_manifest_larger_than_any_fathom_writes_is_refused_unread(
     capsys.readouterr()
     assert cli("report", run) == 2
     err = capsys.readouterr().err
-    assert f"holds more than {size - 1:,} bytes, more than fathom writes in a manifest" in err
+    assert f"holds more than {size - 1:,} bytes, more than a manifest ever holds" in err
     assert err.count("\n") == 1
 
 
@@ -151,3 +167,99 @@ def test_a_summary_larger_than_any_fathom_writes_is_refused_as_damaged(
         str(refused.value)
         == f"{run / 'summary.json'} is damaged or unreadable: 'fathom report {run}' makes it anew"
     )
+
+
+# Files the user names (a template, a config, a corpus, QA data, items, a rubric): a link or a pipe of
+# theirs is read, but never more than such a file can hold.
+
+
+def test_a_file_the_user_names_may_be_a_link_or_a_pipe_and_is_still_bounded(tmp_path: Path) -> None:
+    target = tmp_path / "template.jinja"
+    target.write_bytes(b"0123456789")
+    link = plant(tmp_path / "link.jinja", target)
+    assert read_bounded(link, 10, "a chat template", user_file=True) == b"0123456789"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(b"x" * 11))
+    writer.start()
+    with pytest.raises(OversizedFileError) as refused:
+        read_bounded(fifo, 10, "a chat template", user_file=True)
+    writer.join()
+    assert str(refused.value) == (
+        f"'{fifo}' holds more than 10 bytes, more than a chat template ever holds: name the right file"
+    )
+
+
+def _template(path: Path) -> object:
+    return resolve_template(str(path), load_tokenizer("char"))
+
+
+def _rubric(path: Path) -> object:
+    return read_shipped(tmp_folder(path), ".toml", str(path), "rubric")
+
+
+def tmp_folder(path: Path) -> Path:
+    return path.parent / "shipped"  # no shipped files there: the name is read as a path
+
+
+USER_FILES: list[tuple[Any, str, bytes, Callable[[Path], object]]] = [
+    (templates, "TEMPLATE_MOST", b"{{ messages[0]['content'] }}", _template),
+    (
+        readers,
+        "CONFIG_MOST",
+        json.dumps(dict.fromkeys(READER_KEYS, 8)).encode(),
+        readers.read_config,
+    ),
+    (haystack_files, "FILE_MOST", b"One sentence. Another one.", lambda p: read_files([p], "sentence")),
+    (qa_data, "QA_DATA_MOST", b'{"data": []}', qa_data._read_json),
+    (judging, "SHIPPED_MOST", b'name = "r"\n', _rubric),
+]
+
+
+@pytest.mark.parametrize(
+    ("module", "bound", "content", "read"), USER_FILES, ids=lambda v: getattr(v, "__name__", "")
+)
+def test_each_file_the_user_names_is_read_at_its_bound_and_refused_a_byte_past_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    module: Any,
+    bound: str,
+    content: bytes,
+    read: Callable[[Path], object],
+) -> None:
+    path = tmp_path / "file.txt"
+    path.write_bytes(content)
+    monkeypatch.setattr(module, bound, len(content))
+    assert read(path) is not None
+    monkeypatch.setattr(module, bound, len(content) - 1)
+    with pytest.raises(OversizedFileError) as refused:
+        read(path)
+    assert str(refused.value).startswith(f"'{path}' holds more than {len(content) - 1:,} bytes, more than ")
+    assert str(refused.value).endswith(": name the right file")
+
+
+def test_a_file_of_items_is_read_at_its_bound_and_refused_a_byte_past_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = resources.files("fathom.prompts") / "data" / "latent_items.json"
+    path = tmp_path / "items.json"
+    path.write_bytes(shipped.read_bytes())
+    size = path.stat().st_size
+    monkeypatch.setattr(latent, "ITEMS_MOST", size)
+    latent._load.cache_clear()
+    assert len(latent.load_items(path)) > 0
+    monkeypatch.setattr(latent, "ITEMS_MOST", size - 1)
+    latent._load.cache_clear()
+    with pytest.raises(OversizedFileError):
+        latent.load_items(path)
+    latent._load.cache_clear()
+
+
+def test_an_lm_eval_folder_marker_past_its_bound_is_no_marker(tmp_path: Path) -> None:
+    from fathom.integrations.lm_eval_export import MARKER, _marker_in
+
+    marker = b'{"fathom": 1}'
+    (tmp_path / MARKER).write_bytes(marker + b" " * ((1 << 20) - len(marker)))  # 1 MiB: read
+    assert _marker_in(tmp_path) == {"fathom": 1}
+    (tmp_path / MARKER).write_bytes(marker + b" " * ((1 << 20) - len(marker) + 1))
+    assert _marker_in(tmp_path) is None

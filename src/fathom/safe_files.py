@@ -13,7 +13,7 @@ Three ways to write, one rule: fathom never opens an existing name for writing t
   links or other non-regular entries is refused before anything is read, with one line naming them.
 
 And one way to read a whole file from such a folder (a manifest, a summary, a plot to embed or to log):
-``read_regular``, never through a link (``heatmap.png -> ~/.ssh/id_rsa`` would carry the key into a
+``read_bounded``, never through a link (``heatmap.png -> ~/.ssh/id_rsa`` would carry the key into a
 report or a tracker) and never more bytes than fathom writes there.
 """
 
@@ -119,24 +119,31 @@ def sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def read_regular(path: Path, most: int, what: str) -> bytes:
-    """The bytes of the regular file at ``path``, opened without following a link and read no further
-    than ``most`` bytes: LinkedFileError for a link or anything but a regular file (a FIFO is opened
-    without waiting for a writer), OversizedFileError, naming ``what`` the file should be, for more."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NEVER_FOLLOW)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:  # O_NOFOLLOW's answer to a link
-            raise _refusal([path]) from None
-        raise
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise _refusal([path])
-        data = handle.read(most + 1)
+def read_bounded(path: Path, most: int, what: str, *, user_file: bool = False) -> bytes:
+    """The bytes of the file at ``path``, never more than ``most`` of them: OversizedFileError, naming
+    ``what`` the file should be, for more. A file of a folder that may be someone else's must be a
+    regular file, opened without following a link (LinkedFileError otherwise; a FIFO is opened without
+    waiting for a writer). A file the user names (``user_file``: a data file, a template) may be a
+    link or a pipe of theirs: only the bound holds. OSError, other than a link refused, is raised as is."""
+    if user_file:  # OSError is the caller's to word, as for any file it names
+        with path.open("rb") as handle:
+            data = handle.read(most + 1)
+        fix = "name the right file"
+    else:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NEVER_FOLLOW)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # O_NOFOLLOW's answer to a link
+                raise _refusal([path]) from None
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise _refusal([path])
+            data = handle.read(most + 1)
+        fix = "it is not fathom's own; move it aside"
     if len(data) > most:
         raise OversizedFileError(
-            f"'{path}' holds more than {most:,} bytes, more than fathom writes in {what}: it is not "
-            "fathom's own; move it aside"
+            f"'{path}' holds more than {most:,} bytes, more than {what} ever holds: {fix}"
         )
     return data
 

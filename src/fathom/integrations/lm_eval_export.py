@@ -35,7 +35,7 @@ from fathom.integrations.lm_eval_metrics import METRICS, grading_facts
 from fathom.prompts import length_tolerance
 from fathom.prompts.tokenizers import Tokenizer, load_tokenizer
 from fathom.records import Cell
-from fathom.safe_files import replacing, write_file
+from fathom.safe_files import OversizedFileError, read_bounded, replacing, write_file
 from fathom.spec import RunSpec
 from fathom.tasks.base import Sample, Task
 from fathom.version import __version__
@@ -199,8 +199,10 @@ def _marker_in(folder: Path) -> dict[str, Any] | None:
     if path.is_symlink() or not path.is_file():
         return None
     try:
-        held = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        held = json.loads(
+            read_bounded(path, 1 << 20, "a marker").decode("utf-8")
+        )  # fathom's: a few hundred bytes
+    except (ValueError, UnicodeDecodeError, OversizedFileError):
         return None
     return held if isinstance(held, dict) else None
 

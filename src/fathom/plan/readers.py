@@ -21,8 +21,10 @@ from typing import Any
 from fathom.errors import MissingExtraError, SpecError
 from fathom.plan.arch import Architecture
 from fathom.plan.presets import PRESETS
+from fathom.safe_files import read_bounded
 
 # config.json's names for what the arithmetic cannot do without.
+CONFIG_MOST = 16 << 20  # bytes read of a config.json, at most: a model's is a few KB
 _REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
 # Gemma 3 (and llama.cpp's reading of it) makes five layers in six sliding-window ones.
 _GEMMA3_PATTERN = 6
@@ -50,7 +52,7 @@ def load_architecture(text: str) -> Architecture:
 
 def read_config(path: Path) -> Architecture:
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = json.loads(read_bounded(path, CONFIG_MOST, "a config.json", user_file=True).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(f"cannot read '{path}' as a config.json ({exc})") from None
     if not isinstance(config, dict):

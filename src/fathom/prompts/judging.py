@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fathom.errors import SpecError
+from fathom.safe_files import read_bounded
 
 RUBRICS = Path(__file__).parent / "rubrics"
 KINDS = ("binary", "ordinal")
@@ -39,6 +40,7 @@ SEEN = ("question", "references", "answer")
 # verdict's key carries the prompt's nonce. 4: a retry's note names the problem in fathom's words
 # (version 3's quoted the reply's keys and score, which an answer could steer).
 PROMPT_VERSION = 4
+SHIPPED_MOST = 16 << 20  # bytes read of a rubric or a set named by path, at most (fathom's are a few KB)
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def read_shipped(folder: Path, suffix: str, name: str, what: str) -> tuple[Path,
         raise SpecError(
             f"unknown {what} '{name}': use one of {', '.join(names)}, or the path of a {what} file"
         )
-    return path, path.read_bytes()
+    return path, read_bounded(path, SHIPPED_MOST, f"a {what} file", user_file=True)
 
 
 @contextmanager

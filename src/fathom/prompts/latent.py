@@ -35,8 +35,10 @@ from fathom.prompts.names import NamePool
 from fathom.prompts.spaces import ATTEMPTS, SPACES
 from fathom.prompts.spaces import Split as Split
 from fathom.records import Needle
+from fathom.safe_files import read_bounded
 
 LATENT_VERSION = 2  # the data file's "version": bump both, here and there, when items change
+ITEMS_MOST = 64 << 20  # bytes read of a file of items, at most (the shipped one holds under 1 MB)
 SPLIT_BUCKETS = 5  # an item's id hashes into one of these; bucket 0 is the training part
 HOPS = (1, 2)
 # The elements an association chain is made of; "association" names one per element of "chain".
@@ -139,7 +141,11 @@ def _load(path: Path | None) -> tuple[str, tuple[LatentItem, ...]]:
     if path is not None:
         source = path
     try:
-        raw = source.read_bytes()
+        raw = (
+            source.read_bytes()
+            if path is None
+            else read_bounded(path, ITEMS_MOST, "a file of items", user_file=True)
+        )
     except OSError as exc:
         raise LatentItemsError(f"cannot read latent needle items '{source}' ({exc})") from None
     try:

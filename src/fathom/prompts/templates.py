@@ -17,8 +17,10 @@ from jinja2 import Template, TemplateError
 from fathom.errors import SpecError
 from fathom.prompts.template_sandbox import compile_template, render_bounded
 from fathom.prompts.tokenizers import Tokenizer
+from fathom.safe_files import read_bounded
 
 CONTEXT_MARKER = "\u27e6fathom-context\u27e7"
+TEMPLATE_MOST = 1 << 20  # bytes read of a template file, at most: models' chat templates are a few KB
 
 NAMED_TEMPLATES = {
     # No chat markup at all: completion-style prompts for base models.
@@ -122,6 +124,10 @@ def resolve_template(name: str, tokenizer: Tokenizer) -> ChatTemplate:
         return ChatTemplate(name, NAMED_TEMPLATES[name])
     path = Path(name)
     if path.is_file():
-        return ChatTemplate(f"file:{path}", path.read_text(encoding="utf-8"))
+        try:
+            text = read_bounded(path, TEMPLATE_MOST, "a chat template", user_file=True).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(f"cannot read chat template '{path}' as UTF-8 text ({exc})") from None
+        return ChatTemplate(f"file:{path}", text)
     known = ", ".join(["auto", "tokenizer", *NAMED_TEMPLATES])
     raise SpecError(f"unknown chat template '{name}': use one of {known}, or a path to a Jinja file")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fathom.analysis.summary import Summary
 from fathom.errors import NewerSchemaError, RunFolderError
-from fathom.safe_files import OversizedFileError, read_regular
+from fathom.safe_files import OversizedFileError, read_bounded
 
 SUMMARY = "summary.json"
 REPORT = "report.html"
@@ -57,7 +57,7 @@ def read_summary(run: Path) -> Summary | None:
     if not path.is_file():
         return None
     try:
-        return Summary.from_json(json.loads(read_regular(path, SUMMARY_MOST, "a summary").decode("utf-8")))
+        return Summary.from_json(json.loads(read_bounded(path, SUMMARY_MOST, "a summary").decode("utf-8")))
     except NewerSchemaError as exc:
         raise exc.at(str(path)) from None
     except (OSError, ValueError, TypeError, KeyError, RecursionError, OversizedFileError):
@@ -70,4 +70,4 @@ def read_plot(path: Path) -> bytes:
     """A plot's PNG bytes, to embed in a page or log to a tracker: never through a link (a run folder
     may be someone else's, and ``heatmap.png -> ~/.ssh/id_rsa`` would carry the key along), and no
     more than ``PLOT_MOST``."""
-    return read_regular(path, PLOT_MOST, "a plot")
+    return read_bounded(path, PLOT_MOST, "a plot")

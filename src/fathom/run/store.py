@@ -23,7 +23,7 @@ from fathom.records import AnyRecord, check_values, is_retried
 from fathom.run.appends import append_line, append_to, quarantine
 from fathom.run.labels import labels_text
 from fathom.run.lines import Parsed, read_file, sample_reader
-from fathom.safe_files import open_append, read_regular, refuse_links, replacing
+from fathom.safe_files import open_append, read_bounded, refuse_links, replacing
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
@@ -78,7 +78,7 @@ class RunFolder:
         if not self.manifest_path.is_file():
             raise RunFolderError(f"'{self.path}' is not a fathom run folder (it has no {MANIFEST})")
         try:
-            data = json.loads(read_regular(self.manifest_path, MANIFEST_MOST, "a manifest").decode("utf-8"))
+            data = json.loads(read_bounded(self.manifest_path, MANIFEST_MOST, "a manifest").decode("utf-8"))
         except OSError as exc:
             raise RunFolderError(f"cannot read {self.manifest_path}: {exc.strerror or exc}") from None
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Literal
 
 from fathom.errors import CorpusError
+from fathom.safe_files import read_bounded
 
 Units = Literal["sentence", "line"]
 
 TEXT_SUFFIXES = frozenset({".txt", ".md"})
+FILE_MOST = 256 << 20  # bytes read of one corpus file, at most: 1M tokens of text are a few MB
 # What `dir:PATH` reads besides prose, each file line for line: source code, configuration, markup.
 CODE_SUFFIXES = frozenset(
     ".py .pyi .js .jsx .mjs .ts .tsx .c .h .cc .cpp .cxx .hpp .hh .rs .go .java .kt .scala .cs .swift "
@@ -77,7 +79,7 @@ def read_files(files: Sequence[Path], units: Units) -> str:
     texts = []
     for path in files:
         try:
-            texts.append(path.read_text(encoding="utf-8"))
+            texts.append(read_bounded(path, FILE_MOST, "a corpus file", user_file=True).decode("utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             raise CorpusError(f"cannot read corpus file '{path}' as UTF-8 text ({exc})") from None
     return join(texts, units)

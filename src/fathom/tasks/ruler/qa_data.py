@@ -25,6 +25,7 @@ from typing import Any
 from fathom.errors import CorpusError
 from fathom.packages import install_command, package_dir
 from fathom.prompts.needles import PLACE_ENDINGS, made_up_name
+from fathom.safe_files import read_bounded
 
 ENVIRONMENT = {"squad": "FATHOM_SQUAD", "hotpotqa": "FATHOM_HOTPOTQA"}
 FORMATS = {
@@ -33,6 +34,7 @@ FORMATS = {
 }
 # Changing either changes every qa_synth prompt: bump RULER_VERSION with it.
 SYNTHETIC_SEED = 1_000_003
+QA_DATA_MOST = 1 << 30  # bytes read of a QA data file, at most: HotpotQA's training set is 566 MB
 # Enough for a 1M-token context (~4.5M characters: cl100k_base makes 1.7M tokens of them).
 SYNTHETIC_DOCUMENTS = 30_000
 
@@ -203,7 +205,7 @@ READERS: dict[str, Callable[[Path], QADataset]] = {"squad": read_squad, "hotpotq
 
 def _read_json(path: Path) -> tuple[Any, str]:
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, QA_DATA_MOST, "a QA data file", user_file=True)
     except FileNotFoundError:
         raise CorpusError(
             f"QA data file '{path}' does not exist: name a file in the published format"
