@@ -12,6 +12,7 @@ import random
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_store import record
@@ -75,7 +76,7 @@ def test_the_examples_generator_yields_the_lines_an_export_writes_and_counts_wit
     ],
 )
 def test_each_familys_lines_say_which_corpus_they_read_and_their_generators_versions(
-    task: str, options: dict[str, tuple[int, ...]], generators: dict[str, int]
+    task: str, options: dict[str, Any], generators: dict[str, int]
 ) -> None:
     depths = (0.5,) if task == "niah" else ()
     spec = RunSpec(task, "export", "char", (2048,), depths, 1, corpus="code", **options)
