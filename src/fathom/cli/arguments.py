@@ -146,7 +146,7 @@ def parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=Path("gallery"), help="the folder for gallery.html and its runs"
     )
 
-    add_export_commands(commands, _Defaults)
+    add_export_commands(commands)
     add_lm_eval_command(commands, add_prompt_options)
     add_suite_commands(commands)
     add_judge_command(commands)

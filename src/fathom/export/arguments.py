@@ -50,12 +50,8 @@ CHECK_DESCRIPTION = (
 )
 
 
-def add_export_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], formatter: type[argparse.HelpFormatter]
-) -> None:
-    export = commands.add_parser(
-        "export", help=EXPORT_HELP, description=EXPORT_DESCRIPTION, formatter_class=formatter
-    )
+def add_export_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    export = commands.add_parser("export", help=EXPORT_HELP, description=EXPORT_DESCRIPTION)
     export.add_argument("task", help=f"the task whose prompts to imitate: {', '.join(EXPORTABLE)}")
     export.add_argument("--count", type=int, required=True, help="how many examples to write")
     export.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
@@ -127,9 +123,7 @@ def add_export_commands(
         "--seed", type=int, default=0, help="decides every draw: the same seed, the same file"
     )
 
-    check = commands.add_parser(
-        "export-check", help=CHECK_HELP, description=CHECK_DESCRIPTION, formatter_class=formatter
-    )
+    check = commands.add_parser("export-check", help=CHECK_HELP, description=CHECK_DESCRIPTION)
     check.add_argument("export", type=Path, help="the JSONL file fathom export wrote")
     check.add_argument("runs", type=Path, nargs="+", help="evaluation run folders to check it against")
 
