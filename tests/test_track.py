@@ -608,3 +608,28 @@ def test_long_params_are_cut_visibly_and_artifact_names_made_safe() -> None:
     cut = _param_text("x" * 7000)
     assert len(cut) == 6000 and cut.endswith(" ... (cut)")
     assert artifact_name("niah:mix:prose=1,code=1 / run") == "niah-mix-prose-1-code-1-run"
+
+
+def test_a_niah_runs_metrics_give_its_worst_depth_effective_length_and_a_ruler_runs_none(
+    tmp_path: Path,
+) -> None:
+    from fathom.analysis.checkpoint import run_numbers
+    from fathom.analysis.effective import EffectiveLength
+    from fathom.report.compare import read_run
+    from fathom.track.logged import run_metrics
+
+    folder = tmp_path / "run"
+    assert cli("run", "niah", "--model", "sim:perfect", *RUN_ARGS, "--run-dir", folder) == 0
+    numbers = run_numbers(read_run(folder))
+    # Every cell 1.0 at 1k and 2k; 4 samples a length are too few for a lower bound of 0.85.
+    assert numbers.effective_length == EffectiveLength(2048, None, 2048)
+    assert run_metrics(numbers)["effective_length/worst_depth"] == 2048
+    worst = {"effective_length/mean", "effective_length/lower_bound", "effective_length/worst_depth"}
+    for effective, logged in [
+        (EffectiveLength(2048, 1024, 1024), (2048, 1024, 1024)),
+        (EffectiveLength(2048, 1024, None), (2048, 1024, 0)),  # no length passes at the worst depth
+    ]:
+        metrics = run_metrics(dataclasses.replace(numbers, effective_length=effective))
+        assert tuple(metrics[key] for key in sorted(worst)) == (logged[1], logged[0], logged[2])
+    ruler = run_metrics(dataclasses.replace(numbers, task="vt", effective_length=EffectiveLength(1024, 1024)))
+    assert "effective_length/worst_depth" not in ruler and ruler["effective_length/mean"] == 1024

@@ -27,6 +27,7 @@ from fathom.report.files import COMPARISON_PNG, read_plot, read_summary
 from fathom.report.series_plots import effective_length_figure, length_figure
 from fathom.report.series_text import checkpoint_name
 from fathom.run.store import RunFolder
+from fathom.tasks.niah import NiahTask
 from fathom.track.base import Param, Tracker
 from fathom.track.trackers import Logged, log_to_each
 from fathom.units import format_count
@@ -179,9 +180,10 @@ def task_name(task: str) -> str:
 
 def run_metrics(numbers: Numbers) -> dict[str, float]:
     """A run's numbers: ``score`` (overall), ``score/len_<L>``, ``task/<task>`` and
-    ``task/<task>/len_<L>``, ``effective_length/mean`` and ``/lower_bound`` (in tokens, 0 where no
-    length passes), ``control/answered`` (the share of questions answered without their context),
-    ``samples/graded`` and ``samples/errors``. A score with no value (nothing graded) is left out."""
+    ``task/<task>/len_<L>``, ``effective_length/mean``, ``/lower_bound`` and NIAH's ``/worst_depth``
+    (in tokens, 0 where no length passes), ``control/answered`` (the share of questions answered
+    without their context), ``samples/graded`` and ``samples/errors``. A score with no value (nothing
+    graded) is left out."""
     metrics: dict[str, float] = {"samples/graded": numbers.samples, "samples/errors": numbers.errors}
     if numbers.overall.mean is not None:
         metrics["score"] = numbers.overall.mean
@@ -198,6 +200,8 @@ def run_metrics(numbers: Numbers) -> dict[str, float]:
     if effective is not None:
         metrics["effective_length/mean"] = effective.mean or 0
         metrics["effective_length/lower_bound"] = effective.lower_bound or 0
+        if numbers.task == NiahTask.name:  # RULER's depths are drawn per sample: it has no worst depth
+            metrics["effective_length/worst_depth"] = effective.worst_depth or 0
     summary = read_summary(numbers.path)
     answered = None if summary is None or summary.control is None else answered_share(summary.control)
     if answered is not None:
