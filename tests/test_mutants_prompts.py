@@ -74,3 +74,11 @@ def test_needles_with_no_haystack_between_them_are_at_depth_0() -> None:
     ids = np.arange(3, dtype=np.int32)
     prompt = assemble(ids[:1], [(ids[1:2], True), (ids[2:], True)], ids[:1], 4)
     assert [(n.token_offset, n.tokens, n.depth) for n in prompt.needles] == [(1, 1, 0.0), (2, 1, 0.0)]
+
+
+def test_a_prompt_of_no_parts_is_its_head_and_tail() -> None:
+    # A probe's closed-book question (tasks/probe.py): no context, no needle.
+    ids = np.arange(5, dtype=np.int32)
+    prompt = assemble(ids[:2], [], ids[2:], 5)
+    assert prompt.ids.tolist() == [0, 1, 2, 3, 4]
+    assert (prompt.target_tokens, prompt.head_tokens, prompt.context_tokens, prompt.needles) == (5, 2, 0, ())
