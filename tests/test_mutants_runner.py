@@ -6,9 +6,10 @@ record, of its request and of a perplexity document's record."""
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, cast
@@ -360,30 +361,27 @@ def test_a_samples_own_grader_grades_the_answer_and_what_it_extracted_is_capped(
     assert record == replace(RECORD, score=0.5, scoring="halves", extracted="y" * ANSWER_BYTES)
 
 
+REFUSAL = "too_long: 100 prompt tokens + 7 new exceed the backend's limit of 106"
+# RECORD, for a sample refused with REFUSAL: nothing answered, nothing scored.
+REFUSED = replace(
+    RECORD,
+    output="",
+    finish_reason="error",
+    score=0.0,
+    matched=(),
+    latency_s=0.0,
+    prefill_s=None,
+    decode_s=None,
+    first_token=None,
+    answer_logprobs=None,
+    error=REFUSAL,
+)
+
+
 def test_a_refused_samples_completion_is_empty_and_its_record_unscored() -> None:
-    failed = _failed("too_long: 100 prompt tokens + 7 new exceed the backend's limit of 106", 100)
-    assert failed == Completion(
-        "",
-        100,
-        0,
-        "error",
-        0.0,
-        error="too_long: 100 prompt tokens + 7 new exceed the backend's limit of 106",
-    )
-    record = _record(SPEC, _backend(), SAMPLE, 100, failed)
-    assert record == replace(
-        RECORD,
-        output="",
-        finish_reason="error",
-        score=0.0,
-        matched=(),
-        latency_s=0.0,
-        prefill_s=None,
-        decode_s=None,
-        first_token=None,
-        answer_logprobs=None,
-        error="too_long: 100 prompt tokens + 7 new exceed the backend's limit of 106",
-    )
+    failed = _failed(REFUSAL, 100)
+    assert failed == Completion("", 100, 0, "error", 0.0, error=REFUSAL)
+    assert _record(SPEC, _backend(), SAMPLE, 100, failed) == REFUSED
 
 
 def test_answer_logprobs_are_rounded_to_five_decimals() -> None:
@@ -754,3 +752,252 @@ def test_preparing_refuses_a_length_too_short_and_says_a_real_backends_plan_only
     limited = replace(spec, model=f"{spec.model}?max_prompt=2000")
     with pytest.raises(SpecError, match=r"^1 of 4 prompts exceed the backend.s context of 2000 tokens"):
         runner.prepare(limited)  # refused by default, not recorded as too_long
+
+
+# The eighth round (docs/mutation.md): what the runner's helpers do that no whole run of the
+# simulated models meets: a prompt that misses its target, RULER's fill prompt, a sample's own chat,
+# a thinking budget, a Pulling backend's refusals and the closed-book check.
+class _Padded(CharTokenizer):
+    """One character a token, and ``extra`` more for each re-encoded text (a text backend that adds
+    special tokens around what it reads): a prompt of n characters counts n + extra."""
+
+    def __init__(self, extra: int) -> None:
+        super().__init__()
+        self.extra = extra
+
+    def encode_with_specials(self, text: str) -> list[int]:
+        return [*super().encode_with_specials(text), *[0] * self.extra]
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra", "size", "fills", "refusal"),
+    [
+        # A prompt that fills its target is held to the target, 8 tokens either way (0.5% of 100 is less).
+        ("ids", 0, 92, True, None),
+        ("ids", 0, 91, True, "length_mismatch: 91 tokens for a target of 100"),
+        ("text", 8, 100, True, None),
+        ("text", 9, 100, True, "length_mismatch: 109 tokens for a target of 100"),
+        # RULER's fill: a prompt built below its target is held to its own length, not the target's.
+        ("ids", 0, 80, False, None),
+        ("text", 8, 80, False, None),
+        ("text", 9, 80, False, "length_mismatch: 89 tokens for a target of 100 (built at 80, RULER's fill)"),
+    ],
+)
+def test_a_prompt_is_held_to_its_target_or_a_fill_prompt_to_its_own_length_within_eight_tokens(
+    kind: str, extra: int, size: int, fills: bool, refusal: str | None
+) -> None:
+    ids = np.array(CharTokenizer().encode(TEXT[:size]), dtype=np.int32)
+    sample = replace(SAMPLE, prompt=Prompt(ids, 100, 10, size - 20, (), fills_target=fills))
+    backend = _backend(input=kind, tokenizer=_Padded(extra))
+    request, actual, refused = _request(backend, sample, False)
+    assert (actual, refused) == (size + extra if kind == "text" else size, refusal)
+    assert request.ids is ids and request.context == (10, size - 10)
+
+
+def test_a_chat_backend_is_sent_the_samples_own_chat_where_it_has_one() -> None:
+    own = ChatPrompt("Answer in one word.", "the sample's own turn", " Answer:")
+    request, _, _ = _request(_backend(input="chat"), replace(SAMPLE, chat=lambda: own), False)
+    assert _fields(request) == REQUEST | {"chat": own}
+
+
+class _OneSample:
+    """A task that prepares SAMPLE for any cell."""
+
+    def prepare(self, cell: Cell) -> Sample:
+        return SAMPLE
+
+
+@pytest.mark.parametrize(("budget", "new"), [(None, 7), (50, 57)])
+def test_a_built_samples_request_asks_for_the_thinking_budget_then_the_answers_tokens(
+    budget: int | None, new: int
+) -> None:
+    built = runner._build(
+        replace(SPEC, thinking_budget=budget), _backend(), cast(Any, _OneSample()), SAMPLE.cell
+    )
+    assert (built.sample, built.actual, built.refusal) == (SAMPLE, 100, None)
+    assert _fields(built.request) == REQUEST | {"max_new_tokens": new}
+
+
+@dataclass
+class _Pulling(_Backend):
+    """A Pulling backend: reads each request as it sends it, and answers each with ANSWER."""
+
+    pulls_requests: bool = True
+    read: list[str] = field(default_factory=list)
+
+    def stream(self, requests: Iterable[Request]) -> Iterator[tuple[int, Completion]]:
+        for index, request in enumerate(requests):
+            self.read.append(request.sample_id)
+            yield index, ANSWER
+
+
+def test_a_pulling_backend_reads_only_the_samples_not_refused_and_each_record_is_written_in_turn() -> None:
+    backend = _Pulling()
+    first = replace(SAMPLE, cell=Cell("niah", 100, 0.25, 2))
+    request, _, _ = _request(backend, SAMPLE, False)
+    refused = runner.BuiltSample(first, _request(backend, first, False)[0], 100, REFUSAL)
+    sent = runner.BuiltSample(SAMPLE, request, 100, None)
+    written: list[tuple[Any, Any]] = []
+    runner._pull(
+        SPEC, BackendClock(cast(Backend, backend)), iter([refused, sent]), lambda *pair: written.append(pair)
+    )
+    assert backend.read == ["niah|L100|D0.2500|S3"]
+    assert written == [
+        (refused, replace(REFUSED, sample_id="niah|L100|D0.2500|S2", sample=2)),
+        (sent, RECORD),
+    ]
+
+
+@dataclass(frozen=True)
+class _Probing:
+    """A task whose samples hide low-overlap needles of ``items`` (``probe.Probed``)."""
+
+    items: tuple[str, ...]
+    name: str = "niah"
+
+    def probed_items(self) -> tuple[str, ...]:
+        return self.items
+
+
+@dataclass
+class _Reader(_Backend):
+    """A backend that says whether it can answer closed-book (``ClosedBook``)."""
+
+    closed_book: bool = False
+    name: str = "reader"
+
+
+CLOSED_BOOK = (
+    "backend 'reader' cannot answer closed-book, and a low-overlap run asks each item's fact alone (its "
+    "probe): use --no-control (no probes, no controls) or a backend that can"
+)
+
+
+@pytest.mark.parametrize(
+    ("closed_book", "control", "items", "refused"),
+    [
+        (False, True, ("h1-story-bridge",), True),  # a probe asked of a backend that cannot answer it
+        (False, False, ("h1-story-bridge",), False),  # no controls: no probes
+        (False, True, (), False),  # a task that probes no item
+        (True, True, ("h1-story-bridge",), False),  # a backend that can
+    ],
+)
+def test_a_backend_that_cannot_answer_closed_book_is_refused_only_a_run_that_probes(
+    closed_book: bool, control: bool, items: tuple[str, ...], refused: bool
+) -> None:
+    def check() -> None:
+        backend = cast(Backend, _Reader(closed_book=closed_book))
+        runner._check_closed_book(cast(Any, _Probing(items)), replace(SPEC, control=control), backend)
+
+    if refused:
+        with pytest.raises(SpecError) as caught:
+            check()
+        assert str(caught.value) == CLOSED_BOOK
+    else:
+        check()
+
+
+class _PullingScorer(_Pulling):
+    """A Pulling backend that also scores documents: 7 log-probabilities of 0 from the second token."""
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[TokenScores]:
+        return [TokenScores(np.zeros(7), 1, 0.1) for _ in requests]
+
+
+def test_a_pulling_backend_streams_each_run_of_samples_and_the_documents_between_are_scored() -> None:
+    backend = _PullingScorer()
+    second, document = replace(SAMPLE, cell=Cell("niah", 100, 0.25, 2)), _document(8, 0)
+    built = [
+        runner.BuiltSample(sample, _request(backend, sample, False)[0], 100, None)
+        for sample in (SAMPLE, second)
+    ]
+    ready: list[Any] = [built[0], document, built[1]]
+    written: list[Any] = []
+    ahead = runner.Ahead(
+        [r.cell for r in ready], dict(zip([r.cell for r in ready], ready, strict=True)).__getitem__
+    )
+    try:
+        runner.answer_all(SPEC, BackendClock(cast(Backend, backend)), ahead, written.append, 16)
+    finally:
+        ahead.close()
+    assert backend.read == ["niah|L100|D0.2500|S3", "niah|L100|D0.2500|S2"]  # two streams, one sample each
+    assert written == [
+        RECORD,
+        _perplexity(
+            8, 0, actual_tokens=8, first_position=1, logprobs=(0.0,) * 7, latency_s=0.1, beyond_window=False
+        ),
+        replace(RECORD, sample_id="niah|L100|D0.2500|S2", sample=2),
+    ]
+
+
+@dataclass
+class _Batched(_Backend):
+    """A backend that takes ``requests_per_call`` requests at a time and answers each with ANSWER."""
+
+    requests_per_call: int = 1
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        return [ANSWER for _ in requests]
+
+
+def test_the_prompts_built_ahead_hold_a_whole_batch_of_a_backend_that_takes_more_than_8192(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    held: list[int] = []
+
+    class Ahead(runner.Ahead):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            held.append(self.most_prompts)
+
+    monkeypatch.setattr(runner, "Ahead", Ahead)
+    for size in (1, 8193):
+        written: list[Any] = []
+        backend = cast(Backend, _Batched(requests_per_call=size))
+        runner.answer_cells(
+            SPEC, BackendClock(backend), cast(Any, _OneSample()), [SAMPLE.cell], written.append
+        )
+        assert written == [RECORD]
+    assert held == [8192, 8193]  # HELD_PROMPTS, or the backend's batch where that is more
+
+
+def test_a_runs_manifest_counts_its_planned_cells_and_keeps_its_labels(runs: Path) -> None:
+    run(SIM, runs / "labelled", show_progress=False, labels={"step": "1200"})
+    manifest = json.loads((runs / "labelled" / "manifest.json").read_text())
+    assert (manifest["planned"], manifest["labels"]) == (8, {"step": "1200"})  # 2 lengths x 2 depths x 2
+
+
+class _Limited:
+    """The simulated model behind a backend that cannot answer closed-book, or whose replies hold at
+    most ``most`` new tokens (``OutputCapped``)."""
+
+    def __init__(self, backend: Backend, closed_book: bool, most: int) -> None:
+        self._backend, self.closed_book, self.most = backend, closed_book, most
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+    def output_refusal(self, new_tokens: int) -> str | None:
+        return f"{new_tokens} new tokens exceed the backend's {self.most}" if new_tokens > self.most else None
+
+
+def test_preparing_refuses_a_backend_that_cannot_give_a_samples_new_tokens_or_answer_its_probes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = runner.create_backend
+    settings = {"closed_book": True, "most": 32}  # niah's answer budget: 32 new tokens
+    monkeypatch.setattr(runner, "create_backend", lambda *a: _Limited(made(*a), **settings))
+    latent = replace(SIM, needle="latent-1", control=True)
+    runner.prepare(latent)
+    settings["most"] = 31
+    with pytest.raises(SpecError) as caught:
+        runner.prepare(latent)
+    assert str(caught.value) == (
+        "32 new tokens exceed the backend's 31, the most a sample of this run asks for: lower "
+        "--thinking-budget or --max-new-tokens, or raise the backend's limit where the model allows more"
+    )
+    settings.update(most=32, closed_book=False)
+    with pytest.raises(SpecError) as caught:
+        runner.prepare(latent)
+    assert str(caught.value) == CLOSED_BOOK.replace("'reader'", "'sim:perfect'")
+    runner.prepare(replace(latent, control=False))  # no probes to answer
