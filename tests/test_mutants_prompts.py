@@ -10,6 +10,7 @@ import pytest
 from test_prompts import CHAR, CHAR_BUILDERS
 
 from fathom.prompts import PromptBuilder, TooShort, assemble, chat_prompt
+from fathom.prompts.builder import Apart, Crowded, snap
 from fathom.prompts.haystack import load_corpus, tokenize_corpus
 from fathom.prompts.needles import make_needle, needle_rng
 from fathom.prompts.templates import CONTEXT_MARKER, resolve_template
@@ -82,3 +83,67 @@ def test_a_prompt_of_no_parts_is_its_head_and_tail() -> None:
     prompt = assemble(ids[:2], [], ids[2:], 5)
     assert prompt.ids.tolist() == [0, 1, 2, 3, 4]
     assert (prompt.target_tokens, prompt.head_tokens, prompt.context_tokens, prompt.needles) == (5, 2, 0, ())
+
+
+def test_a_crowded_haystack_is_refused_saying_how_many_needles_its_boundaries_hold() -> None:
+    # Boundaries 0, 10, 20, 30: the gold (0.5 of 30 tokens) snaps to 10, the lower of two as close,
+    # and none lies 0.9 x 30 = 27 tokens from it. 0 and 30 are the only two that far apart.
+    with pytest.raises(Crowded) as crowded:
+        snap(np.array([10, 20]), 30, [0.5, 0.5], Apart(0.9, frozenset({0})))
+    assert str(crowded.value) == (
+        "no boundary of a haystack of 30 tokens (4, its ends included) lies 0.9 of it from every "
+        "needle; its boundaries hold 2 needles that far apart"
+    )
+
+
+def test_a_prompts_frame_and_needle_ids_are_shared_read_only() -> None:
+    # The builder hands the same arrays to every prompt that asks the question or holds the needle.
+    head, tail = PROSE.frame("What is the code?")
+    (needle,) = PROSE.layout(2000, "What is the code?", [(0.5, " The code is AAAA.")]).needle_ids
+    for ids in (head, tail, needle):
+        with pytest.raises(ValueError, match="read-only"):
+            ids[0] = 0
+
+
+class Neighbours:
+    """A fitted needle (``builder.Fitted``) that writes the two tokens either side of its boundary,
+    and records the text it was shown."""
+
+    def __init__(self) -> None:
+        self.shown: list[tuple[str, str]] = []
+
+    def fit(self, before: str, after: str) -> str:
+        self.shown.append((before, after))
+        return f"<{before[-2:]}|{after[:2]}>"
+
+
+QUESTION = "What is the code?"
+HEAD, TAIL = 156, 105  # PROSE's frame of QUESTION, in tokens (characters)
+
+
+def test_a_fitted_needle_is_laid_out_bare_then_written_for_the_96_tokens_either_side_of_its_cut() -> None:
+    corpus = CHAR.decode(PROSE.corpus.ids.tolist())
+    needle = Neighbours()
+    laid = PROSE.layout(3000, QUESTION, [(0.5, needle), (0.2, " The code is BBBB.")])
+    cut = laid.cuts[0]
+    before, after = corpus[cut - 96 : cut], corpus[cut : cut + 96]
+    assert needle.shown == [("", ""), (before, after)]
+    assert [CHAR.decode(ids.tolist()) for ids in laid.needle_ids] == [
+        f"<{before[-2:]}|{after[:2]}>",
+        " The code is BBBB.",
+    ]
+    # The haystack is the corpus from its start, what the fitted 7 tokens and the other 18 leave.
+    assert CHAR.decode(laid.haystack.tolist()) == corpus[: 3000 - HEAD - TAIL - 7 - 18]
+    assert corpus[cut - 1] == "." and 1000 < cut < 1500 and laid.cuts[1] < cut  # a sentence, mid-way
+
+
+def test_a_fitted_needle_at_the_end_stays_at_the_end_of_the_haystack_its_text_leaves() -> None:
+    corpus = CHAR.decode(PROSE.corpus.ids.tolist())
+    needle = Neighbours()
+    laid = PROSE.layout(3000, QUESTION, [(1.0, needle)], start=1000)
+    # The haystack opens at the first sentence at or after token 1000 (1096), both times.
+    bare = 3000 - HEAD - TAIL - 3  # laid out as "<|>"
+    assert needle.shown == [("", ""), (corpus[1096 + bare - 96 : 1096 + bare], "")]
+    # "<xy|>": 2 tokens more than the bare needle, so the haystack, and the cut at its end, 2 fewer.
+    assert CHAR.decode(laid.haystack.tolist()) == corpus[1096 : 1096 + bare - 2]
+    assert laid.cuts == [bare - 2]
