@@ -147,3 +147,37 @@ def test_a_fitted_needle_at_the_end_stays_at_the_end_of_the_haystack_its_text_le
     # "<xy|>": 2 tokens more than the bare needle, so the haystack, and the cut at its end, 2 fewer.
     assert CHAR.decode(laid.haystack.tolist()) == corpus[1096 : 1096 + bare - 2]
     assert laid.cuts == [bare - 2]
+
+
+class Counting:
+    """CHAR's tokenizer, recording each text it is asked to encode."""
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(CHAR, name)
+
+    def encode(self, text: str) -> list[int]:
+        self.encoded.append(text)
+        return CHAR.encode(text)
+
+    def encode_with_specials(self, text: str) -> list[int]:
+        self.encoded.append(text)
+        return CHAR.encode_with_specials(text)
+
+
+def test_a_builder_remembers_its_last_4096_needle_texts_and_256_questions() -> None:
+    spy = Counting()
+    build = PromptBuilder(spy, PROSE.template, PROSE.text, PROSE.corpus)  # type: ignore[arg-type]
+    for i in range(4097):
+        build.layout(400, "Which?", [(0.5, f" Code {i}.")])
+    for i in range(257):
+        build.frame(f"Which {i}?")
+    spy.encoded.clear()
+    build.layout(400, "Which 256?", [(0.5, " Code 4096.")])
+    assert spy.encoded == []  # both remembered
+    build.layout(400, "Which 256?", [(0.5, " Code 0.")])
+    build.frame("Which 0?")
+    # The oldest of each, one past what is kept, encoded again: the needle, then the frame's head and tail.
+    assert spy.encoded[0] == " Code 0." and len(spy.encoded) == 3 and "Question: Which 0?" in spy.encoded[2]
