@@ -310,3 +310,62 @@ def test_runs_that_share_no_graded_sample_say_to_finish_them() -> None:
         "'base' and 'new' share no sample that both graded without an error: finish both runs (run the "
         "same command again to resume), then compare"
     )
+
+
+def _at(length: int, score: float, task: str = "niah", **fields: Any) -> SampleRecord:
+    """Sample 0 of ``task`` at ``length`` and depth 0.5, scored ``score``."""
+    twin = dataclasses.replace(
+        record(0), sample_id=f"{task}|L{length}|D0.5000|S0", task=task, length=length, target_tokens=length,
+        actual_tokens=length, **fields,
+    )  # fmt: skip
+    return twin if score == 1.0 else dataclasses.replace(twin, score=score, output="7654321", matched=())
+
+
+def test_a_niah_runs_pairs_flip_one_by_one_not_by_their_sample_number() -> None:
+    """Sample 0 at 1k and at 2k, both lost: two flip units, so of the 4 flip vectors only the
+    observed one loses both, and the overall drop's adjusted p is 1/4 (read as one item of a suite,
+    the two would flip together: 1 of 2 vectors, 1/2)."""
+    base, new = [_at(1024, 1.0), _at(2048, 1.0)], [_at(1024, 0.0), _at(2048, 0.0)]
+    (overall,) = compare_records(_run("base", base), _run("new", new)).gate.at("overall")
+    assert (overall.pairs, overall.worse, overall.p_value, overall.p_adjusted) == (2, 2, 0.25, 0.25)
+
+
+def test_a_niah_variants_task_test_pools_its_pairs_not_its_sample_numbers() -> None:
+    """Two variants, sample 0 of each at 1k and 2k: each variant's task test holds its 2 pairs (a
+    suite's items would make them 1 each, sample 0 asked at two lengths)."""
+    tasks = ("niah", "niah:distractors")
+    base = [_at(length, 1.0, task) for task in tasks for length in (1024, 2048)]
+    new = [_at(1024, 0.0, task) for task in tasks] + [_at(2048, 1.0, task) for task in tasks]
+    gate = compare_records(_run("base", base), _run("new", new)).gate
+    assert [(t.task, t.pairs, t.worse, t.better) for t in gate.at("task")] == [
+        ("niah", 2, 1, 0),
+        ("niah:distractors", 2, 1, 0),
+    ]
+
+
+def test_the_comparison_names_the_backend_builds_its_runs_came_from() -> None:
+    def run(folder: str, build: dict[str, str]) -> RunRecords:
+        return RunRecords(
+            Path(folder),
+            dataclasses.replace(manifest(), environment=Environment(backend_build=build)),
+            [record(0)],
+        )
+
+    compared = compare_records(run("base", {"llama_cpp": "0.3.36"}), run("new", {"llama_cpp": "0.3.37"}))
+    shown = 'backend build ({"llama_cpp": "0.3.36"} vs {"llama_cpp": "0.3.37"})'
+    assert compared.machine_differences == (shown,)
+    assert compared.to_json()["machine_differences"] == [shown]
+
+
+def test_the_comparison_of_thinking_runs_holds_their_reasoning_and_of_others_none() -> None:
+    """Base 100 and 50 reasoning tokens, new 80 and 40: means 75 and 60, a change of -15, at one
+    cell; runs that read no reasoning have no thinking key."""
+    base = [dataclasses.replace(record(i), reasoning_tokens=t) for i, t in enumerate((100, 50))]
+    new = [dataclasses.replace(record(i), reasoning_tokens=t) for i, t in enumerate((80, 40))]
+    counts = {"base_tokens_mean": 75.0, "new_tokens_mean": 60.0, "tokens_change": -15.0}
+    counts |= {"base_still_thinking": 0, "new_still_thinking": 0}
+    cell = {"task": "niah", "length": 1024, "depth": 0.5} | counts
+    written = compare_records(_run("base", base), _run("new", new)).to_json()
+    assert written["thinking"] == counts | {"cells": [cell]}
+    plain = compare_records(_run("base", [record(0)]), _run("new", [record(0)]))
+    assert plain.thinking is None and "thinking" not in plain.to_json()
