@@ -24,6 +24,11 @@ from fathom.spec import RunSpec
 from fathom.tasks.base import Sample
 from fathom.tasks.listing import MARGIN, ListingTask, draw_log, grade, item_scores
 
+INTERVAL_RULE = (
+    "The 95% interval is Wilson's where every score is 0 or 1 or there are fewer than 30 of them (of "
+    "their mean, for fractional ones), else a percentile bootstrap's over them."
+)
+
 TOKENIZERS = {name: load_tokenizer(name) for name in ("char", "cl100k_base")}
 
 
@@ -172,7 +177,10 @@ def test_sim_perfect_lists_every_record_within_its_budget(runs: dict[str, Path])
     records = [json.loads(line) for line in (runs["perfect"] / "samples.jsonl").read_text().splitlines()]
     for record in (r for r in records if not r.get("control")):
         assert record["max_new_tokens"] == -(-5 * len(logs.listed(record["answers"])) // 4) + MARGIN  # char
-    assert '<section id="listing">' in (runs["perfect"] / "report.html").read_text()
+    page = (runs["perfect"] / "report.html").read_text()
+    assert '<section id="listing">' in page
+    # The interval's rule as score_interval applies it (a page once said "a bootstrap's" for any cell).
+    assert INTERVAL_RULE in page
 
 
 def test_sim_cliff_drops_past_its_window(runs: dict[str, Path]) -> None:

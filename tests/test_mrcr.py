@@ -32,6 +32,11 @@ from fathom.tasks.base import Sample
 from fathom.tasks.control import without_context
 from fathom.tasks.mrcr import MARGIN, MrcrTask, topics_of
 
+INTERVAL_RULE = (
+    "The 95% interval is Wilson's where every score is 0 or 1 or there are fewer than 30 of them (of "
+    "their mean, for fractional ones), else a percentile bootstrap's over them."
+)
+
 TOKENIZERS = {name: load_tokenizer(name) for name in ("char", "cl100k_base")}
 
 
@@ -289,7 +294,9 @@ def test_sim_perfect_reproduces_every_piece(runs: dict[str, Path]) -> None:
                 0,
             )
         assert [row["mean"] for row in mrcr["effective_length"]] == [8192, 8192]
-    assert '<section id="mrcr">' in (runs["perfect"] / "report.html").read_text()
+    page = (runs["perfect"] / "report.html").read_text()
+    assert '<section id="mrcr">' in page
+    assert INTERVAL_RULE in page  # score_interval's rule, not "a bootstrap's over the samples"
 
 
 def test_sim_one_fact_is_right_only_when_the_last_repeat_is_asked_for(runs: dict[str, Path]) -> None:

@@ -1,5 +1,5 @@
 """A real suite's runs as the report, ``fathom runs`` and ``fathom compare`` show them: each task's score
-with its interval (Wilson's for 0/1 scores, a bootstrap for fractional ones), the judges beside the
+with its interval (score_interval's: Wilson's or a bootstrap's), the judges beside the
 metric, the mean over tasks where a sweep has an effective length, and two checkpoints compared task by
 task on the same items, the pairs of different items left out.
 
@@ -223,6 +223,7 @@ def test_the_page_sets_the_judges_beside_the_metric(tmp_path: Path, runs: Path) 
     table = page[page.index('<section id="suite-tasks">') :]
     table = table[: table.index("</section>")]
     assert "<th>judge: qa-correctness@1 (0-1)</th>" in table
+    assert "Wilson's where every score is 0 or 1 or there are fewer than 30 of them" in table
     # Each task's row: its 8 items and 16 samples, the metric's score over the items' means (hotpotqa
     # 7 of 8; multifieldqa_en's BASE_ITEM_MEANS sum to 3.625, / 8 = 45.3%), its 8 prompts cut at 1k,
     # then the judge's mean: at 1k the cut prompts lose every answer and sim:perfect says it found
@@ -253,7 +254,13 @@ def test_a_summary_written_before_items_were_counted_shows_its_samples_alone() -
     scored = {"n": 8, "errors": 0, "mean": 0.5, "ci_low": 0.2, "ci_high": 0.8, "truncated": 0}
     row = {"task": "hotpotqa", "scoring": "longbench:qa_f1", **scored, "lengths": []}
     older = {"by_task": [row], "mean": {"tasks": 1, **scored}}
-    _, task, mean = suite_tasks_text(older)
+    head, task, mean = suite_tasks_text(older)
+    assert head == (
+        "score by task, over all length limits and at each (95% interval: Wilson's where every score is 0 "
+        "or 1 or there are fewer than 30 of them (of their mean, for fractional ones), else a percentile "
+        "bootstrap's over them; over all limits it is over the items, each scored by its mean over them; "
+        "prompts cut to the limit):"
+    )
     assert task == "  hotpotqa   all  50.0% [20.0, 80.0]    8 prompts, 0 cut  (longbench:qa_f1)"
     assert mean.endswith("50.0% [20.0, 80.0] (8 prompts)")
     assert "<td>all</td><td></td><td>8</td>" in suite_section(older, [])

@@ -23,6 +23,11 @@ BOOTSTRAP_SEED = 0
 # From 30 scores the bootstrap covers 94-95% on four of the shapes (82% on scores mostly 0), and is
 # narrower where the scores vary less than pass/fail ones.
 BOOTSTRAP_LEAST = 30
+# score_interval's rule in words, for the texts and pages that show its intervals.
+SCORE_INTERVAL_RULE = (
+    f"Wilson's where every score is 0 or 1 or there are fewer than {BOOTSTRAP_LEAST} of them (of their "
+    "mean, for fractional ones), else a percentile bootstrap's over them"
+)
 
 
 def wilson_interval(successes: float, n: float, z: float = Z_95) -> tuple[float, float]:

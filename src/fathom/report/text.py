@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fathom.analysis.control import answered_share
 from fathom.analysis.hard import FORM_AXES
+from fathom.analysis.stats import SCORE_INTERVAL_RULE
 from fathom.analysis.summary import NiahGrid, Perplexity, Row, RulerGrid, Summary
 from fathom.report.babi_text import babi_text
 from fathom.report.categories_text import categories_text
@@ -363,9 +364,8 @@ def suite_tasks_text(suites: Row) -> list[str]:
         return []
     width = max(len(row["task"]) for row in rows)
     lines = [
-        "score by task, over all length limits and at each (95% interval: Wilson's for 0/1 scores, "
-        "a bootstrap for fractional ones; over all limits it is over the items, each scored by its mean "
-        "over them; prompts cut to the limit):"
+        f"score by task, over all length limits and at each (95% interval: {SCORE_INTERVAL_RULE}; over "
+        "all limits it is over the items, each scored by its mean over them; prompts cut to the limit):"
     ]
     for row in rows:
         lines.append(f"{_task_row(row['task'], 'all', row, width)}  ({row['scoring']})")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from fathom.analysis.stats import SCORE_INTERVAL_RULE
 from fathom.analysis.summary import Row
 from fathom.report.html.page import (
     SCORE_COLUMNS,
@@ -38,8 +39,8 @@ def listing_section(listing: Row) -> str:
         '<section id="listing"><h2>Long outputs</h2><p>Each sample asks for the id of every log record '
         "that matches a user and an action, one a line; as many look-alike records match one of the two. "
         "The score is the item-level F1 of the ids listed; an answer cut at its output budget (finish "
-        "reason <code>length</code>) is graded as it stands. The 95% interval is a bootstrap's over the "
-        "samples (Wilson's where every score is 0 or 1).</p>"
+        "reason <code>length</code>) is graded as it stands. The 95% interval is "
+        f"{SCORE_INTERVAL_RULE}.</p>"
         f"<h3>F1 by items</h3>{table(('items', 'length', *SCORE_COLUMNS), scores)}"
         "<h3>Precision, recall and truncation</h3>"
         f"{budget_table(listing['cells'], 'items', ('precision', 'recall'))}"

@@ -8,6 +8,7 @@ Every number is the summary's (``fathom.analysis.mrcr``); this module only lays 
 
 from __future__ import annotations
 
+from fathom.analysis.stats import SCORE_INTERVAL_RULE
 from fathom.analysis.summary import Row
 from fathom.report.html.listing import budget_boxes, budget_table
 from fathom.report.html.page import (
@@ -36,8 +37,8 @@ def mrcr_section(mrcr: Row) -> str:
         "the user asks for many pieces of writing, one of them several times (the repeats), and at the "
         "end asks for one of those again, word for word, after a random prefix. The score is MRCR's: 0 "
         "unless the answer opens with the prefix, else the similarity ratio of the rest to the piece "
-        "asked for. The 95% interval is a bootstrap's over the samples (Wilson's where every score is 0 "
-        f"or 1).</p><h3>Score by repeats</h3>{scores}<h3>Prefixed, exact and truncated answers</h3>"
+        f"asked for. The 95% interval is {SCORE_INTERVAL_RULE}.</p>"
+        f"<h3>Score by repeats</h3>{scores}<h3>Prefixed, exact and truncated answers</h3>"
         f"{budget_table(cells, 'repeats', ('prefixed', 'exact'))}"
         f"<h3>Score by which repeat was asked for</h3>{positions}"
         f"{effective_table(mrcr, 'repeats', 'repeats')}</section>"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fathom.analysis.stats import SCORE_INTERVAL_RULE
 from fathom.analysis.summary import Row
 from fathom.report.html.page import esc, interval, number_box, percent, table
 from fathom.report.plots import format_length
@@ -82,8 +83,8 @@ def suite_section(suites: Row, judges: Sequence[Row]) -> str:
     return (
         '<section id="suite-tasks"><h2>Score by task</h2><p>Each task over all its length limits, then at '
         "each: a prompt longer than its limit had its middle cut, as the suite does. The 95% interval is "
-        "Wilson's for 0/1 scores and a percentile bootstrap for fractional ones (F1, ROUGE, edit "
-        "similarity). Over all the limits it is over the items, each scored by its mean over them: a "
+        f"{SCORE_INTERVAL_RULE} (F1, ROUGE and edit similarity are fractional). Over all the limits it "
+        "is over the items, each scored by its mean over them: a "
         "question asked at 1k and at 8k is one piece of evidence, not two, and an interval over the "
         "samples would be too narrow. At one limit each item is one sample."
         f"{esc(judged)}</p>{table(head, rows)}</section>"
