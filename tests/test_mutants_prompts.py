@@ -181,3 +181,14 @@ def test_a_builder_remembers_its_last_4096_needle_texts_and_256_questions() -> N
     build.frame("Which 0?")
     # The oldest of each, one past what is kept, encoded again: the needle, then the frame's head and tail.
     assert spy.encoded[0] == " Code 0." and len(spy.encoded) == 3 and "Question: Which 0?" in spy.encoded[2]
+
+
+def test_a_fitted_needle_less_than_96_tokens_into_the_haystack_is_shown_all_the_text_before_it() -> None:
+    corpus = CHAR.decode(PROSE.corpus.ids.tolist())
+    needle = Neighbours()
+    # The haystack opens at the sentence at token 1235 of the corpus, whose next sentence starts 79
+    # tokens on: the needle asked at 0.03 of about 2,700 tokens snaps there.
+    laid = PROSE.layout(3000, QUESTION, [(0.03, needle)], start=1235)
+    assert laid.cuts == [79]
+    before = " To be prepared for war is one of the most effectual means of preserving peace."
+    assert needle.shown[1] == (before, corpus[1314 : 1314 + 96])
