@@ -27,6 +27,7 @@ from fathom.analysis.paired import (
     failure_changes,
     holm_adjust,
     machine_differences,
+    machine_warning,
     paired_test,
     run_effective_length,
     sign_test,
@@ -369,3 +370,25 @@ def test_the_comparison_of_thinking_runs_holds_their_reasoning_and_of_others_non
     assert written["thinking"] == counts | {"cells": [cell]}
     plain = compare_records(_run("base", [record(0)]), _run("new", [record(0)]))
     assert plain.thinking is None and "thinking" not in plain.to_json()
+
+
+def test_runs_made_on_two_cpus_are_named_by_each_cpu_and_warned_of_whole() -> None:
+    def on(cpu: dict[str, Any]) -> Manifest:
+        return dataclasses.replace(manifest(), environment=Environment(cpu=cpu))
+
+    xeon = {"model": "Xeon Platinum 8480", "simd": ["avx2", "avx512f", "amx"], "cores": 8}
+    found = machine_differences(on(xeon), on({"model": "EPYC 9654", "simd": ["avx2"]}))
+    assert found == ["CPU (Xeon Platinum 8480, 3 SIMD flags vs EPYC 9654, 1 SIMD flags)"]
+    assert machine_warning([*found, "backend build (a vs b)"]) == (
+        "the runs' records come from more than one machine or build (CPU (Xeon Platinum 8480, 3 SIMD "
+        "flags vs EPYC 9654, 1 SIMD flags); backend build (a vs b)): a real model's greedy answers can "
+        "change with these alone, so part of any difference may be the machine's"
+    )
+
+
+def test_a_cell_at_length_0_holds_its_pair() -> None:
+    """A record's length may be 0 (its bounds say at least 0): its cell is read at 0, not at 1."""
+    base = dataclasses.replace(_at(1024, 1.0), sample_id="niah|L0|D0.5000|S0", length=0)
+    new = dataclasses.replace(base, score=0.0, output="7654321", matched=())
+    (cell,) = compare_records(_run("base", [base]), _run("new", [new])).cells
+    assert (cell.length, cell.test.pairs, cell.test.worse) == (0, 1, 1)
