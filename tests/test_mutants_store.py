@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from test_store import manifest, record, started
 
-from fathom.errors import NewerSchemaError, RunFolderError
+from fathom.errors import NewerSchemaError, RunFolderError, first_line
 from fathom.records import record_from_json
-from fathom.run.lines import Damage, Parsed, _first_line, parse
+from fathom.run.lines import Damage, Parsed, parse
 from fathom.run.store import MANIFEST, QUARANTINE, SAMPLES, RunFolder, _differences, is_final
 from fathom.safe_files import LinkedFileError
 from fathom.schemas import RECORD_SCHEMA
@@ -73,13 +73,17 @@ def test_repair_counts_the_damaged_lines_and_the_torn_tail(tmp_path: Path) -> No
 
 
 def test_a_records_damage_is_described_by_the_first_line_of_the_error() -> None:
-    assert _first_line(ValueError("field 'score' is 'x', not float\nmore detail")) == (
+    assert first_line(ValueError("field 'score' is 'x', not float\nmore detail")) == (
         "field 'score' is 'x', not float"
     )
-    assert _first_line(ValueError("one line")) == "one line"
+    assert first_line(ValueError("one line")) == "one line"
     # An error without a message is named by its type.
-    assert _first_line(KeyError()) == "KeyError"
-    assert _first_line(TypeError("")) == "TypeError"
+    assert first_line(KeyError()) == "KeyError"
+    assert first_line(TypeError("")) == "TypeError"
+    # A message that opens with blank lines (a library's) is named by its first words, and one of
+    # nothing but white space by its type.
+    assert first_line(RuntimeError("\n  CUDA out of memory.\nTried to allocate")) == "CUDA out of memory."
+    assert first_line(OSError(" \n ")) == "OSError"
 
 
 def test_a_manifest_that_is_not_json_is_named_damaged_with_what_to_do(tmp_path: Path) -> None:
@@ -109,7 +113,7 @@ def test_json_nested_too_deeply_for_the_parser_is_damage_that_says_so() -> None:
     assert damage == Damage(1, "JSON nested too deeply")
 
 
-def test_an_object_that_is_no_record_is_damage_named_by_the_readers_first_line() -> None:
+def test_an_object_that_is_no_record_is_damage_named_by_the_readersfirst_line() -> None:
     data = {"schema": 4, "sample_id": 3}
     with pytest.raises((TypeError, ValueError, KeyError)) as refused:
         record_from_json(data)

@@ -50,3 +50,10 @@ class NewerSchemaError(RunFolderError):
     def at(self, where: str) -> NewerSchemaError:
         """The same refusal, naming where the newer form was found (a file, a line of one)."""
         return NewerSchemaError(self.what, self.found, self.known, where)
+
+
+def first_line(exc: BaseException) -> str:
+    """What an exception says, its first line (a library's message may run on for pages), or its type's
+    name where it says nothing: the reason a one-line error gives."""
+    said = str(exc).strip()
+    return said.splitlines()[0] if said else type(exc).__name__

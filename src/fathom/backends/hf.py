@@ -32,7 +32,7 @@ from fathom.backends.local_models import resolve_model_path
 from fathom.backends.reasoning import THINK_TAGS, split_completion, tags_refusal, tags_setting
 from fathom.backends.replies import engine_error
 from fathom.backends.settings import MOST_BATCH, choice, or_auto, parse_settings, text, unless_auto, whole
-from fathom.errors import FathomError, MissingExtraError, SpecError
+from fathom.errors import FathomError, MissingExtraError, SpecError, first_line
 from fathom.records import Completion, ErrorKind, FirstToken
 
 try:
@@ -47,7 +47,6 @@ from fathom.backends.hf_model import (
     TransformersTokenizer,
     config_window,
     fingerprint,
-    first_line,
     load_tokenizer,
     model_source,
 )

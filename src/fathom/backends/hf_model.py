@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fathom.errors import FathomError, MissingExtraError, SpecError, TokenizerError
+from fathom.errors import FathomError, MissingExtraError, SpecError, TokenizerError, first_line
 
 try:
     import transformers
@@ -133,9 +133,3 @@ def fingerprint(path: Path) -> dict[str, str]:
     for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
         digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
     return {"folder_sha256": digest.hexdigest()}
-
-
-def first_line(exc: BaseException) -> str:
-    """An exception's message in one line, for errors and records."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

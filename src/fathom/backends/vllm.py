@@ -39,7 +39,7 @@ from fathom.backends.settings import (
     parse_settings,
     whole,
 )
-from fathom.errors import FathomError, MissingExtraError, SpecError
+from fathom.errors import FathomError, MissingExtraError, SpecError, first_line
 from fathom.records import Completion, ErrorKind, FirstToken
 
 try:
@@ -53,7 +53,6 @@ except ImportError:
 from fathom.backends.hf_model import (
     TransformersTokenizer,
     fingerprint,
-    first_line,
     load_tokenizer,
     model_window,
 )

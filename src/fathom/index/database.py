@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from fathom.errors import FathomError, MissingExtraError
+from fathom.errors import FathomError, MissingExtraError, first_line
 from fathom.version import __version__
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def _connected(path: Path, read_only: bool) -> Iterator[DuckDBPyConnection]:
 
 
 def _refusal(path: Path, exc: Exception) -> IndexFileError:
-    reason = _first_line(exc)
+    reason = first_line(exc)
     if "Could not set lock" in reason:  # another process has the file open for writing
         return IndexFileError(f"index '{path}' is in use by another process ({reason}): wait for it")
     return IndexFileError(
@@ -156,7 +156,7 @@ def _failed(path: Path, exc: Exception, module: ModuleType) -> IndexFileError:
     else:
         fix = "if it happens again, index the run folders into a new file"
     return IndexFileError(
-        f"index '{path}': DuckDB failed ({_first_line(exc)}); what was not committed is not in it: {fix}"
+        f"index '{path}': DuckDB failed ({first_line(exc)}); what was not committed is not in it: {fix}"
     )
 
 
@@ -190,7 +190,3 @@ def _check(connection: DuckDBPyConnection, path: Path) -> None:
 
 def _damaged(path: Path, reason: str) -> IndexFileError:
     return IndexFileError(f"index '{path}' is damaged ({reason}): delete it and index the run folders again")
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -21,7 +21,7 @@ import tiktoken
 import tokenizers
 from tiktoken_ext import openai_public
 
-from fathom.errors import TokenizerError
+from fathom.errors import TokenizerError, first_line
 from fathom.prompts.tokenizer_files import gunzip, read_file
 
 BUILTIN_TIKTOKEN = ("cl100k_base", "o200k_base")
@@ -301,7 +301,7 @@ def _parse_hf(raw: bytes, path: Path) -> tokenizers.Tokenizer:
     try:
         tokenizer = tokenizers.Tokenizer.from_buffer(raw)
     except Exception as exc:  # the Rust side raises a bare Exception for any parse error
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = first_line(exc)
         raise TokenizerError(
             f"cannot parse '{path}' as a Hugging Face tokenizer.json ({reason}); give a model's "
             "tokenizer.json, or use tiktoken:PATH for a .tiktoken file"

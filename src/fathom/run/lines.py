@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
 
-from fathom.errors import NewerSchemaError, RunFolderError
+from fathom.errors import NewerSchemaError, RunFolderError, first_line
 from fathom.manifest import Manifest
 from fathom.records import AnyRecord, SampleRecord, record_from_json
 from fathom.spec import MAX_LENGTH, RunSpec
@@ -259,8 +259,4 @@ def _record(raw: bytes, reader: Callable[[dict[str, Any]], R]) -> R:
     except _Foreign as exc:
         raise _Damaged(str(exc)) from None
     except (TypeError, ValueError, KeyError) as exc:
-        raise _Damaged(f"not a record ({_first_line(exc)})") from None
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise _Damaged(f"not a record ({first_line(exc)})") from None

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from fathom.errors import FathomError, NewerSchemaError, RunFolderError
+from fathom.errors import FathomError, NewerSchemaError, RunFolderError, first_line
 from fathom.manifest import Manifest, Start
 from fathom.records import AnyRecord, check_values, is_retried
 from fathom.run.appends import append_line, append_to, quarantine
@@ -88,7 +88,7 @@ class RunFolder:
         except NewerSchemaError as exc:
             raise exc.at(str(self.manifest_path)) from None
         except (TypeError, KeyError, ValueError, AttributeError, FathomError) as exc:
-            raise self._damaged(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+            raise self._damaged(first_line(exc)) from None
 
     def _damaged(self, reason: str) -> RunFolderError:
         return RunFolderError(
