@@ -192,3 +192,13 @@ def test_a_fitted_needle_less_than_96_tokens_into_the_haystack_is_shown_all_the_
     assert laid.cuts == [79]
     before = " To be prepared for war is one of the most effectual means of preserving peace."
     assert needle.shown[1] == (before, corpus[1314 : 1314 + 96])
+
+
+def test_needles_that_are_all_anchors_snap_to_their_nearest_boundaries_however_close() -> None:
+    # Boundaries 0, 50, 100: nothing lies 0.6 of the haystack from 50, but no needle has to.
+    assert snap(np.array([50]), 100, [0.5, 0.45], Apart(0.6, frozenset({0, 1}))) == [50, 50]
+
+
+def test_needles_apart_from_no_anchor_snap_as_without_apart() -> None:
+    # Boundaries 0, 40, 45, 100 (as in tests/test_realised_gaps.py): 0.43 snaps to 45, 0.32 to 40.
+    assert snap(np.array([40, 45]), 100, [0.43, 0.32], Apart(0.1, frozenset())) == [45, 40]
