@@ -202,3 +202,10 @@ def test_needles_that_are_all_anchors_snap_to_their_nearest_boundaries_however_c
 def test_needles_apart_from_no_anchor_snap_as_without_apart() -> None:
     # Boundaries 0, 40, 45, 100 (as in tests/test_realised_gaps.py): 0.43 snaps to 45, 0.32 to 40.
     assert snap(np.array([40, 45]), 100, [0.43, 0.32], Apart(0.1, frozenset())) == [45, 40]
+
+
+def test_a_boundary_exactly_the_gap_from_an_anchor_is_far_enough_and_one_token_nearer_is_not() -> None:
+    # The gold snaps to 50; a gap of 0.25 of 100 tokens is 25. Asked at 0.3, the distractor takes 25,
+    # exactly 25 away, where there is one, and falls back to the start where the boundary is at 26.
+    assert snap(np.array([25, 50]), 100, [0.5, 0.3], Apart(0.25, frozenset({0}))) == [50, 25]
+    assert snap(np.array([26, 50]), 100, [0.5, 0.3], Apart(0.25, frozenset({0}))) == [50, 0]
