@@ -10,7 +10,7 @@ import pytest
 from test_prompts import CHAR, CHAR_BUILDERS
 
 from fathom.prompts import PromptBuilder, TooShort, assemble, chat_prompt
-from fathom.prompts.builder import Apart, Crowded, snap
+from fathom.prompts.builder import Apart, Crowded, fitting, snap
 from fathom.prompts.haystack import load_corpus, tokenize_corpus
 from fathom.prompts.needles import make_needle, needle_rng
 from fathom.prompts.templates import CONTEXT_MARKER, resolve_template
@@ -209,3 +209,10 @@ def test_a_boundary_exactly_the_gap_from_an_anchor_is_far_enough_and_one_token_n
     # exactly 25 away, where there is one, and falls back to the start where the boundary is at 26.
     assert snap(np.array([25, 50]), 100, [0.5, 0.3], Apart(0.25, frozenset({0}))) == [50, 25]
     assert snap(np.array([26, 50]), 100, [0.5, 0.3], Apart(0.25, frozenset({0}))) == [50, 0]
+
+
+def test_boundaries_exactly_the_gap_apart_each_hold_a_needle() -> None:
+    # A gap of 0.25 of 100 tokens: 0, 25, 50 and 100 are each 25 or more past the one before.
+    assert fitting(np.array([0, 25, 50, 100]), 100, 0.25) == 4
+    # At 24 and 48, one token nearer: 0, then 48 (48 past it), then 100.
+    assert fitting(np.array([0, 24, 48, 100]), 100, 0.25) == 3
