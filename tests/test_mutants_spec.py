@@ -192,3 +192,59 @@ def test_one_new_token_is_allowed_and_none_is_refused() -> None:
     with pytest.raises(SpecError) as refused:
         _spec(max_new_tokens=0)
     assert str(refused.value) == "max new tokens must be at least 1, got 0"
+
+
+def test_the_later_fields_take_their_edges_and_refuse_one_past_each_in_full() -> None:
+    allowed = [
+        {"max_new_tokens": 33_554_432},
+        {"thinking_budget": 1},
+        {"thinking_budget": 33_554_432},
+        {"ops": (1,), "items": (1,), "repeats": (1,)},
+        {"fill": "ruler"},
+        {"needle_style": "prose"},
+        {
+            "relations": ("work", "visit", "home"),
+            "needle_orders": ("place-first",),
+            "question_templates": (3, 2),
+        },
+    ]
+    for changes in allowed:
+        spec = _spec(**changes)
+        assert {name: getattr(spec, name) for name in changes} == changes
+    forms = "use one or more of visit, home, work, or all"
+    refusals = [
+        (
+            {"max_new_tokens": 33_554_433},
+            "--max-new-tokens of 33,554,433 is beyond fathom's longest context, 32M tokens: give at most "
+            "that (niah's default is 32)",
+        ),
+        ({"thinking_budget": 0}, "--thinking-budget takes a count of tokens in 1..32M, got 0"),
+        (
+            {"thinking_budget": 33_554_433},
+            "--thinking-budget takes a count of tokens in 1..32M, got 33,554,433",
+        ),
+        ({"ops": (4, 0)}, "--ops takes counts of operations of at least 1, got [4, 0]"),
+        ({"items": (0,)}, "--items takes counts of records of at least 1, got [0]"),
+        ({"repeats": (2, 0)}, "--repeats takes counts of asks of at least 1, got [2, 0]"),
+        ({"fill": "full"}, "unknown fill 'full': use one of exact, ruler"),
+        (
+            {"needle_style": "plain"},
+            "unknown needle style 'plain': use native (the haystack's own form) or prose",
+        ),
+        ({"relations": ()}, f"--relations names none: {forms}"),
+        ({"relations": ("visit", "school")}, f"--relations: unknown value 'school': {forms}"),
+        ({"relations": ("home", "home")}, "--relations names a value twice (home, home): name each once"),
+        (
+            {"needle_orders": ("last",)},
+            "--needle-orders: unknown value 'last': use one or more of name-first, place-first, or all",
+        ),
+        (
+            {"question_templates": (1, 4)},
+            "--question-templates: unknown value '4': use one or more of 1, 2, 3, or all",
+        ),
+        ({"question_templates": (2, 2)}, "--question-templates names a value twice (2, 2): name each once"),
+    ]
+    for changes, message in refusals:
+        with pytest.raises(SpecError) as refused:
+            _spec(**changes)
+        assert str(refused.value) == message
