@@ -248,3 +248,19 @@ def test_the_later_fields_take_their_edges_and_refuse_one_past_each_in_full() ->
         with pytest.raises(SpecError) as refused:
             _spec(**changes)
         assert str(refused.value) == message
+
+
+def test_a_spec_of_every_later_axis_and_form_reads_back_from_its_json_text() -> None:
+    spec = _spec(
+        ops=(4, 16),
+        items=(8,),
+        repeats=(2, 4),
+        relations=("home", "work"),
+        needle_orders=("place-first", "name-first"),
+        question_templates=(2,),
+    )
+    written = json.loads(json.dumps(spec.to_json()))
+    assert [written[name] for name in ("ops", "items", "repeats")] == [[4, 16], [8], [2, 4]]
+    assert written["relations"] == ["home", "work"] and written["question_templates"] == [2]
+    back = RunSpec.from_json(written)
+    assert back == spec and (back.ops, back.needle_orders) == ((4, 16), ("place-first", "name-first"))
