@@ -17,7 +17,12 @@ from fathom.spec import (
     RunSpec,
     parse_corpora,
     parse_depths,
+    parse_items,
+    parse_lengths,
+    parse_ops,
+    parse_repeats,
     parse_split_distance,
+    parse_templates,
     prompt_options,
 )
 from fathom.units import parse_count
@@ -264,3 +269,36 @@ def test_a_spec_of_every_later_axis_and_form_reads_back_from_its_json_text() -> 
     assert written["relations"] == ["home", "work"] and written["question_templates"] == [2]
     back = RunSpec.from_json(written)
     assert back == spec and (back.ops, back.needle_orders) == ((4, 16), ("place-first", "name-first"))
+
+
+def test_question_templates_are_read_as_numbers_of_up_to_three_digits_or_all() -> None:
+    assert parse_templates("all") == (1, 2, 3)
+    assert parse_templates("3, 001") == (3, 1)
+    for text, part in [("x", "x"), ("1,0001", "0001"), ("2,-1", "-1")]:
+        with pytest.raises(SpecError) as refused:
+            parse_templates(text)
+        assert str(refused.value) == (
+            f"--question-templates: unknown value '{part}': use one or more of 1, 2, 3, or all"
+        )
+
+
+def test_an_empty_length_is_refused_saying_how_to_separate_them() -> None:
+    with pytest.raises(SpecError) as refused:
+        parse_lengths("1k,,2k")
+    assert str(refused.value) == (
+        "--lengths '1k,,2k' has an empty entry: separate lengths by single commas, e.g. 1k,2k,4k"
+    )
+
+
+def test_each_count_axis_names_its_flag_and_example_when_refused() -> None:
+    assert (parse_ops("64, 4,4"), parse_items("8"), parse_repeats(" 2,8 ")) == ((4, 64), (8,), (2, 8))
+    for parse, flag, example in [
+        (parse_ops, "--ops", "4,16,64"),
+        (parse_items, "--items", "8,32,128"),
+        (parse_repeats, "--repeats", "2,4,8"),
+    ]:
+        with pytest.raises(SpecError) as refused:
+            parse("4,x")
+        assert (
+            str(refused.value) == f"{flag} takes whole counts separated by commas, e.g. {example}, not '4,x'"
+        )
