@@ -302,3 +302,13 @@ def test_each_count_axis_names_its_flag_and_example_when_refused() -> None:
         assert (
             str(refused.value) == f"{flag} takes whole counts separated by commas, e.g. {example}, not '4,x'"
         )
+
+
+def test_a_count_has_up_to_six_ascii_digits() -> None:
+    assert parse_ops("999999,1") == (1, 999_999)
+    for text in ("1000000", "\u0663", "-4", "4.0"):  # seven digits, an Arabic-Indic 3, a sign, a point
+        with pytest.raises(SpecError) as refused:
+            parse_ops(text)
+        assert (
+            str(refused.value) == f"--ops takes whole counts separated by commas, e.g. 4,16,64, not '{text}'"
+        )
