@@ -18,6 +18,7 @@ from fathom.analysis.niah import (
     length_table,
     lost_in_the_middle_index,
     summarize,
+    worst_depth_effective_length,
 )
 from fathom.analysis.ruler import LengthScore, TaskCell, length_scores, ruler_aggregates
 from fathom.analysis.stats import (
@@ -64,6 +65,16 @@ def test_a_length_with_nothing_scored_fails_whatever_the_threshold() -> None:
 
 def test_a_length_with_one_scored_sample_counts() -> None:
     assert effective_length(rows((1024, 1, 1.0), (2048, 1, 1.0), (4096, 1, 0.0))) == 2048
+
+
+def test_the_worst_depth_default_threshold_is_085_from_both_sides() -> None:
+    # Called without a threshold: a worst cell at exactly 0.85 passes, at 0.84 it fails; the other
+    # depth's cell is 1.0, so the length's worst cell is the one that decides.
+    def at(worst: float) -> list[CellStats]:
+        return [cell(1024, 0.0, 20, 1.0), cell(1024, 0.5, 20, worst)]
+
+    assert worst_depth_effective_length(at(0.85)) == 1024
+    assert worst_depth_effective_length(at(0.84)) is None
 
 
 def test_the_depth_bands_include_their_bounds() -> None:
