@@ -312,3 +312,27 @@ def test_a_count_has_up_to_six_ascii_digits() -> None:
         assert (
             str(refused.value) == f"--ops takes whole counts separated by commas, e.g. 4,16,64, not '{text}'"
         )
+
+
+def test_every_relation_and_question_template_is_read_from_all() -> None:
+    args = SimpleNamespace(
+        corpus=None,
+        needle="latent-1",
+        distractors=None,
+        needles=1,
+        split_distance="0.25",
+        haystack_offset="start",
+        needle_style="native",
+        template="auto",
+        system_prompt=None,
+        literal_distractor=False,
+        relations="all",
+        needle_orders="name-first",
+        question_templates="all",
+    )
+    options = prompt_options(args)
+    assert (options["relations"], options["needle_orders"], options["question_templates"]) == (
+        ("visit", "home", "work"),
+        ("name-first",),
+        (1, 2, 3),
+    )
