@@ -200,7 +200,7 @@ def test_one_new_token_is_allowed_and_none_is_refused() -> None:
 
 
 def test_the_later_fields_take_their_edges_and_refuse_one_past_each_in_full() -> None:
-    allowed = [
+    allowed: list[dict[str, object]] = [
         {"max_new_tokens": 33_554_432},
         {"thinking_budget": 1},
         {"thinking_budget": 33_554_432},
@@ -217,7 +217,7 @@ def test_the_later_fields_take_their_edges_and_refuse_one_past_each_in_full() ->
         spec = _spec(**changes)
         assert {name: getattr(spec, name) for name in changes} == changes
     forms = "use one or more of visit, home, work, or all"
-    refusals = [
+    refusals: list[tuple[dict[str, object], str]] = [
         (
             {"max_new_tokens": 33_554_433},
             "--max-new-tokens of 33,554,433 is beyond fathom's longest context, 32M tokens: give at most "
