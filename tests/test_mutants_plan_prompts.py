@@ -84,9 +84,10 @@ def costs(found: Sequence[PromptCost]) -> list[tuple[str, int, int, int]]:
 def test_built_prompts_count_the_prefix_each_shares_with_the_one_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A clock that moves 0.05 s a reading, whatever the machine's load: the start, one reading before
-    # each of the five prompts, and the end, 0.3 s after the start.
-    ticks = iter(range(100))
+    # A clock that moves 0.05 s a reading, whatever the machine's load: the start (at 1.0 s, so that
+    # the end plus the start, 2.3, is not the 0.3 between them), one reading before each of the five
+    # prompts, and the end.
+    ticks = iter(range(20, 120))
     monkeypatch.setattr(prompts, "time", SimpleNamespace(perf_counter=lambda: 0.05 * next(ticks)))
     swept = sweep_prompts(spec(), Toy(CELLS), "prefix")
     assert swept.method == "built: all 5 prompts, shared prefixes counted (0.3 s)"
@@ -243,3 +244,29 @@ def test_an_estimate_shares_no_more_than_the_prompt_before_holds() -> None:
     toy = Toy((Cell("niah", 5, 0.0, 0), Cell("niah", 20, 0.0, 0)))
     found = sweep_prompts(spec(fill="ruler", lengths=(5, 20)), toy, "prefix", build=False).prompts
     assert [(p.tokens, p.cached) for p in found] == [(1, 0), (16, 1)]
+
+
+class Counting(Toy):
+    """The toy task, counting the samples it builds."""
+
+    def __init__(self, cells: Sequence[Cell]) -> None:
+        super().__init__(cells)
+        self.built: list[Cell] = []
+
+    def prepare(self, cell: Cell) -> Sample | Document:
+        self.built.append(cell)
+        return super().prepare(cell)
+
+
+def test_an_estimate_builds_no_sample_for_its_budget_unless_the_task_sizes_each_one() -> None:
+    # The estimate is what a sweep too long to build gets: the toy's budget is the same for every
+    # sample, so it is read once off the shapes' samples, never by building every cell.
+    task = Counting(CELLS)
+    estimated = sweep_prompts(spec(), task, "prefix", build=False)
+    assert [p.new_tokens for p in estimated.prompts] == [NEW] * len(CELLS)
+    assert len(task.built) < len(CELLS)
+    shapes = len(task.built)
+    sized = Counting(CELLS)
+    sized.budget_per_sample = True  # type: ignore[attr-defined]
+    sweep_prompts(spec(), sized, "prefix", build=False)
+    assert len(sized.built) == shapes + len(CELLS)  # then each sample is built, once, for its own

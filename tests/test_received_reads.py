@@ -202,22 +202,29 @@ def tmp_folder(path: Path) -> Path:
     return path.parent / "shipped"  # no shipped files there: the name is read as a path
 
 
-USER_FILES: list[tuple[Any, str, bytes, Callable[[Path], object]]] = [
-    (templates, "TEMPLATE_MOST", b"{{ messages[0]['content'] }}", _template),
+USER_FILES: list[tuple[Any, str, bytes, Callable[[Path], object], str]] = [
+    (templates, "TEMPLATE_MOST", b"{{ messages[0]['content'] }}", _template, "a chat template"),
     (
         readers,
         "CONFIG_MOST",
         json.dumps(dict.fromkeys(READER_KEYS, 8)).encode(),
         readers.read_config,
+        "a config.json",
     ),
-    (haystack_files, "FILE_MOST", b"One sentence. Another one.", lambda p: read_files([p], "sentence")),
-    (qa_data, "QA_DATA_MOST", b'{"data": []}', qa_data._read_json),
-    (judging, "SHIPPED_MOST", b'name = "r"\n', _rubric),
+    (
+        haystack_files,
+        "FILE_MOST",
+        b"One sentence. Another one.",
+        lambda p: read_files([p], "sentence"),
+        "a corpus file",
+    ),
+    (qa_data, "QA_DATA_MOST", b'{"data": []}', qa_data._read_json, "a QA data file"),
+    (judging, "SHIPPED_MOST", b'name = "r"\n', _rubric, "a rubric file"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("module", "bound", "content", "read"), USER_FILES, ids=lambda v: getattr(v, "__name__", "")
+    ("module", "bound", "content", "read", "what"), USER_FILES, ids=lambda v: getattr(v, "__name__", "")
 )
 def test_each_file_the_user_names_is_read_at_its_bound_and_refused_a_byte_past_it(
     tmp_path: Path,
@@ -226,6 +233,7 @@ def test_each_file_the_user_names_is_read_at_its_bound_and_refused_a_byte_past_i
     bound: str,
     content: bytes,
     read: Callable[[Path], object],
+    what: str,
 ) -> None:
     path = tmp_path / "file.txt"
     path.write_bytes(content)
@@ -234,8 +242,10 @@ def test_each_file_the_user_names_is_read_at_its_bound_and_refused_a_byte_past_i
     monkeypatch.setattr(module, bound, len(content) - 1)
     with pytest.raises(OversizedFileError) as refused:
         read(path)
-    assert str(refused.value).startswith(f"'{path}' holds more than {len(content) - 1:,} bytes, more than ")
-    assert str(refused.value).endswith(": name the right file")
+    assert str(refused.value) == (
+        f"'{path}' holds more than {len(content) - 1:,} bytes, more than {what} ever holds: "
+        "name the right file"
+    )
 
 
 def test_a_file_of_items_is_read_at_its_bound_and_refused_a_byte_past_it(
