@@ -273,3 +273,20 @@ def test_an_lm_eval_folder_marker_past_its_bound_is_no_marker(tmp_path: Path) ->
     assert _marker_in(tmp_path) == {"fathom": 1}
     (tmp_path / MARKER).write_bytes(marker + b" " * ((1 << 20) - len(marker) + 1))
     assert _marker_in(tmp_path) is None
+
+
+def test_a_bounded_read_sets_aside_what_the_file_holds_not_its_bound(tmp_path: Path) -> None:
+    import tracemalloc
+
+    path = tmp_path / "manifest.json"
+    path.write_bytes(b"{}" * 500)
+    for user_file in (False, True):
+        tracemalloc.start()
+        try:
+            assert read_bounded(path, 1 << 30, "a manifest", user_file=user_file) == b"{}" * 500
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        # A read of the bound at once would set aside 1 GiB (a manifest's 16 MiB held every resume's
+        # memory to 16 MiB); a piece at a time, a piece.
+        assert peak < 1 << 18, peak

@@ -43,6 +43,7 @@ class OversizedFileError(FathomError):
 
 _NEVER_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NEVER_FOLLOW
+_PIECE = 1 << 16  # what a bounded read reads at a time
 
 
 @contextmanager
@@ -127,7 +128,7 @@ def read_bounded(path: Path, most: int, what: str, *, user_file: bool = False) -
     link or a pipe of theirs: only the bound holds. OSError, other than a link refused, is raised as is."""
     if user_file:  # OSError is the caller's to word, as for any file it names
         with path.open("rb") as handle:
-            data = handle.read(most + 1)
+            data = _read_past(handle, most)
         fix = "name the right file"
     else:
         try:
@@ -139,13 +140,24 @@ def read_bounded(path: Path, most: int, what: str, *, user_file: bool = False) -
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise _refusal([path])
-            data = handle.read(most + 1)
+            data = _read_past(handle, most)
         fix = "it is not fathom's own; move it aside"
     if len(data) > most:
         raise OversizedFileError(
             f"'{path}' holds more than {most:,} bytes, more than {what} ever holds: {fix}"
         )
     return data
+
+
+def _read_past(handle: BinaryIO, most: int) -> bytes:
+    """The handle's bytes up to one past ``most``, read a piece at a time: ``read(most + 1)`` would
+    set aside the whole bound (16 MiB for a manifest of a few KB) before reading a byte."""
+    pieces: list[bytes] = []
+    held = 0
+    while held <= most and (piece := handle.read(min(_PIECE, most + 1 - held))):
+        pieces.append(piece)
+        held += len(piece)
+    return b"".join(pieces)
 
 
 def refuse_links(folder: Path, owns: Callable[[str], bool]) -> None:
