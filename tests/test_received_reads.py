@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_links import cli, plant, run_args
 
 import fathom.plan.readers as readers
 import fathom.prompts.haystack.files as haystack_files
@@ -24,7 +25,6 @@ import fathom.prompts.templates as templates
 import fathom.report.files as files_module
 import fathom.run.store as store_module
 import fathom.tasks.ruler.qa_data as qa_data
-from fathom.cli import main
 from fathom.errors import RunFolderError
 from fathom.prompts.haystack.files import read_files
 from fathom.prompts.judging import read_shipped
@@ -35,21 +35,11 @@ from fathom.report.html.page import image
 from fathom.safe_files import LinkedFileError, OversizedFileError, read_bounded
 from fathom.track.logged import run_logged
 
-READER_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
 SECRET = b"-----BEGIN OPENSSH PRIVATE KEY-----\nthe victim's own bytes\n"
 
 
-def cli(*args: str | Path) -> int:
-    status: int = main([str(a) for a in args])
-    return status
-
-
 def make_run(folder: Path, step: int) -> Path:
-    grid = ["--lengths", "1k", "--depths", "2", "--samples", "1", "--no-control", "--no-progress"]
-    assert (
-        cli("run", "niah", *grid, "--model", "sim:perfect", "--label", f"step={step}", "--run-dir", folder)
-        == 0
-    )
+    assert cli(*run_args(folder, "sim:perfect", "--label", f"step={step}")) == 0
     return folder
 
 
@@ -69,12 +59,6 @@ def secret(tmp_path: Path) -> Path:
     path.parent.mkdir()
     path.write_bytes(SECRET)
     return path
-
-
-def plant(link: Path, target: Path) -> Path:
-    link.unlink(missing_ok=True)
-    link.symlink_to(target)
-    return link
 
 
 def test_read_bounded_reads_up_to_its_bound_and_refuses_a_byte_more(tmp_path: Path) -> None:
@@ -207,7 +191,7 @@ USER_FILES: list[tuple[Any, str, bytes, Callable[[Path], object], str]] = [
     (
         readers,
         "CONFIG_MOST",
-        json.dumps(dict.fromkeys(READER_KEYS, 8)).encode(),
+        json.dumps(dict.fromkeys(readers._REQUIRED, 8)).encode(),
         readers.read_config,
         "a config.json",
     ),

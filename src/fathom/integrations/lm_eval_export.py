@@ -44,6 +44,7 @@ from fathom.version import __version__
 EXPORT_VERSION = 1
 # The file that marks a folder as an export, and says of which spec.
 MARKER = "fathom-lm-eval.json"
+MARKER_MOST = 1 << 20  # bytes read of a marker, at most: fathom writes a few hundred
 UTILS = "utils.py"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 
@@ -199,9 +200,7 @@ def _marker_in(folder: Path) -> dict[str, Any] | None:
     if path.is_symlink() or not path.is_file():
         return None
     try:
-        held = json.loads(
-            read_bounded(path, 1 << 20, "a marker").decode("utf-8")
-        )  # fathom's: a few hundred bytes
+        held = json.loads(read_bounded(path, MARKER_MOST, "a marker").decode("utf-8"))
     except (ValueError, UnicodeDecodeError, OversizedFileError):
         return None
     return held if isinstance(held, dict) else None

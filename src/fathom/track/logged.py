@@ -200,7 +200,7 @@ def run_metrics(numbers: Numbers) -> dict[str, float]:
     if effective is not None:
         metrics["effective_length/mean"] = effective.mean or 0
         metrics["effective_length/lower_bound"] = effective.lower_bound or 0
-        if numbers.task == NiahTask.name:  # RULER's depths are drawn per sample: it has no worst depth
+        if numbers.task == NiahTask.name:  # only NIAH sets its depths; the other tasks draw them per sample
             metrics["effective_length/worst_depth"] = effective.worst_depth or 0
     summary = read_summary(numbers.path)
     answered = None if summary is None or summary.control is None else answered_share(summary.control)
